@@ -1,0 +1,142 @@
+"""Shared fixtures: a real mosquitto broker (open, and locked down with passwords and the
+production ACL), and a leak check that fails any test leaving threads, child processes or
+pseudo-terminals behind."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.broker import BrokerProcess, start_broker, write_password_file
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PRODUCTION_ACL = REPO_ROOT / "systemd" / "mosquitto" / "livetable.acl"
+
+# Threads and processes get this long to wind down after a test before they count as leaked.
+LEAK_GRACE_S = 3.0
+
+
+@pytest.fixture
+def mqtt_broker(tmp_path: Path) -> Iterator[tuple[str, int]]:
+    """A real mosquitto on a free loopback port accepting anonymous clients: (host, port)."""
+    broker = start_broker(tmp_path / "broker")
+    try:
+        yield broker.host, broker.port
+    finally:
+        died_with = broker.stop()
+    if died_with is not None:
+        pytest.fail(f"mosquitto died during the test (exit {died_with}):\n{broker.log()}")
+
+
+SECURE_USERS: dict[str, tuple[str, str]] = {
+    role: (username, f"{role}-secret-{os.getpid()}")
+    for role, username in {
+        "table": "livetable-table",
+        "platform": "platform",
+        "supervisor": "supervisor",
+        "viewer": "viewer",
+    }.items()
+}
+
+
+@pytest.fixture
+def secure_mqtt_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+    """mosquitto with anonymous access refused, a password file and the production ACL.
+
+    ``broker.users`` maps each role (table, platform, supervisor, viewer) to (user, password).
+    """
+    workdir = tmp_path / "secure-broker"
+    workdir.mkdir()
+    password_file = workdir / "passwords"
+    write_password_file(password_file, SECURE_USERS)
+    broker = start_broker(
+        workdir,
+        extra_config=(
+            f"allow_anonymous false\npassword_file {password_file}\nacl_file {PRODUCTION_ACL}\n"
+        ),
+        users=SECURE_USERS,
+    )
+    try:
+        yield broker
+    finally:
+        died_with = broker.stop()
+    if died_with is not None:
+        pytest.fail(f"mosquitto died during the test (exit {died_with}):\n{broker.log()}")
+
+
+def child_pids() -> set[int]:
+    own = os.getpid()
+    children: set[int] = set()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        # fields[0] is the state, fields[1] the parent pid; zombies still count as leaked
+        # until someone reaps them.
+        if int(fields[1]) == own:
+            children.add(int(entry.name))
+    return children
+
+
+def open_ptys() -> set[str]:
+    ptys: set[str] = set()
+    for entry in os.scandir("/proc/self/fd"):
+        try:
+            target = os.readlink(entry.path)
+        except OSError:
+            continue
+        if target == "/dev/ptmx" or target.startswith("/dev/pts/"):
+            ptys.add(f"fd {entry.name} -> {target}")
+    return ptys
+
+
+def find_leaks(
+    threads_before: set[threading.Thread],
+    children_before: set[int],
+    ptys_before: set[str],
+    grace_s: float = LEAK_GRACE_S,
+) -> list[str]:
+    """What appeared since the snapshot and is still there after ``grace_s`` seconds."""
+    deadline = time.monotonic() + grace_s
+    while True:
+        threads = [t for t in threading.enumerate() if t not in threads_before and t.is_alive()]
+        children = child_pids() - children_before
+        ptys = open_ptys() - ptys_before
+        if not (threads or children or ptys) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    problems = []
+    if threads:
+        problems.append("threads left running: " + ", ".join(t.name for t in threads))
+    if children:
+        problems.append("child processes left running: " + ", ".join(map(str, sorted(children))))
+    if ptys:
+        problems.append("pseudo-terminals left open: " + ", ".join(sorted(ptys)))
+    return problems
+
+
+@pytest.fixture(autouse=True)
+def no_leaks(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail a test that leaves threads, child processes or open ptys behind.
+
+    Autouse and function-scoped, so it is set up before and torn down after the test's other
+    function-scoped fixtures: what those fixtures clean up does not count as a leak.
+    """
+    threads_before = set(threading.enumerate())
+    children_before = child_pids()
+    ptys_before = open_ptys()
+    yield
+    if request.node.get_closest_marker("allow_leaks"):
+        return
+    problems = find_leaks(threads_before, children_before, ptys_before)
+    if problems:
+        pytest.fail("leak check: " + "; ".join(problems), pytrace=False)
