@@ -1,0 +1,1 @@
+"""The card shoe's scanner: pure protocol codecs, a thin pyserial driver, typed events."""
