@@ -1,0 +1,486 @@
+"""Angel Eye II-EX style frames: ENQ event telegrams in, STX host commands out, ACK/NAK.
+
+Reconstructed from an integrator's bridge code, not from a vendor specification; see
+``docs/shoe-protocol.md`` for what is known and what is guessed. Pure code: no I/O, no clock.
+
+Shoe to host::
+
+    ENQ SEQ CODE DATA(0..6) ETX BCC_hi BCC_lo     05 31 44 81 B1 03 34 36  (Player #1, A♠)
+
+``BCC`` is the XOR of SEQ..ETX as two upper-case hex characters. The data length is fixed by
+the code, so the decoder knows where ETX must be and resyncs on the next start byte when it
+is not there.
+
+Host to shoe::
+
+    STX 'O' 'P' T1 T2 D1 D2 ETX BCC_hi BCC_lo      02 4F 50 4C 4B 30 32 03 31 42  (lock)
+
+Whether the command BCC includes STX is unresolved (the spec's own example only works with
+STX included): :class:`HostCommand` takes it as a setting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from controller.errors import RulesError
+from controller.games.cards import Card
+from drivers.shoe.codec import DecoderStats, ShoeProtocolError, require_bytes
+
+STX: Final = 0x02
+ETX: Final = 0x03
+ENQ: Final = 0x05
+ACK_BYTE: Final = 0x06
+NAK_BYTE: Final = 0x15
+START_BYTES: Final = frozenset((STX, ENQ, ACK_BYTE, NAK_BYTE))
+
+# Data bytes that follow each event code; a code not listed here is not a frame we accept.
+DATA_LENGTH: Final[dict[str, int]] = {
+    "S": 0,  # start of communication
+    "P": 0,  # stand by
+    "C": 0,  # cutting card drawn
+    "D": 2,  # card drawn in a game
+    "d": 2,  # card drawn outside a game (lock, error or setting mode)
+    "R": 2,  # card retransmission (the card for the next round after an overdraw)
+    "G": 1,  # game result
+    "E": 1,  # error occurred
+    "e": 1,  # error cancelled
+    "L": 1,  # lock status (physical key)
+    "M": 6,  # preset changed: 2 ASCII address + 4 ASCII value
+}
+CARD_CODES: Final = frozenset("DdR")
+
+# Bits 6-4 of card byte 1 for D and R.
+TARGETS: Final[dict[int, str]] = {
+    0b000: "player",
+    0b001: "banker",
+    0b010: "burn",
+    0b100: "first",
+    0b101: "burn-count",
+}
+TARGET_CODES: Final[dict[str, int]] = {name: code for code, name in TARGETS.items()}
+# Bits 6-4 of card byte 1 for d.
+MODES: Final[dict[int, str]] = {0b000: "lock", 0b001: "error", 0b010: "setting"}
+
+# Bits 6-4 of card byte 2, and our suit letters.
+SUIT_CODES: Final[dict[str, int]] = {"D": 1, "C": 2, "S": 3, "H": 4}
+SUITS_BY_CODE: Final[dict[int, str]] = {code: suit for suit, code in SUIT_CODES.items()}
+RANKS: Final = "A23456789TJQK"
+
+ERROR_MESSAGES: Final[dict[int, str]] = {
+    1: "card could not be read",
+    2: "overdraw (too many cards drawn)",
+    3: "button mishandled",
+    4: "card pulled back at the exit",
+    5: "card pulled back midway",
+    6: "card code error",
+    7: "draw timed out",
+}
+UNREADABLE_CARD_ERROR: Final = 1
+
+NAK_MESSAGES: Final[dict[int, str]] = {
+    0x01: "overrun, framing or parity error",
+    0x02: "BCC error",
+    0x03: "no ETX",
+    0x11: "telegram format or length error",
+    0x12: "invalid setting address",
+    0x13: "invalid command",
+    0x14: "invalid operation type",
+    0x21: "shoe busy",
+    0x22: "write in progress",
+    0xFF: "other error",
+}
+
+COMMAND_LENGTH: Final = 10  # STX O P T1 T2 D1 D2 ETX BCC BCC
+MAX_REPLY_LENGTH: Final = 64  # STX replies: the bridge never saw one; generous, bounded
+DEFAULT_MAX_BUFFER: Final = 128  # the bridge clears its buffer past 128 bytes without ETX
+
+
+def bcc(span: bytes) -> bytes:
+    """XOR of ``span`` as two upper-case ASCII hex characters (the bridge compares text)."""
+    value = 0
+    for byte in span:
+        value ^= byte
+    return b"%02X" % value
+
+
+@dataclass(frozen=True, slots=True)
+class CardPayload:
+    """The two data bytes of a ``D``, ``d`` or ``R`` event, unpacked but not yet judged."""
+
+    target: int
+    index: int
+    suit: int
+    rank: int
+
+    @classmethod
+    def from_data(cls, data: bytes) -> CardPayload:
+        if len(data) != 2:
+            raise ShoeProtocolError(f"a card payload has 2 bytes, not {len(data)}")
+        return cls(
+            target=(data[0] >> 4) & 0b111,
+            index=data[0] & 0x0F,
+            suit=(data[1] >> 4) & 0b111,
+            rank=data[1] & 0x0F,
+        )
+
+    @classmethod
+    def for_card(cls, card: Card, target: str = "player", index: int = 1) -> CardPayload:
+        if target not in TARGET_CODES:
+            raise ShoeProtocolError(f"unknown card target {target!r}")
+        return cls(TARGET_CODES[target], index, SUIT_CODES[card.suit], card.rank_index)
+
+    def to_data(self) -> bytes:
+        if not (0 <= self.target <= 7 and 0 <= self.index <= 15):
+            raise ShoeProtocolError(f"card target/index out of range: {self}")
+        if not (0 <= self.suit <= 7 and 0 <= self.rank <= 15):
+            raise ShoeProtocolError(f"card suit/rank out of range: {self}")
+        return bytes((0x80 | self.target << 4 | self.index, 0x80 | self.suit << 4 | self.rank))
+
+    def card(self) -> Card:
+        """The face, or :class:`ShoeProtocolError` for a suit or rank the shoe cannot send."""
+        suit = SUITS_BY_CODE.get(self.suit)
+        if suit is None or not 1 <= self.rank <= 13:
+            raise ShoeProtocolError(f"no such card: suit code {self.suit}, rank {self.rank}")
+        try:
+            return Card(RANKS[self.rank - 1], suit)
+        except RulesError as error:  # pragma: no cover - the table above is complete
+            raise ShoeProtocolError(str(error)) from error
+
+    @property
+    def target_name(self) -> str | None:
+        return TARGETS.get(self.target)
+
+
+@dataclass(frozen=True, slots=True)
+class EventFrame:
+    """An unsolicited event from the shoe (ENQ telegram).
+
+    ``sequence`` is the SEQ digit 0-9 (the shoe counts ``'1'``..``'9'``, ``'0'``, ``'1'``...).
+    ``data`` has bit 7 set in every byte except for ``M``, whose data is ASCII.
+    """
+
+    sequence: int
+    code: str
+    data: bytes = b""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.sequence <= 9:
+            raise ShoeProtocolError(f"SEQ must be a digit 0-9, not {self.sequence}")
+        expected = DATA_LENGTH.get(self.code)
+        if expected is None:
+            raise ShoeProtocolError(f"unknown event code {self.code!r}")
+        if len(self.data) != expected:
+            raise ShoeProtocolError(
+                f"event {self.code!r} carries {expected} data bytes, not {len(self.data)}"
+            )
+        if self.code == "M":
+            if not all(0x20 <= byte < 0x7F for byte in self.data):
+                raise ShoeProtocolError("event 'M' carries printable ASCII only")
+        elif not all(byte & 0x80 for byte in self.data):
+            raise ShoeProtocolError(f"event {self.code!r} data must have bit 7 set")
+
+    @classmethod
+    def card(
+        cls, sequence: int, card: Card, target: str = "player", index: int = 1, code: str = "D"
+    ) -> EventFrame:
+        """A ``D`` (or ``d``/``R``) frame for ``card``."""
+        return cls(sequence, code, CardPayload.for_card(card, target, index).to_data())
+
+    @property
+    def card_payload(self) -> CardPayload:
+        if self.code not in CARD_CODES:
+            raise ShoeProtocolError(f"event {self.code!r} carries no card")
+        return CardPayload.from_data(self.data)
+
+    def to_bytes(self) -> bytes:
+        span = bytes((0x30 + self.sequence,)) + self.code.encode("ascii") + self.data + b"\x03"
+        return b"\x05" + span + bcc(span)
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> EventFrame:
+        raw = require_bytes(raw)
+        if len(raw) < 6 or raw[0] != ENQ:
+            raise ShoeProtocolError(f"not an event frame: {raw!r}")
+        if raw[-3] != ETX:
+            raise ShoeProtocolError(f"event frame without ETX before the BCC: {raw!r}")
+        if raw[-2:] != bcc(raw[1:-2]):
+            raise ShoeProtocolError(f"bad BCC in {raw!r}: expected {bcc(raw[1:-2])!r}")
+        if not 0x30 <= raw[1] <= 0x39:
+            raise ShoeProtocolError(f"SEQ must be an ASCII digit: {raw!r}")
+        code = chr(raw[2])
+        return cls(raw[1] - 0x30, code, raw[3:-3])
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyFrame:
+    """``STX data ETX BCC`` from the shoe (an answer to a read/setting command)."""
+
+    data: bytes
+
+    def __post_init__(self) -> None:
+        if STX in self.data or ETX in self.data or len(self.data) > MAX_REPLY_LENGTH - 4:
+            raise ShoeProtocolError(f"unencodable reply data {self.data!r}")
+
+    def to_bytes(self) -> bytes:
+        span = self.data + b"\x03"
+        return b"\x02" + span + bcc(span)
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> ReplyFrame:
+        raw = require_bytes(raw)
+        if len(raw) < 4 or raw[0] != STX or raw[-3] != ETX or raw[-2:] != bcc(raw[1:-2]):
+            raise ShoeProtocolError(f"not a valid reply frame: {raw!r}")
+        return cls(raw[1:-3])
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    """The one-byte positive answer to a host command."""
+
+    def to_bytes(self) -> bytes:
+        return b"\x06"
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> Ack:
+        if require_bytes(raw) != b"\x06":
+            raise ShoeProtocolError(f"not an ACK: {raw!r}")
+        return cls()
+
+
+@dataclass(frozen=True, slots=True)
+class Nak:
+    """The negative answer: NAK then one raw code byte (see :data:`NAK_MESSAGES`)."""
+
+    code: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.code <= 0xFF:
+            raise ShoeProtocolError(f"NAK code must be one byte, not {self.code}")
+
+    @property
+    def message(self) -> str:
+        return NAK_MESSAGES.get(self.code, "unknown NAK code")
+
+    def to_bytes(self) -> bytes:
+        return bytes((NAK_BYTE, self.code))
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> Nak:
+        raw = require_bytes(raw)
+        if len(raw) != 2 or raw[0] != NAK_BYTE:
+            raise ShoeProtocolError(f"not a NAK: {raw!r}")
+        return cls(raw[1])
+
+
+# Commands the host may send, with the data values each accepts.
+COMMANDS: Final[dict[str, frozenset[str]]] = {
+    "LK": frozenset(("01", "02")),  # 02 lock, 01 unlock
+    "EC": frozenset(("00", "01", "02")),  # clear error / overdraw keep card / discard card
+    "GP": frozenset(("00",)),  # game-process confirmation
+}
+
+
+@dataclass(frozen=True, slots=True)
+class HostCommand:
+    """``STX 'OP' TYPE VALUE ETX BCC`` from host to shoe.
+
+    ``bcc_includes_stx``: True follows the spec's worked example (Lock ON -> "1B") and the
+    bridge; False follows the spec's prose. Unconfirmed on hardware, hence a setting.
+    """
+
+    command: str
+    value: str
+    bcc_includes_stx: bool = True
+
+    def __post_init__(self) -> None:
+        if self.value not in COMMANDS.get(self.command, ()):
+            raise ShoeProtocolError(f"unknown host command {self.command} {self.value}")
+
+    def to_bytes(self) -> bytes:
+        span = b"OP" + self.command.encode("ascii") + self.value.encode("ascii") + b"\x03"
+        checked = b"\x02" + span if self.bcc_includes_stx else span
+        return b"\x02" + span + bcc(checked)
+
+    @classmethod
+    def from_bytes(cls, raw: bytes, bcc_includes_stx: bool | None = None) -> HostCommand:
+        """Parse a command; ``bcc_includes_stx=None`` accepts either convention."""
+        raw = require_bytes(raw)
+        if len(raw) != COMMAND_LENGTH or raw[0] != STX or raw[1:3] != b"OP" or raw[7] != ETX:
+            raise ShoeProtocolError(f"not a host command: {raw!r}")
+        conventions = (True, False) if bcc_includes_stx is None else (bcc_includes_stx,)
+        for includes_stx in conventions:
+            checked = raw[:8] if includes_stx else raw[1:8]
+            if raw[8:] == bcc(checked):
+                try:
+                    text = raw[3:7].decode("ascii")
+                except UnicodeDecodeError as error:
+                    raise ShoeProtocolError(f"not a host command: {raw!r}") from error
+                return cls(text[:2], text[2:], includes_stx)
+        raise ShoeProtocolError(f"bad BCC in host command {raw!r}")
+
+
+ShoeFrame = EventFrame | ReplyFrame | Ack | Nak
+
+
+class AngelEyeDecoder:
+    """Incremental decoder for what the shoe sends: bytes in, frames out.
+
+    Bytes before a start byte are skipped; a span that starts like a frame but is not one is
+    dropped one byte at a time so that a real frame inside it is still found; a complete
+    event frame whose BCC does not match is dropped and counted. The buffer never grows past
+    ``max_buffer`` bytes.
+    """
+
+    def __init__(self, max_buffer: int = DEFAULT_MAX_BUFFER) -> None:
+        if max_buffer < MAX_REPLY_LENGTH:
+            raise ShoeProtocolError(f"max_buffer must be at least {MAX_REPLY_LENGTH}")
+        self.max_buffer = max_buffer
+        self.stats = DecoderStats()
+        self._buffer = bytearray()
+
+    def reset(self) -> None:
+        """Forget a partial frame (the link dropped: its rest will never come)."""
+        self._buffer.clear()
+
+    def feed(self, data: bytes) -> list[ShoeFrame]:
+        self._buffer += require_bytes(data)
+        frames: list[ShoeFrame] = []
+        while True:
+            result = self._next()
+            if result is None:
+                break
+            frames.append(result)
+            self.stats.frames += 1
+        if len(self._buffer) > self.max_buffer:  # unreachable with bounded frames; a backstop
+            self.stats.overflows += 1
+            self._buffer.clear()
+        return frames
+
+    def _skip(self, count: int, malformed: bool = False) -> None:
+        del self._buffer[:count]
+        if malformed:
+            self.stats.malformed += 1
+        else:
+            self.stats.garbage_bytes += count
+
+    def _next(self) -> ShoeFrame | None:
+        buffer = self._buffer
+        while buffer:
+            start = buffer[0]
+            if start not in START_BYTES:
+                skip = 1
+                while skip < len(buffer) and buffer[skip] not in START_BYTES:
+                    skip += 1
+                self._skip(skip)
+                continue
+            if start == ACK_BYTE:
+                del buffer[:1]
+                return Ack()
+            if start == NAK_BYTE:
+                if len(buffer) < 2:
+                    return None
+                code = buffer[1]
+                del buffer[:2]
+                return Nak(code)
+            if start == ENQ:
+                frame, outcome = self._event()
+            else:
+                frame, outcome = self._reply()
+            if outcome == "wait":
+                return None
+            if frame is not None:
+                return frame
+            if outcome == "bad_checksum":
+                self.stats.bad_checksum += 1
+                del buffer[:1]
+            else:
+                self._skip(1, malformed=True)
+        return None
+
+    def _event(self) -> tuple[EventFrame | None, str]:
+        buffer = self._buffer
+        if len(buffer) < 3:
+            return None, "wait"
+        length = DATA_LENGTH.get(chr(buffer[2]))
+        if length is None or not 0x30 <= buffer[1] <= 0x39:
+            return None, "malformed"
+        end = 3 + length + 3
+        if len(buffer) > 3 + length and buffer[3 + length] != ETX:
+            return None, "malformed"
+        if len(buffer) < end:
+            # An ETX or start byte where data should be means this span is not a frame.
+            data = buffer[3 : 3 + length]
+            if any(byte in START_BYTES or byte == ETX for byte in data):
+                return None, "malformed"
+            return None, "wait"
+        raw = bytes(buffer[:end])
+        if raw[-3] != ETX:
+            return None, "malformed"
+        try:
+            frame = EventFrame.from_bytes(raw)
+        except ShoeProtocolError:
+            return None, "bad_checksum" if raw[-2:] != bcc(raw[1:-2]) else "malformed"
+        del buffer[:end]
+        return frame, "ok"
+
+    def _reply(self) -> tuple[ReplyFrame | None, str]:
+        buffer = self._buffer
+        limit = min(len(buffer), MAX_REPLY_LENGTH)
+        for etx in range(1, limit):
+            byte = buffer[etx]
+            if byte == ETX:
+                break
+            if byte in START_BYTES:  # a frame starts inside: this span is not a reply
+                return None, "malformed"
+        else:
+            return (None, "malformed") if len(buffer) >= MAX_REPLY_LENGTH else (None, "wait")
+        if len(buffer) < etx + 3:
+            return None, "wait"
+        raw = bytes(buffer[: etx + 3])
+        if raw[-2:] != bcc(raw[1:-2]):
+            return None, "bad_checksum"
+        del buffer[: etx + 3]
+        return ReplyFrame(raw[1:-3]), "ok"
+
+
+class HostCommandDecoder:
+    """The shoe's side: decodes host commands (either BCC convention, or only one)."""
+
+    def __init__(self, bcc_includes_stx: bool | None = None) -> None:
+        self.bcc_includes_stx = bcc_includes_stx
+        self.stats = DecoderStats()
+        self._buffer = bytearray()
+        self.rejected: list[tuple[bytes, int]] = []
+        """Complete command spans that failed, with the NAK code the shoe should answer."""
+
+    def feed(self, data: bytes) -> list[HostCommand]:
+        self._buffer += require_bytes(data)
+        commands: list[HostCommand] = []
+        buffer = self._buffer
+        while buffer:
+            start = buffer.find(STX)
+            if start < 0:
+                self.stats.garbage_bytes += len(buffer)
+                buffer.clear()
+                break
+            if start:
+                self.stats.garbage_bytes += start
+                del buffer[:start]
+            if len(buffer) < COMMAND_LENGTH:
+                break
+            raw = bytes(buffer[:COMMAND_LENGTH])
+            try:
+                command = HostCommand.from_bytes(raw, self.bcc_includes_stx)
+            except ShoeProtocolError:
+                well_framed = raw[7] == ETX
+                self.stats.bad_checksum += well_framed
+                self.stats.malformed += not well_framed
+                self.rejected.append((raw, 0x02 if well_framed else 0x11))
+                del buffer[:1]
+                continue
+            del buffer[:COMMAND_LENGTH]
+            commands.append(command)
+            self.stats.frames += 1
+        return commands

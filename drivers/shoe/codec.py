@@ -1,0 +1,45 @@
+"""What every shoe codec shares: its error type and the counters its decoder keeps.
+
+Pure code: no I/O, no clock, no logging. A decoder is fed bytes and returns frames; it never
+raises anything but :class:`ShoeProtocolError`, and for bytes off the wire it does not raise at
+all: it drops what does not make a frame, counts why, and resyncs on the next start byte.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from controller.errors import ProtocolError
+
+
+class ShoeProtocolError(ProtocolError):
+    """Bytes that do not make a valid shoe frame, or a frame that cannot be encoded.
+
+    Examples: ``EventFrame.from_bytes`` given a frame whose BCC does not match; a card line
+    ``"X9"``; a native frame whose payload holds a control byte.
+    """
+
+
+@dataclass(slots=True)
+class DecoderStats:
+    """Why bytes were dropped. Reported by ``livetable shoe monitor`` and the soak test."""
+
+    frames: int = 0
+    """Frames decoded and returned."""
+    bad_checksum: int = 0
+    """Complete frames dropped because their checksum did not match."""
+    malformed: int = 0
+    """Spans that started like a frame but broke its layout (unknown code, bad length...)."""
+    garbage_bytes: int = 0
+    """Bytes skipped while hunting for the next start byte."""
+    overflows: int = 0
+    """Times the buffer hit its cap and was emptied."""
+
+
+def require_bytes(data: object) -> bytes:
+    """Return ``data`` as ``bytes``; anything that is not bytes-like is a protocol error."""
+    if isinstance(data, bytes):
+        return data
+    if isinstance(data, bytearray | memoryview):
+        return bytes(data)
+    raise ShoeProtocolError(f"a decoder is fed bytes, not {type(data).__name__}")
