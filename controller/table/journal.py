@@ -1,0 +1,161 @@
+"""The table's journal: every input event, appended before it takes effect.
+
+One SQLite file in WAL mode with ``synchronous=FULL``, so a committed row survives a crash
+of the process or of the machine. One row per event; each row carries the SHA-256 of its own
+content and of the previous row's hash, so an edited, removed or reordered row breaks the
+chain and :meth:`Journal.verify` says where. Replaying the rows through the same state
+machine rebuilds the exact state (see :mod:`controller.table.table`).
+
+Row hash: ``sha256(f"{seq}\\n{kind}\\n{body}\\n{prev_hash}")`` where ``body`` is the event's
+fields as canonical JSON (sorted keys, no spaces) and the first row's ``prev_hash`` is 64
+zeros.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from controller.errors import JournalError
+from controller.table.events import decode_event, encode_event
+
+SCHEMA_VERSION: Final = 1
+GENESIS_HASH: Final = "0" * 64
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    body TEXT NOT NULL,
+    prev_hash TEXT NOT NULL,
+    hash TEXT NOT NULL
+);
+"""
+
+
+def row_hash(seq: int, kind: str, body: str, prev_hash: str) -> str:
+    return hashlib.sha256(f"{seq}\n{kind}\n{body}\n{prev_hash}".encode()).hexdigest()
+
+
+def canonical_json(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(frozen=True, slots=True)
+class JournalEntry:
+    """One row: the event's sequence number, kind and fields, and the chain's hashes."""
+
+    seq: int
+    kind: str
+    body: str
+    prev_hash: str
+    hash: str
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        return json.loads(self.body)
+
+    def event(self) -> object:
+        return decode_event(self.kind, self.fields)
+
+
+class Journal:
+    """An append-only, hash-chained event log in one SQLite file.
+
+    ``append`` returns only once the row is committed to disk. Opening a journal checks its
+    schema version; :meth:`verify` checks every hash. Not thread-safe: one table process
+    owns its journal.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(_SCHEMA)
+            row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if row is None:
+                self._db.execute(
+                    "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
+                    (str(SCHEMA_VERSION),),
+                )
+            elif int(row[0]) != SCHEMA_VERSION:
+                raise JournalError(
+                    f"{self.path} has journal schema version {row[0]}; this livetable reads "
+                    f"version {SCHEMA_VERSION}"
+                )
+            last = self._db.execute(
+                "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1"
+            ).fetchone()
+        except sqlite3.Error as error:
+            raise JournalError(f"cannot open the journal {self.path}: {error}") from error
+        self._last_seq, self._last_hash = (0, GENESIS_HASH) if last is None else last
+
+    @property
+    def last_seq(self) -> int:
+        return self._last_seq
+
+    def append(self, event: object) -> JournalEntry:
+        """Commit ``event`` as the next row and return it; JournalError if that fails."""
+        kind, fields = encode_event(event)
+        body = canonical_json(fields)
+        seq = self._last_seq + 1
+        digest = row_hash(seq, kind, body, self._last_hash)
+        try:
+            self._db.execute(
+                "INSERT INTO events (seq, kind, body, prev_hash, hash) VALUES (?, ?, ?, ?, ?)",
+                (seq, kind, body, self._last_hash, digest),
+            )
+        except sqlite3.Error as error:
+            raise JournalError(f"cannot append to the journal {self.path}: {error}") from error
+        entry = JournalEntry(seq, kind, body, self._last_hash, digest)
+        self._last_seq, self._last_hash = seq, digest
+        return entry
+
+    def entries(self) -> Iterator[JournalEntry]:
+        """Every row in order, as stored (use :meth:`verify` to check them)."""
+        try:
+            cursor = self._db.execute(
+                "SELECT seq, kind, body, prev_hash, hash FROM events ORDER BY seq"
+            )
+            for row in cursor:
+                yield JournalEntry(*row)
+        except sqlite3.Error as error:
+            raise JournalError(f"cannot read the journal {self.path}: {error}") from error
+
+    def verified_entries(self) -> Iterator[JournalEntry]:
+        """Every row in order, each checked against the chain before it is yielded."""
+        expected_seq, prev_hash = 1, GENESIS_HASH
+        for entry in self.entries():
+            if entry.seq != expected_seq:
+                raise JournalError(f"row {expected_seq} is missing (found row {entry.seq})")
+            if entry.prev_hash != prev_hash:
+                raise JournalError(f"row {entry.seq} does not chain to row {entry.seq - 1}")
+            if row_hash(entry.seq, entry.kind, entry.body, entry.prev_hash) != entry.hash:
+                raise JournalError(f"row {entry.seq} was altered: its hash does not match")
+            try:
+                entry.event()
+            except (JournalError, ValueError) as error:
+                raise JournalError(f"row {entry.seq} holds no valid event: {error}") from error
+            yield entry
+            expected_seq, prev_hash = entry.seq + 1, entry.hash
+
+    def verify(self) -> int:
+        """Check the whole chain; return the number of rows or raise JournalError."""
+        return sum(1 for _ in self.verified_entries())
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()

@@ -1,0 +1,1198 @@
+"""The table's state machine: every transition of the shoe and of the round lives here.
+
+Like h11's ``_state.py``, everything that affects the table's state and its transitions is
+in this one file, and the transitions are a table: :data:`TRANSITIONS` maps each phase to the
+kinds of event it accepts, the handler that takes them and the phases the handler may lead
+to. ``docs/table.md`` draws its state diagram from that same table (a test checks they
+agree).
+
+:meth:`TableMachine.handle` takes one event (time inside it) and returns the effects for the
+daemon to carry out. It does no I/O, reads no clock and draws no random number, so replaying
+the journal rebuilds the identical state. It never raises on an event that comes at the wrong
+time or carries nonsense: it answers with an error effect (``CommandAnswered`` with
+``ok=False`` or ``EventRejected``) and leaves the state exactly as it was, or, for an anomaly
+at the shoe, pauses the table with a reason code and a plain message.
+
+The rules are never copied here: every round is a live round of the rules engine
+(``controller/games``), asked what it needs next.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import logging
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from controller.errors import RulesError, TableError, TransitionError
+from controller.games.base import CardNeeded, DecisionNeeded, LiveRound
+from controller.games.cards import Card, ShoeCount
+from controller.table import games
+from controller.table.effects import (
+    AskCamera,
+    CommandAnswered,
+    Effect,
+    EventRejected,
+    LockShoe,
+    PublishEvent,
+    PublishState,
+    StartTimer,
+    TellDealer,
+    UnlockShoe,
+)
+from controller.table.events import (
+    SUPERVISOR_COMMANDS,
+    CameraRead,
+    CardDrawn,
+    CardMisread,
+    CardsLost,
+    ControllerStarted,
+    CutCardDrawn,
+    PlatformDecided,
+    RoundRequested,
+    ShoeFault,
+    ShoeLockChanged,
+    ShoeOffline,
+    ShoeOnline,
+    SupervisorCommanded,
+    TimerExpired,
+    is_table_event,
+)
+from controller.table_config import TableConfig
+
+logger = logging.getLogger(__name__)
+
+
+class Phase(enum.Enum):
+    """Where the table is. The shoe's lifecycle and the round's share one enum."""
+
+    AWAITING_SHUFFLE = "AWAITING_SHUFFLE"  # no shoe in play: shuffle, then `new_shoe`
+    BURN_REVEAL = "BURN_REVEAL"  # new shoe declared: the first card is drawn and revealed
+    BURNING = "BURNING"  # that many cards are drawn and discarded face down
+    SHOE_READY = "SHOE_READY"  # between rounds
+    BETTING = "BETTING"  # a round is open for bets
+    DEALING = "DEALING"  # the round waits for a card
+    READING = "READING"  # the shoe misread a card: the camera is asked for it
+    DECIDING = "DECIDING"  # the round waits for the platform's decision
+    PAUSED = "PAUSED"  # an anomaly or a supervisor stopped the table
+
+
+P = Phase
+ROUND_PHASES: Final = frozenset({P.BETTING, P.DEALING, P.READING, P.DECIDING})
+BURN_PHASES: Final = frozenset({P.BURN_REVEAL, P.BURNING})
+# Phases in which the dealer may draw: the shoe is unlocked only there.
+DRAWING_PHASES: Final = frozenset({P.BURN_REVEAL, P.BURNING, P.DEALING})
+ACTIVE_PHASES: Final = ROUND_PHASES | BURN_PHASES
+
+SUPERVISOR_ROLE: Final = "supervisor"
+RESOLUTIONS: Final = ("", "accept", "burn", "enter_card")
+
+
+class PauseReason(enum.Enum):
+    """Why the table is paused: the code published with every pause."""
+
+    SUPERVISOR = "supervisor"  # a supervisor paused the table
+    CARD_OUT_OF_TURN = "card_out_of_turn"  # a card (or the cut card) came when none was due
+    IMPOSSIBLE_CARD = "impossible_card"  # a ninth copy of a face from an 8-deck shoe
+    MISREAD = "misread"  # the shoe and the camera both failed to read a card
+    HOLE_CARD_MISREAD = "hole_card_misread"  # the face-down hole card could not be read
+    CARDS_LOST = "cards_lost"  # the shoe lost frames: cards left that nobody read
+    SHOE_OFFLINE = "shoe_offline"  # the shoe's port vanished or went silent
+    SHOE_FAULT = "shoe_fault"  # the shoe reported an error of its own
+    CAMERA_MISMATCH = "camera_mismatch"  # camera and shoe disagree on a face-up card
+    DEALER_IDLE = "dealer_idle"  # no card came within the dealer idle deadline
+    RULES_REFUSED = "rules_refused"  # the rules refused a card the table expected
+    RECOVERED = "recovered"  # the controller restarted in the middle of a round or burn
+
+
+PAUSE_MESSAGES: Final[Mapping[PauseReason, str]] = {
+    PauseReason.SUPERVISOR: "paused by a supervisor",
+    PauseReason.CARD_OUT_OF_TURN: "a card came out of the shoe when none was expected",
+    PauseReason.IMPOSSIBLE_CARD: "a card came out of which all 8 copies were already drawn",
+    PauseReason.MISREAD: "a card could not be read by the shoe nor by the camera",
+    PauseReason.HOLE_CARD_MISREAD: "the dealer's face-down card could not be read",
+    PauseReason.CARDS_LOST: "the shoe lost track of cards that left it",
+    PauseReason.SHOE_OFFLINE: "the shoe is offline",
+    PauseReason.SHOE_FAULT: "the shoe reported a fault",
+    PauseReason.CAMERA_MISMATCH: "the camera and the shoe read different cards",
+    PauseReason.DEALER_IDLE: "no card was drawn within the dealer idle deadline",
+    PauseReason.RULES_REFUSED: "the rules refused a card",
+    PauseReason.RECOVERED: "the controller restarted during a round or a burn",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """A pause and what it needs before the table can resume.
+
+    ``resume_to`` is the phase the table returns to. ``held`` are the cards that came out of
+    turn (``None`` for one that was not read): a resume must ``accept`` (one card, into the
+    position the round expects) or ``burn`` them. ``unread`` is the position of a card that
+    left the shoe unread: a resume must ``enter_card`` it.
+    """
+
+    reason: PauseReason
+    message: str
+    resume_to: Phase
+    held: tuple[Card | None, ...] = ()
+    unread: str | None = None
+    by: str | None = None
+
+    def needs(self) -> list[str]:
+        needs = []
+        if self.unread is not None:
+            needs.append(f"enter_card for the unread card at {self.unread}")
+        if self.held:
+            needs.append(f"accept or burn the {len(self.held)} card(s) drawn out of turn")
+        return needs
+
+
+@dataclass(slots=True)
+class TableState:
+    """Everything the machine knows. Copied (containers included) before each transition."""
+
+    phase: Phase = Phase.AWAITING_SHUFFLE
+    shoes_started: int = 0  # ids of shoes and rounds: counters that the journal replays
+    rounds_started: int = 0
+    shoe_id: int | None = None
+    count: ShoeCount | None = None
+    burn_left: int = 0
+    burn_cards: tuple[Card | None, ...] = ()  # journaled, never published
+    round_number: int = 0  # 1-based number of the current/last round in this shoe
+    final_round: int | None = None  # the shoe's last round, once the cut card is out
+    round_id: int | None = None
+    boxes: int = 1
+    round: LiveRound | None = field(default=None, compare=False)
+    round_log: tuple[tuple[Any, ...], ...] = ()  # ("card", position, card, face_down) | ...
+    timers: dict[int, str] = field(default_factory=dict)  # timer id -> purpose
+    next_timer_id: int = 1
+    cross_checks: tuple[tuple[str, Card], ...] = ()  # face-up cards awaiting the camera
+    reading: str | None = None  # position whose misread card the camera is asked for
+    pause: Pause | None = None
+    shoe_online: bool = True
+    shoe_locked: bool = True  # what the machine asked of the shoe
+    shoe_reports_locked: bool | None = None  # what the shoe last confirmed
+
+    def copy(self) -> TableState:
+        clone = dataclasses.replace(self)
+        clone.timers = dict(self.timers)
+        if self.count is not None:
+            clone.count = ShoeCount(self.count.decks, Counter(self.count.seen))
+        return clone
+
+
+Handler = Callable[["TableMachine", TableState, Any], list[Effect]]
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """One row of the table: the handler's name and every phase it may lead to."""
+
+    handler: str
+    targets: frozenset[Phase]
+
+
+def _t(handler: str, *targets: Phase) -> Transition:
+    return Transition(handler, frozenset(targets))
+
+
+# Every (phase, event kind) the table accepts. Event kinds: "card", "misread", "cut_card",
+# "cards_lost", "shoe_fault", "shoe_online", "shoe_offline", "shoe_lock", "camera",
+# "decision", "round_request", "started", "timer.<purpose>", "command.<name>".
+# A pair that is not here is refused (EventRejected / CommandAnswered ok=False) and changes
+# nothing.
+_ALWAYS: Final[dict[str, Callable[[Phase], Transition]]] = {
+    "shoe_online": lambda phase: _t("on_shoe_online", phase),
+    "shoe_lock": lambda phase: _t("on_shoe_lock", phase),
+    "timer.stale": lambda phase: _t("on_stale_timer", phase),
+    "command.pause": lambda phase: _t("on_pause_command", P.PAUSED),
+}
+_AFTER_ROUND: Final = (P.SHOE_READY, P.AWAITING_SHUFFLE)
+_ADVANCE: Final = (P.DEALING, P.DECIDING, *_AFTER_ROUND)
+
+_BY_PHASE: Final[dict[Phase, dict[str, Transition]]] = {
+    P.AWAITING_SHUFFLE: {
+        "card": _t("on_card_out_of_turn", P.PAUSED),
+        "misread": _t("on_card_out_of_turn", P.PAUSED),
+        "cards_lost": _t("on_idle_notice", P.AWAITING_SHUFFLE),
+        "shoe_fault": _t("on_idle_notice", P.AWAITING_SHUFFLE),
+        "shoe_offline": _t("on_shoe_offline", P.AWAITING_SHUFFLE),
+        "started": _t("on_started", P.AWAITING_SHUFFLE),
+        "command.new_shoe": _t("on_new_shoe", P.BURN_REVEAL),
+    },
+    P.BURN_REVEAL: {
+        "card": _t("on_burn_reveal", P.BURNING, P.PAUSED),
+        "misread": _t("on_misread_pause", P.PAUSED),
+        "cut_card": _t("on_cut_card_out_of_turn", P.PAUSED),
+        "cards_lost": _t("on_cards_lost", P.PAUSED),
+        "shoe_fault": _t("on_shoe_fault", P.PAUSED),
+        "shoe_offline": _t("on_shoe_offline", P.PAUSED),
+        "timer.dealer_idle": _t("on_dealer_idle", P.PAUSED),
+        "started": _t("on_started", P.PAUSED),
+        "command.end_shoe": _t("on_end_shoe", P.AWAITING_SHUFFLE),
+    },
+    P.BURNING: {
+        "card": _t("on_burn_card", P.BURNING, P.SHOE_READY, P.PAUSED),
+        "misread": _t("on_burn_card", P.BURNING, P.SHOE_READY),
+        "cut_card": _t("on_cut_card_out_of_turn", P.PAUSED),
+        "cards_lost": _t("on_cards_lost", P.PAUSED),
+        "shoe_fault": _t("on_shoe_fault", P.PAUSED),
+        "shoe_offline": _t("on_shoe_offline", P.PAUSED),
+        "timer.dealer_idle": _t("on_dealer_idle", P.PAUSED),
+        "started": _t("on_started", P.PAUSED),
+        "command.end_shoe": _t("on_end_shoe", P.AWAITING_SHUFFLE),
+    },
+    P.SHOE_READY: {
+        "card": _t("on_card_out_of_turn", P.PAUSED),
+        "misread": _t("on_card_out_of_turn", P.PAUSED),
+        "cut_card": _t("on_cut_card", P.SHOE_READY),
+        "cards_lost": _t("on_cards_lost", P.PAUSED),
+        "shoe_fault": _t("on_idle_notice", P.SHOE_READY),
+        "shoe_offline": _t("on_shoe_offline", P.SHOE_READY),
+        "round_request": _t("on_round_request", P.BETTING),
+        "started": _t("on_started", P.SHOE_READY),
+        "command.end_shoe": _t("on_end_shoe", P.AWAITING_SHUFFLE),
+        "command.new_shoe": _t("on_new_shoe", P.BURN_REVEAL),
+    },
+    P.BETTING: {
+        "card": _t("on_card_out_of_turn", P.PAUSED),
+        "misread": _t("on_card_out_of_turn", P.PAUSED),
+        "cut_card": _t("on_cut_card", P.BETTING),
+        "cards_lost": _t("on_cards_lost", P.PAUSED),
+        "shoe_fault": _t("on_shoe_fault", P.PAUSED),
+        "shoe_offline": _t("on_shoe_offline", P.PAUSED),
+        "timer.betting": _t("on_betting_closed", *_ADVANCE, P.PAUSED),
+        "started": _t("on_started", P.PAUSED),
+        "command.cancel": _t("on_cancel", *_AFTER_ROUND),
+    },
+    P.DEALING: {
+        "card": _t("on_card", *_ADVANCE, P.PAUSED),
+        "misread": _t("on_misread", P.READING, P.PAUSED),
+        "cut_card": _t("on_cut_card", P.DEALING),
+        "camera": _t("on_cross_check", P.DEALING, P.PAUSED),
+        "cards_lost": _t("on_cards_lost", P.PAUSED),
+        "shoe_fault": _t("on_shoe_fault", P.PAUSED),
+        "shoe_offline": _t("on_shoe_offline", P.PAUSED),
+        "timer.dealer_idle": _t("on_dealer_idle", P.PAUSED),
+        "started": _t("on_started", P.PAUSED),
+        "command.cancel": _t("on_cancel", *_AFTER_ROUND),
+    },
+    P.READING: {
+        "camera": _t("on_camera_read", *_ADVANCE, P.PAUSED),
+        "card": _t("on_card_out_of_turn", P.PAUSED),
+        "misread": _t("on_card_out_of_turn", P.PAUSED),
+        "cut_card": _t("on_cut_card", P.READING),
+        "cards_lost": _t("on_cards_lost", P.PAUSED),
+        "shoe_fault": _t("on_shoe_fault", P.PAUSED),
+        "shoe_offline": _t("on_shoe_offline", P.PAUSED),
+        "timer.camera": _t("on_camera_timeout", P.PAUSED),
+        "started": _t("on_started", P.PAUSED),
+        "command.cancel": _t("on_cancel", *_AFTER_ROUND),
+    },
+    P.DECIDING: {
+        "decision": _t("on_decision", *_ADVANCE, P.PAUSED),
+        "timer.decision": _t("on_decision_timeout", *_ADVANCE, P.PAUSED),
+        "card": _t("on_card_out_of_turn", P.PAUSED),
+        "misread": _t("on_card_out_of_turn", P.PAUSED),
+        "cut_card": _t("on_cut_card", P.DECIDING),
+        "camera": _t("on_cross_check", P.DECIDING, P.PAUSED),
+        "cards_lost": _t("on_cards_lost", P.PAUSED),
+        "shoe_fault": _t("on_shoe_fault", P.PAUSED),
+        "shoe_offline": _t("on_shoe_offline", P.PAUSED),
+        "started": _t("on_started", P.PAUSED),
+        "command.cancel": _t("on_cancel", *_AFTER_ROUND),
+    },
+    P.PAUSED: {
+        "card": _t("on_card_while_paused", P.PAUSED),
+        "misread": _t("on_card_while_paused", P.PAUSED),
+        "cut_card": _t("on_cut_card", P.PAUSED),
+        "camera": _t("on_cross_check", P.PAUSED),
+        "cards_lost": _t("on_paused_notice", P.PAUSED),
+        "shoe_fault": _t("on_paused_notice", P.PAUSED),
+        "shoe_offline": _t("on_shoe_offline", P.PAUSED),
+        "started": _t("on_started", P.PAUSED),
+        "command.resume": _t("on_resume", *(phase for phase in Phase)),
+        "command.cancel": _t("on_cancel", *_AFTER_ROUND),
+        "command.end_shoe": _t("on_end_shoe", P.AWAITING_SHUFFLE),
+    },
+}
+
+
+def _build_transitions() -> dict[Phase, dict[str, Transition]]:
+    table: dict[Phase, dict[str, Transition]] = {}
+    for phase in Phase:
+        row = {kind: make(phase) for kind, make in _ALWAYS.items()}
+        row.update(_BY_PHASE[phase])
+        table[phase] = row
+    # A supervisor pause while paused is refused ("already paused"), not a transition.
+    del table[P.PAUSED]["command.pause"]
+    return table
+
+
+TRANSITIONS: Final[dict[Phase, dict[str, Transition]]] = _build_transitions()
+
+
+def event_kind(state: TableState, event: object) -> str:
+    """The kind under which :data:`TRANSITIONS` files ``event`` in ``state``."""
+    kind = _SIMPLE_KINDS.get(type(event))
+    if kind is not None:
+        return kind
+    if isinstance(event, TimerExpired):
+        purpose = state.timers.get(event.timer_id) if isinstance(event.timer_id, int) else None
+        return f"timer.{purpose}" if purpose else "timer.stale"
+    if isinstance(event, SupervisorCommanded):
+        command = event.command if event.command in SUPERVISOR_COMMANDS else "unknown"
+        return f"command.{command}"
+    return "unknown"
+
+
+_SIMPLE_KINDS: Final[dict[type, str]] = {
+    CardDrawn: "card",
+    CardMisread: "misread",
+    CutCardDrawn: "cut_card",
+    CardsLost: "cards_lost",
+    ShoeFault: "shoe_fault",
+    ShoeOnline: "shoe_online",
+    ShoeOffline: "shoe_offline",
+    ShoeLockChanged: "shoe_lock",
+    CameraRead: "camera",
+    PlatformDecided: "decision",
+    RoundRequested: "round_request",
+    ControllerStarted: "started",
+}
+
+
+def _card_text(card: Card | None) -> str | None:
+    return None if card is None else str(card)
+
+
+class TableMachine:
+    """One table's state machine. ``handle(event) -> effects``; ``state`` is its state.
+
+    The same machine replays a journal: feed it the journaled events in order and it
+    reaches the identical state (compare :meth:`snapshot`).
+    """
+
+    def __init__(self, config: TableConfig) -> None:
+        self.config = config
+        self.state = TableState()
+
+    # -- the one entry point ------------------------------------------------------------
+
+    def handle(self, event: object) -> list[Effect]:
+        """Apply ``event``; return the effects. Never raises on a bad or untimely event."""
+        state = self.state
+        if not is_table_event(event):
+            return [EventRejected(type(event).__name__, "not a table event")]
+        kind = event_kind(state, event)
+        if kind.startswith("command."):
+            refusal = self._check_command(event, kind)  # type: ignore[arg-type]
+            if refusal is not None:
+                return [refusal]
+        transition = TRANSITIONS[state.phase].get(kind)
+        if transition is None:
+            return [self._refuse(state, event, kind)]
+        new = state.copy()
+        handler: Handler = getattr(TableMachine, transition.handler)
+        try:
+            effects = handler(self, new, event)
+        except TableError as error:
+            # The handler refused; nothing it did counts. The live round may have taken a
+            # card or a decision before the refusal: rebuild it from the unchanged log.
+            if state.round is not None:
+                state.round = self._rebuild_round(state)
+            if isinstance(event, SupervisorCommanded | RoundRequested):
+                return [self._answer(event, False, str(error))]
+            return [EventRejected(type(event).__name__, str(error))]
+        if new.phase not in transition.targets:  # a bug in this file, not in the input
+            raise AssertionError(
+                f"{transition.handler} led {state.phase.name} to {new.phase.name}, "
+                f"which the transition table does not list"
+            )
+        self.state = new
+        return effects
+
+    def _check_command(
+        self, event: SupervisorCommanded | RoundRequested, kind: str
+    ) -> CommandAnswered | None:
+        if isinstance(event, RoundRequested):
+            return None
+        if kind == "command.unknown":
+            return self._answer(
+                event,
+                False,
+                f"unknown command {event.command!r}: expected one of "
+                f"{', '.join(SUPERVISOR_COMMANDS)}",
+            )
+        if not isinstance(event.by, str) or not event.by.strip():
+            return self._answer(event, False, "a command must say who gave it")
+        if event.role != SUPERVISOR_ROLE:
+            return self._answer(
+                event, False, f"only a supervisor may {event.command}; {event.by} is {event.role!r}"
+            )
+        return None
+
+    def _refuse(self, state: TableState, event: object, kind: str) -> Effect:
+        where = state.phase.name
+        if isinstance(event, SupervisorCommanded):
+            if kind == "command.pause":
+                return self._answer(event, False, "the table is already paused")
+            if kind == "command.resume":
+                return self._answer(event, False, f"the table is not paused (it is {where})")
+            if kind == "command.cancel":
+                return self._answer(event, False, f"no round to cancel ({where})")
+            if kind == "command.new_shoe":
+                return self._answer(
+                    event, False, f"a new shoe cannot be declared now ({where}): end this one first"
+                )
+            return self._answer(event, False, f"{event.command} is not possible now ({where})")
+        if isinstance(event, RoundRequested):
+            return self._answer(event, False, f"a round cannot start now ({where})")
+        return EventRejected(type(event).__name__, f"not accepted in {where} ({kind})")
+
+    @staticmethod
+    def _answer(event: SupervisorCommanded | RoundRequested, ok: bool, message: str) -> Effect:
+        command = event.command if isinstance(event, SupervisorCommanded) else "round"
+        return CommandAnswered(str(event.command_id), str(command), str(event.by), ok, message)
+
+    # -- helpers shared by the handlers -----------------------------------------------------
+
+    def _new_round(self, state: TableState) -> LiveRound:
+        return games.new_round(
+            self.config.game, state.round_number, state.boxes, self.config.baccarat_mode
+        )
+
+    def _rebuild_round(self, state: TableState) -> LiveRound:
+        live = self._new_round(state)
+        for entry in state.round_log:
+            if entry[0] == "card":
+                live.deal(entry[2])
+            else:
+                live.decide(entry[1], entry[2], entry[3])
+        return live
+
+    def _timer(self, state: TableState, purpose: str, duration: float, at: float) -> Effect:
+        timer_id = state.next_timer_id
+        state.next_timer_id += 1
+        state.timers[timer_id] = purpose
+        return StartTimer(timer_id, purpose, duration, at + duration)
+
+    def _lock(self, state: TableState, locked: bool) -> list[Effect]:
+        if state.shoe_locked == locked:
+            return []
+        state.shoe_locked = locked
+        return [LockShoe() if locked else UnlockShoe()]
+
+    def public_state(self, state: TableState | None = None) -> dict[str, Any]:
+        """The table as the platform and the supervisors may see it: no hole card before its
+        reveal (the rules' public view), no burn card, no card held out of turn."""
+        state = self.state if state is None else state
+        pause = state.pause
+        return {
+            "table_id": self.config.table_id,
+            "game": self.config.game,
+            "phase": state.phase.value,
+            "shoe_id": state.shoe_id,
+            "round_id": state.round_id,
+            "round_number": state.round_number,
+            "final_round": state.final_round,
+            "cards_left": None if state.count is None else state.count.cards_left,
+            "shoe_online": state.shoe_online,
+            "paused": None
+            if pause is None
+            else {
+                "reason": pause.reason.value,
+                "message": pause.message,
+                "resume_to": pause.resume_to.value,
+                "needs": pause.needs(),
+                "by": pause.by,
+            },
+            "round": None if state.round is None else dict(state.round.public_view()),
+        }
+
+    def _publish(self, state: TableState) -> Effect:
+        return PublishState(self.public_state(state))
+
+    def _enter(self, state: TableState, phase: Phase, at: float) -> list[Effect]:
+        """Move to ``phase`` and say so: shoe lock, dealer's line, timers, the new state."""
+        state.phase = phase
+        state.timers = {}
+        effects: list[Effect] = self._lock(state, phase not in DRAWING_PHASES)
+        if phase is P.BURN_REVEAL:
+            effects.append(TellDealer("reveal", "draw the first card of the shoe and reveal it"))
+            effects.append(self._timer(state, "dealer_idle", self.config.dealer_idle_s, at))
+        elif phase is P.BURNING:
+            effects.append(
+                TellDealer(
+                    "burn",
+                    f"burn {state.burn_left} card(s) face down",
+                    count=state.burn_left,
+                )
+            )
+            effects.append(self._timer(state, "dealer_idle", self.config.dealer_idle_s, at))
+        elif phase is P.DEALING:
+            step = state.round.next_step()  # type: ignore[union-attr]
+            assert isinstance(step, CardNeeded)
+            how = "face down" if step.face_down else "face up"
+            effects.append(
+                TellDealer("deal", f"next card to {step.position}, {how}", position=step.position)
+            )
+            effects.append(self._timer(state, "dealer_idle", self.config.dealer_idle_s, at))
+        elif phase is P.READING:
+            effects.append(AskCamera(state.reading, "misread"))  # type: ignore[arg-type]
+            effects.append(self._timer(state, "camera", self.config.dealer_idle_s, at))
+            effects.append(TellDealer("wait", "the card is being read by the camera"))
+        elif phase is P.DECIDING:
+            step = state.round.next_step()  # type: ignore[union-attr]
+            assert isinstance(step, DecisionNeeded)
+            timer = self._timer(state, "decision", self.config.decision_s, at)
+            effects.append(
+                PublishEvent(
+                    "decision_requested",
+                    {
+                        "round_id": state.round_id,
+                        "kind": step.kind,
+                        "box": step.box,
+                        "hand": step.hand,
+                        "options": sorted(step.options),
+                        "default": step.default,
+                        "deadline": timer.due_at,  # type: ignore[attr-defined]
+                    },
+                )
+            )
+            effects.append(timer)
+            effects.append(TellDealer("wait", f"waiting for the {step.kind} decision"))
+        elif phase is P.BETTING:
+            effects.append(self._timer(state, "betting", self.config.betting_s, at))
+            effects.append(TellDealer("wait", "betting is open"))
+        elif phase is P.SHOE_READY:
+            effects.append(TellDealer("wait", "waiting for the next round"))
+        elif phase is P.AWAITING_SHUFFLE:
+            effects.append(TellDealer("shuffle", "shuffle the shoe, then declare a new shoe"))
+        effects.append(self._publish(state))
+        return effects
+
+    def _advance(self, state: TableState, at: float) -> list[Effect]:
+        """Ask the round what it needs next and go there (or settle it)."""
+        step = state.round.next_step()  # type: ignore[union-attr]
+        if isinstance(step, CardNeeded):
+            return self._enter(state, P.DEALING, at)
+        if isinstance(step, DecisionNeeded):
+            return self._enter(state, P.DECIDING, at)
+        return self._settle(state, at)
+
+    def _settle(self, state: TableState, at: float) -> list[Effect]:
+        settlement = dict(state.round.settlement())  # type: ignore[union-attr]
+        effects: list[Effect] = [
+            PublishEvent(
+                "round_settled",
+                {"round_id": state.round_id, "shoe_id": state.shoe_id, "result": settlement},
+            )
+        ]
+        return effects + self._close_round(state, at)
+
+    def _close_round(self, state: TableState, at: float) -> list[Effect]:
+        state.round = None
+        state.round_log = ()
+        state.cross_checks = ()
+        state.reading = None
+        state.pause = None
+        if state.final_round is not None and state.round_number >= state.final_round:
+            return self._end_shoe(state, at, "the final round after the cut card was played")
+        return self._enter(state, P.SHOE_READY, at)
+
+    def _end_shoe(self, state: TableState, at: float, why: str) -> list[Effect]:
+        effects: list[Effect] = [PublishEvent("shoe_ended", {"shoe_id": state.shoe_id, "why": why})]
+        state.shoe_id = None
+        state.count = None
+        state.burn_left = 0
+        state.burn_cards = ()
+        state.final_round = None
+        state.round_number = 0
+        state.round_id = None
+        state.round = None
+        state.round_log = ()
+        state.cross_checks = ()
+        state.reading = None
+        state.pause = None
+        return effects + self._enter(state, P.AWAITING_SHUFFLE, at)
+
+    def _pause(
+        self,
+        state: TableState,
+        reason: PauseReason,
+        at: float,
+        detail: str = "",
+        held: tuple[Card | None, ...] = (),
+        unread: str | None = None,
+        by: str | None = None,
+    ) -> list[Effect]:
+        previous = state.pause
+        resume_to = previous.resume_to if previous is not None else state.phase
+        message = PAUSE_MESSAGES[reason] + (f": {detail}" if detail else "")
+        if previous is not None:
+            held = previous.held + held
+            unread = unread or previous.unread
+        state.pause = Pause(reason, message, resume_to, held, unread, by)
+        state.reading = None
+        state.phase = P.PAUSED
+        state.timers = {}
+        effects: list[Effect] = self._lock(state, True)
+        effects.append(
+            PublishEvent(
+                "table_paused",
+                {
+                    "reason": reason.value,
+                    "message": message,
+                    "round_id": state.round_id,
+                    "shoe_id": state.shoe_id,
+                    "by": by,
+                },
+            )
+        )
+        effects.append(TellDealer("stop", f"stop: {message}; call the supervisor"))
+        effects.append(self._publish(state))
+        return effects
+
+    def _count(self, state: TableState, card: Card) -> None:
+        """Count ``card`` as out of the shoe; RulesError for a ninth copy (nothing counted)."""
+        if state.count is not None:
+            state.count.record(card)
+
+    def _deal(self, state: TableState, card: Card, at: float, source: str) -> list[Effect]:
+        """Give ``card`` (already counted) to the position the round expects, then advance."""
+        live = state.round
+        step = live.next_step()  # type: ignore[union-attr]
+        assert isinstance(step, CardNeeded)
+        try:
+            live.deal(card)  # type: ignore[union-attr]
+        except RulesError as error:
+            return self._pause(state, PauseReason.RULES_REFUSED, at, str(error), held=(card,))
+        state.round_log += (("card", step.position, card, step.face_down),)
+        payload: dict[str, Any] = {
+            "round_id": state.round_id,
+            "position": step.position,
+            "face_down": step.face_down,
+            "source": source,
+        }
+        if not step.face_down:
+            payload["card"] = str(card)
+        effects: list[Effect] = [PublishEvent("card_dealt", payload)]
+        if self.config.camera_cross_check and not step.face_down and source == "shoe":
+            state.cross_checks += ((step.position, card),)
+            effects.append(AskCamera(step.position, "cross_check"))
+        return effects + self._advance(state, at)
+
+    def _take_card(self, state: TableState, card: Card, at: float, source: str) -> list[Effect]:
+        """A card for the round from the shoe or the camera: count it, check it, deal it."""
+        try:
+            self._count(state, card)
+        except RulesError as error:
+            return self._pause(state, PauseReason.IMPOSSIBLE_CARD, at, str(error))
+        return self._deal(state, card, at, source)
+
+    # -- handlers: one per row of TRANSITIONS -------------------------------------------------
+
+    def on_shoe_online(self, state: TableState, event: ShoeOnline) -> list[Effect]:
+        state.shoe_online = True
+        # The shoe may have come back with its gate in any state: say again what we want.
+        lock: Effect = LockShoe() if state.shoe_locked else UnlockShoe()
+        return [lock, PublishEvent("shoe_online", {"port": event.port}), self._publish(state)]
+
+    def on_shoe_lock(self, state: TableState, event: ShoeLockChanged) -> list[Effect]:
+        state.shoe_reports_locked = bool(event.locked)
+        return []
+
+    def on_stale_timer(self, state: TableState, event: TimerExpired) -> list[Effect]:
+        return []  # the dealer or the platform was quicker than the timer
+
+    def on_shoe_offline(self, state: TableState, event: ShoeOffline) -> list[Effect]:
+        state.shoe_online = False
+        notice = PublishEvent("shoe_offline", {"port": event.port, "reason": event.reason})
+        if state.phase in ACTIVE_PHASES:
+            return [notice, *self._pause(state, PauseReason.SHOE_OFFLINE, event.at, event.reason)]
+        return [notice, self._publish(state)]
+
+    def on_idle_notice(self, state: TableState, event: ShoeFault | CardsLost) -> list[Effect]:
+        if isinstance(event, ShoeFault):
+            return [PublishEvent("shoe_fault", {"code": event.code, "message": event.message})]
+        return [PublishEvent("cards_lost", {"count": len(event.sequences)})]
+
+    def on_paused_notice(self, state: TableState, event: ShoeFault | CardsLost) -> list[Effect]:
+        return self.on_idle_notice(state, event)
+
+    def on_shoe_fault(self, state: TableState, event: ShoeFault) -> list[Effect]:
+        return self._pause(
+            state, PauseReason.SHOE_FAULT, event.at, f"{event.code}: {event.message}"
+        )
+
+    def on_cards_lost(self, state: TableState, event: CardsLost) -> list[Effect]:
+        lost = len(event.sequences)
+        held: tuple[Card | None, ...] = (None,) * lost
+        return self._pause(
+            state, PauseReason.CARDS_LOST, event.at, f"{lost} card(s) left unread", held=held
+        )
+
+    def on_dealer_idle(self, state: TableState, event: TimerExpired) -> list[Effect]:
+        return self._pause(
+            state,
+            PauseReason.DEALER_IDLE,
+            event.at,
+            f"nothing for {self.config.dealer_idle_s:g} s",
+        )
+
+    def on_started(self, state: TableState, event: ControllerStarted) -> list[Effect]:
+        # Whatever the daemon was doing before the restart is gone: its timers and the
+        # shoe's gate. Ask again for the lock the phase needs.
+        state.timers = {}
+        lock: Effect = LockShoe() if state.shoe_locked else UnlockShoe()
+        if state.phase in ACTIVE_PHASES:
+            return self._pause(state, PauseReason.RECOVERED, event.at, "resume or cancel")
+        if state.phase is P.PAUSED:
+            state.shoe_locked = True
+            return [LockShoe(), self._publish(state)]
+        return [lock, self._publish(state)]
+
+    def on_pause_command(self, state: TableState, event: SupervisorCommanded) -> list[Effect]:
+        reason = str(event.reason).strip()
+        if not reason:
+            raise TransitionError("pause needs a reason")
+        return [
+            self._answer(event, True, "paused"),
+            *self._pause(state, PauseReason.SUPERVISOR, event.at, reason, by=event.by),
+        ]
+
+    # shoe lifecycle
+
+    def on_new_shoe(self, state: TableState, event: SupervisorCommanded) -> list[Effect]:
+        effects: list[Effect] = []
+        if state.shoe_id is not None:
+            effects += self._end_shoe(state, event.at, f"a new shoe was declared by {event.by}")
+        state.shoes_started += 1
+        state.shoe_id = state.shoes_started
+        state.count = ShoeCount()
+        state.burn_left = 0
+        state.burn_cards = ()
+        state.round_number = 0
+        state.final_round = None
+        effects.append(self._answer(event, True, f"shoe {state.shoe_id} declared"))
+        effects.append(PublishEvent("shoe_started", {"shoe_id": state.shoe_id, "by": event.by}))
+        return effects + self._enter(state, P.BURN_REVEAL, event.at)
+
+    def on_end_shoe(self, state: TableState, event: SupervisorCommanded) -> list[Effect]:
+        if state.pause is not None and state.pause.resume_to in ROUND_PHASES:
+            raise TransitionError("a round is in progress: cancel it before ending the shoe")
+        if state.shoe_id is None:
+            raise TransitionError("no shoe is in play")
+        return [
+            self._answer(event, True, f"shoe {state.shoe_id} ended"),
+            *self._end_shoe(state, event.at, f"ended by {event.by}"),
+        ]
+
+    def on_burn_reveal(self, state: TableState, event: CardDrawn) -> list[Effect]:
+        return self._reveal(state, event.card, event.at)
+
+    def _reveal(self, state: TableState, card: Card, at: float) -> list[Effect]:
+        try:
+            self._count(state, card)
+        except RulesError as error:
+            return self._pause(state, PauseReason.IMPOSSIBLE_CARD, at, str(error))
+        state.burn_cards = (card,)
+        state.burn_left = card.burn_value
+        # The revealed card's face is on the table for all to see, but it is a burn card: it
+        # goes to the journal (as the event) and nowhere else.
+        return [
+            PublishEvent("burn_started", {"shoe_id": state.shoe_id, "cards": state.burn_left}),
+            *self._enter(state, P.BURNING, at),
+        ]
+
+    def on_burn_card(self, state: TableState, event: CardDrawn | CardMisread) -> list[Effect]:
+        card = event.card if isinstance(event, CardDrawn) else None
+        if card is not None:
+            try:
+                self._count(state, card)
+            except RulesError as error:
+                return self._pause(state, PauseReason.IMPOSSIBLE_CARD, event.at, str(error))
+        state.burn_cards += (card,)
+        state.burn_left -= 1
+        if state.burn_left > 0:
+            state.timers = {}
+            return [self._timer(state, "dealer_idle", self.config.dealer_idle_s, event.at)]
+        return [
+            PublishEvent(
+                "burn_completed", {"shoe_id": state.shoe_id, "cards": len(state.burn_cards)}
+            ),
+            *self._enter(state, P.SHOE_READY, event.at),
+        ]
+
+    def on_card_out_of_turn(
+        self, state: TableState, event: CardDrawn | CardMisread
+    ) -> list[Effect]:
+        card = event.card if isinstance(event, CardDrawn) else None
+        if card is not None and state.count is not None:
+            try:
+                self._count(state, card)
+            except RulesError as error:
+                return self._pause(state, PauseReason.IMPOSSIBLE_CARD, event.at, str(error))
+        return self._pause(
+            state,
+            PauseReason.CARD_OUT_OF_TURN,
+            event.at,
+            self._why_out_of_turn(state),
+            held=(card,),
+        )
+
+    @staticmethod
+    def _why_out_of_turn(state: TableState) -> str:
+        phase = state.pause.resume_to if state.pause is not None else state.phase
+        if phase is P.AWAITING_SHUFFLE:
+            return "before a new shoe was declared and its burn done"
+        if phase is P.SHOE_READY:
+            if state.round_number == 0:
+                return "one burn card too many"
+            return "after the round's last card, before the next round"
+        if phase is P.BETTING:
+            return "during betting"
+        if phase is P.DECIDING:
+            return "while a decision is pending"
+        if phase is P.READING:
+            return "while the camera reads a misread card"
+        return "while the table was paused"
+
+    def on_card_while_paused(
+        self, state: TableState, event: CardDrawn | CardMisread
+    ) -> list[Effect]:
+        card = event.card if isinstance(event, CardDrawn) else None
+        if card is not None and state.count is not None:
+            try:
+                self._count(state, card)
+            except RulesError as error:
+                return self._pause(state, PauseReason.IMPOSSIBLE_CARD, event.at, str(error))
+        return self._pause(
+            state, PauseReason.CARD_OUT_OF_TURN, event.at, "while the table was paused", (card,)
+        )
+
+    def on_cut_card_out_of_turn(self, state: TableState, event: CutCardDrawn) -> list[Effect]:
+        return self._pause(
+            state, PauseReason.CARD_OUT_OF_TURN, event.at, "the cut card came out during the burn"
+        )
+
+    def on_cut_card(self, state: TableState, event: CutCardDrawn) -> list[Effect]:
+        if state.final_round is not None:
+            return [EventRejected("CutCardDrawn", "the cut card is already out")]
+        phase = state.pause.resume_to if state.pause is not None else state.phase
+        if phase in BURN_PHASES or phase is P.AWAITING_SHUFFLE:
+            return [EventRejected("CutCardDrawn", "the cut card came out before any round")]
+        # The round in progress (a round in betting is "in progress": its cards are next) is
+        # the last; between rounds, the next one is.
+        last = state.round_number if phase in ROUND_PHASES else state.round_number + 1
+        state.final_round = last + self.config.rounds_after_cut_card
+        return [
+            PublishEvent(
+                "cut_card_drawn", {"shoe_id": state.shoe_id, "final_round": state.final_round}
+            ),
+            self._publish(state),
+        ]
+
+    # rounds
+
+    def on_round_request(self, state: TableState, event: RoundRequested) -> list[Effect]:
+        if not state.shoe_online:
+            raise TransitionError("the shoe is offline: no round can start")
+        boxes = event.boxes or self._default_boxes()
+        state.boxes = boxes
+        state.round_number += 1
+        state.rounds_started += 1
+        state.round_id = state.rounds_started
+        self._new_round(state)  # the rules check the arguments now, not when betting closes
+        opened = PublishEvent(
+            "round_opened",
+            {
+                "round_id": state.round_id,
+                "shoe_id": state.shoe_id,
+                "round_number": state.round_number,
+                "final_round": state.final_round,
+                "bets": games.available_bets(self.config.game, state.round_number),
+                "betting_closes_at": event.at + self.config.betting_s,
+            },
+        )
+        return [
+            self._answer(event, True, f"round {state.round_id} opened"),
+            opened,
+            *self._enter(state, P.BETTING, event.at),
+        ]
+
+    def _default_boxes(self) -> int:
+        return {"blackjack-classic": 5, "blackjack-21": 7}.get(self.config.game, 1)
+
+    def on_betting_closed(self, state: TableState, event: TimerExpired) -> list[Effect]:
+        state.round = self._new_round(state)
+        state.round_log = ()
+        closed = PublishEvent("betting_closed", {"round_id": state.round_id})
+        return [closed, *self._advance(state, event.at)]
+
+    def on_card(self, state: TableState, event: CardDrawn) -> list[Effect]:
+        return self._take_card(state, event.card, event.at, "shoe")
+
+    def on_misread(self, state: TableState, event: CardMisread) -> list[Effect]:
+        step = state.round.next_step()  # type: ignore[union-attr]
+        assert isinstance(step, CardNeeded)
+        if step.face_down:
+            # The camera cannot see a face-down card; the dealer must not turn it over early.
+            return self._pause(
+                state,
+                PauseReason.HOLE_CARD_MISREAD,
+                event.at,
+                "the supervisor reads it privately and enters it by hand",
+                unread=step.position,
+            )
+        state.reading = step.position
+        return self._enter(state, P.READING, event.at)
+
+    def on_misread_pause(self, state: TableState, event: CardMisread) -> list[Effect]:
+        return self._pause(
+            state, PauseReason.MISREAD, event.at, "the revealed burn card", unread="burn"
+        )
+
+    def on_camera_read(self, state: TableState, event: CameraRead) -> list[Effect]:
+        if event.position != state.reading:
+            return self.on_cross_check(state, event)
+        state.reading = None
+        if event.card is None:
+            return self._pause(
+                state,
+                PauseReason.MISREAD,
+                event.at,
+                f"the card for {event.position}",
+                unread=event.position,
+            )
+        return self._take_card(state, event.card, event.at, "camera")
+
+    def on_camera_timeout(self, state: TableState, event: TimerExpired) -> list[Effect]:
+        position = state.reading
+        return self._pause(
+            state, PauseReason.MISREAD, event.at, "the camera did not answer", unread=position
+        )
+
+    def on_cross_check(self, state: TableState, event: CameraRead) -> list[Effect]:
+        index = next(
+            (i for i, (position, _) in enumerate(state.cross_checks) if position == event.position),
+            None,
+        )
+        if index is None:
+            raise TransitionError(f"no camera reading was asked for {event.position!r}")
+        position, card = state.cross_checks[index]
+        state.cross_checks = state.cross_checks[:index] + state.cross_checks[index + 1 :]
+        if event.card is None or event.card == card:
+            return []  # agreement, or the camera abstains: the shoe's reading stands
+        return self._pause(
+            state,
+            PauseReason.CAMERA_MISMATCH,
+            event.at,
+            f"at {position} the shoe read {card}, the camera {event.card}",
+        )
+
+    def on_decision(self, state: TableState, event: PlatformDecided) -> list[Effect]:
+        step = state.round.next_step()  # type: ignore[union-attr]
+        assert isinstance(step, DecisionNeeded)
+        if event.round_id != state.round_id:
+            raise TransitionError(f"round {event.round_id} is not the round in progress")
+        if event.kind != step.kind:
+            raise TransitionError(f"a {step.kind} decision is pending, not {event.kind!r}")
+        return self._decide(state, event.box, event.hand, event.decision, event.at, auto=False)
+
+    def on_decision_timeout(self, state: TableState, event: TimerExpired) -> list[Effect]:
+        step = state.round.next_step()  # type: ignore[union-attr]
+        assert isinstance(step, DecisionNeeded)
+        return self._decide(state, step.box, step.hand, step.default, event.at, auto=True)
+
+    def _decide(
+        self, state: TableState, box: int, hand: int, token: str, at: float, auto: bool
+    ) -> list[Effect]:
+        step = state.round.next_step()  # type: ignore[union-attr]
+        assert isinstance(step, DecisionNeeded)
+        state.round.decide(box, hand, token)  # type: ignore[union-attr]
+        state.round_log += (("decision", box, hand, str(token).upper(), auto),)
+        taken = PublishEvent(
+            "decision_taken",
+            {
+                "round_id": state.round_id,
+                "kind": step.kind,
+                "box": box,
+                "hand": hand,
+                "decision": str(token).upper(),
+                "auto": auto,
+            },
+        )
+        return [taken, *self._advance(state, at)]
+
+    def on_cancel(self, state: TableState, event: SupervisorCommanded) -> list[Effect]:
+        phase = state.pause.resume_to if state.pause is not None else state.phase
+        if phase not in ROUND_PHASES:
+            raise TransitionError("no round in progress to cancel")
+        discarded = len(state.round_log)
+        held = len(state.pause.held) if state.pause is not None else 0
+        voided = PublishEvent(
+            "round_voided",
+            {
+                "round_id": state.round_id,
+                "shoe_id": state.shoe_id,
+                "by": event.by,
+                "reason": str(event.reason),
+                "refund": "all",
+                "bets": {
+                    bet: 0.0 for bet in games.available_bets(self.config.game, state.round_number)
+                },
+                "cards_discarded": discarded + held,
+            },
+        )
+        return [
+            self._answer(event, True, f"round {state.round_id} voided: every bet refunded"),
+            voided,
+            *self._close_round(state, event.at),
+        ]
+
+    def on_resume(self, state: TableState, event: SupervisorCommanded) -> list[Effect]:
+        pause = state.pause
+        assert pause is not None
+        resolution = str(event.resolution)
+        if resolution not in RESOLUTIONS:
+            raise TransitionError(
+                f"unknown resolution {resolution!r}: expected accept, burn or enter_card"
+            )
+        if not state.shoe_online:
+            raise TransitionError("the shoe is offline: bring it back before resuming")
+        held, unread = pause.held, pause.unread
+        effects: list[Effect] = []
+        dealt_card: Card | None = None
+        if resolution == "burn":
+            if not held:
+                raise TransitionError("no card was drawn out of turn: nothing to burn")
+            effects.append(PublishEvent("cards_burned", {"count": len(held)}))
+            held = ()
+        elif resolution == "accept":
+            if len(held) != 1 or held[0] is None:
+                raise TransitionError("accept takes exactly one card that was read")
+            if unread is not None:
+                raise TransitionError("enter the unread card first")
+            if pause.resume_to is not P.DEALING:
+                raise TransitionError("the round expects no card now: burn it instead")
+            dealt_card, held = held[0], ()
+        elif resolution == "enter_card":
+            if unread is None:
+                raise TransitionError("no card is waiting to be entered by hand")
+            if event.card is None:
+                raise TransitionError("enter_card needs the card")
+            dealt_card, unread = event.card, None
+        if held or unread is not None:
+            raise TransitionError(
+                "still needed before resuming: "
+                + "; ".join(Pause(pause.reason, "", pause.resume_to, held, unread).needs())
+            )
+        state.pause = None
+        resume_to = pause.resume_to
+        answer = self._answer(event, True, f"resumed ({resolution or 'nothing to resolve'})")
+        resumed = PublishEvent(
+            "table_resumed",
+            {"by": event.by, "reason": pause.reason.value, "resolution": resolution},
+        )
+        if dealt_card is None:
+            effects += self._resume_into(state, resume_to, event.at)
+        elif resume_to is P.BURN_REVEAL:
+            self._count_entered(state, dealt_card)
+            state.phase = P.BURN_REVEAL
+            effects += self._reveal(state, dealt_card, event.at)
+        else:
+            if resolution == "enter_card":
+                self._count_entered(state, dealt_card)
+            state.phase = P.DEALING
+            effects += self._deal(state, dealt_card, event.at, "supervisor")
+        return [answer, resumed, *effects]
+
+    def _count_entered(self, state: TableState, card: Card) -> None:
+        try:
+            self._count(state, card)
+        except RulesError as error:
+            raise TransitionError(f"cannot enter {card}: {error}") from error
+
+    def _resume_into(self, state: TableState, phase: Phase, at: float) -> list[Effect]:
+        if phase is P.READING:
+            # The camera's answer may have been lost with the pause: ask again.
+            return self._enter_reading_again(state, at)
+        if phase in (P.DEALING, P.DECIDING):
+            return self._advance(state, at)
+        return self._enter(state, phase, at)
+
+    def _enter_reading_again(self, state: TableState, at: float) -> list[Effect]:
+        step = state.round.next_step()  # type: ignore[union-attr]
+        assert isinstance(step, CardNeeded)
+        state.reading = step.position
+        return self._enter(state, P.READING, at)
+
+    # -- for tests, replay checks and the journal CLI -----------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """The whole state, secrets included, as JSON-ready data: equal snapshots mean
+        equal states (the live round is represented by its log and its public view)."""
+        state = self.state
+        pause = state.pause
+        return {
+            "phase": state.phase.value,
+            "shoes_started": state.shoes_started,
+            "rounds_started": state.rounds_started,
+            "shoe_id": state.shoe_id,
+            "seen": None
+            if state.count is None
+            else {str(card): n for card, n in sorted(state.count.seen.items()) if n},
+            "burn_left": state.burn_left,
+            "burn_cards": [_card_text(card) for card in state.burn_cards],
+            "round_number": state.round_number,
+            "final_round": state.final_round,
+            "round_id": state.round_id,
+            "boxes": state.boxes,
+            "round_log": [
+                [str(item) if isinstance(item, Card) else item for item in entry]
+                for entry in state.round_log
+            ],
+            "round_view": None if state.round is None else dict(state.round.public_view()),
+            "round_next": None if state.round is None else repr(state.round.next_step()),
+            "timers": {str(key): value for key, value in sorted(state.timers.items())},
+            "next_timer_id": state.next_timer_id,
+            "cross_checks": [[position, str(card)] for position, card in state.cross_checks],
+            "reading": state.reading,
+            "pause": None
+            if pause is None
+            else {
+                "reason": pause.reason.value,
+                "message": pause.message,
+                "resume_to": pause.resume_to.value,
+                "held": [_card_text(card) for card in pause.held],
+                "unread": pause.unread,
+                "by": pause.by,
+            },
+            "shoe_online": state.shoe_online,
+            "shoe_locked": state.shoe_locked,
+            "shoe_reports_locked": state.shoe_reports_locked,
+        }
+
+    def current_round_id(self) -> int | None:
+        return self.state.round_id
+
+
+def mermaid_diagram() -> str:
+    """The state diagram of :data:`TRANSITIONS` in Mermaid syntax (``docs/table.md``)."""
+    lines = ["stateDiagram-v2", f"    [*] --> {Phase.AWAITING_SHUFFLE.name}"]
+    edges: dict[tuple[str, str], list[str]] = {}
+    for phase, row in TRANSITIONS.items():
+        for kind, transition in row.items():
+            for target in sorted(transition.targets, key=lambda p: p.name):
+                if target is phase or (phase is P.PAUSED and kind == "command.resume"):
+                    continue
+                edges.setdefault((phase.name, target.name), []).append(kind)
+    for (source, target), kinds in sorted(edges.items()):
+        lines.append(f"    {source} --> {target}: {', '.join(sorted(set(kinds)))}")
+    lines.append("    PAUSED --> [*]: command.resume returns to the phase it paused")
+    return "\n".join(lines)

@@ -1,0 +1,185 @@
+"""A test driver for the table's state machine: events in, effects recorded, no threads.
+
+It plays the daemon's part the simple way: time is a counter it advances by hand, and a
+timer "expires" when a test says so, by the id of the last ``StartTimer`` of that purpose.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from controller.games.cards import Card, parse_card
+from controller.table.effects import (
+    CommandAnswered,
+    Effect,
+    EventRejected,
+    PublishEvent,
+    PublishState,
+    StartTimer,
+    TellDealer,
+)
+from controller.table.events import (
+    CameraRead,
+    CardDrawn,
+    CardMisread,
+    CutCardDrawn,
+    PlatformDecided,
+    RoundRequested,
+    SupervisorCommanded,
+    TimerExpired,
+)
+from controller.table.machine import Phase, TableMachine
+from controller.table_config import TableConfig
+
+SUPERVISOR = ("sam", "supervisor")
+
+
+def config_for(game: str, tmp: Path | None = None, **overrides: Any) -> TableConfig:
+    values: dict[str, Any] = {"table_id": "t1", "game": game}
+    if tmp is not None:
+        values["journal_path"] = tmp / "table.journal"
+    values.update(overrides)
+    return TableConfig(**values)
+
+
+def published(effects: list[Effect]) -> list[Effect]:
+    """The effects that leave the table for the platform or the public."""
+    return [effect for effect in effects if isinstance(effect, PublishState | PublishEvent)]
+
+
+def card_faces_in(effect: Effect) -> str:
+    """The effect as JSON text, to scan for card notations."""
+    return json.dumps(effect.to_dict())
+
+
+@dataclass
+class Driver:
+    """Feeds a machine (or anything with ``handle``) and keeps every event and effect."""
+
+    target: Any
+    now: float = 1_000.0
+    events: list[object] = field(default_factory=list)
+    effects: list[Effect] = field(default_factory=list)
+    last: list[Effect] = field(default_factory=list)
+    commands: int = 0
+
+    @classmethod
+    def for_game(cls, game: str, **overrides: Any) -> Driver:
+        return cls(TableMachine(config_for(game, **overrides)))
+
+    @property
+    def machine(self) -> TableMachine:
+        return getattr(self.target, "machine", self.target)
+
+    @property
+    def phase(self) -> Phase:
+        return self.machine.state.phase
+
+    def tick(self, seconds: float = 0.5) -> float:
+        self.now += seconds
+        return self.now
+
+    def send(self, event: object) -> list[Effect]:
+        self.events.append(event)
+        self.last = self.target.handle(event)
+        self.effects.extend(self.last)
+        return self.last
+
+    # events
+
+    def draw(self, *cards: Card | str) -> list[Effect]:
+        out: list[Effect] = []
+        for card in cards:
+            face = card if isinstance(card, Card) else parse_card(card)
+            out += self.send(CardDrawn(face, None, self.tick()))
+        return out
+
+    def misread(self) -> list[Effect]:
+        return self.send(CardMisread(None, self.tick()))
+
+    def cut_card(self) -> list[Effect]:
+        return self.send(CutCardDrawn(None, self.tick()))
+
+    def camera(self, position: str, card: str | None) -> list[Effect]:
+        face = None if card is None else parse_card(card)
+        return self.send(CameraRead(position, face, self.tick()))
+
+    def command(
+        self,
+        command: str,
+        who: tuple[str, str] = SUPERVISOR,
+        reason: str = "",
+        resolution: str = "",
+        card: str | None = None,
+    ) -> CommandAnswered:
+        self.commands += 1
+        face = None if card is None else parse_card(card)
+        effects = self.send(
+            SupervisorCommanded(
+                f"c{self.commands}", command, who[0], who[1], self.tick(), reason, resolution, face
+            )
+        )
+        return self.answer(effects)
+
+    @staticmethod
+    def answer(effects: list[Effect]) -> CommandAnswered:
+        answers = [effect for effect in effects if isinstance(effect, CommandAnswered)]
+        assert len(answers) == 1, effects
+        return answers[0]
+
+    def request_round(self, boxes: int = 0) -> CommandAnswered:
+        self.commands += 1
+        return self.answer(
+            self.send(RoundRequested(f"r{self.commands}", "platform", self.tick(), boxes))
+        )
+
+    def timer_id(self, purpose: str) -> int:
+        for effect in reversed(self.effects):
+            if isinstance(effect, StartTimer) and effect.purpose == purpose:
+                return effect.timer_id
+        raise AssertionError(f"no {purpose} timer was started")
+
+    def expire(self, purpose: str) -> list[Effect]:
+        return self.send(TimerExpired(self.timer_id(purpose), self.tick(30)))
+
+    def decide(self, kind: str, box: int, hand: int, decision: str) -> list[Effect]:
+        round_id = self.machine.state.round_id
+        assert round_id is not None
+        return self.send(PlatformDecided(round_id, kind, box, hand, decision, self.tick()))
+
+    # composite steps
+
+    def new_shoe(self, reveal: str = "2S", burn: tuple[str, ...] = ("3D", "4D")) -> None:
+        answer = self.command("new_shoe")
+        assert answer.ok, answer
+        self.draw(reveal, *burn)
+        assert self.phase is Phase.SHOE_READY, self.phase
+
+    def open_and_close_betting(self, boxes: int = 0) -> None:
+        answer = self.request_round(boxes)
+        assert answer.ok, answer
+        self.expire("betting")
+
+    # what happened
+
+    def published_events(self, name: str) -> list[dict[str, Any]]:
+        return [
+            effect.payload
+            for effect in self.effects
+            if isinstance(effect, PublishEvent) and effect.name == name
+        ]
+
+    def rejections(self) -> list[EventRejected]:
+        return [effect for effect in self.last if isinstance(effect, EventRejected)]
+
+    def dealer_lines(self) -> list[TellDealer]:
+        return [effect for effect in self.last if isinstance(effect, TellDealer)]
+
+    def expected_position(self) -> str | None:
+        for effect in reversed(self.effects):
+            if isinstance(effect, TellDealer) and effect.action == "deal":
+                return effect.position
+        return None
