@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Final
 
-from controller.errors import ConfigurationError, RulesError
+from controller.errors import ConfigurationError
 from controller.games.base import LiveRound
 
 BACCARAT: Final = "baccarat"
@@ -44,15 +44,9 @@ def available_bets(game: str, round_number: int) -> list[str]:
 
 
 def _blackjack_side_bets(game: str, round_number: int) -> list[str]:
-    bets = ["main"]
-    try:
-        boundless = importlib.import_module("controller.games.boundless")
-    except ModuleNotFoundError:
-        return bets
-    limits = getattr(boundless, "SIDE_BET_LIMITS", None)
-    if game != "blackjack-boundless" or not isinstance(limits, dict):
-        return bets
-    try:
-        return bets + [bet for bet, limit in limits.items() if round_number <= limit]
-    except TypeError as error:  # pragma: no cover - a rules-side shape change
-        raise RulesError(f"unexpected side-bet limits {limits!r}") from error
+    if game != "blackjack-boundless":
+        return ["main"]
+    boundless = importlib.import_module("controller.games.boundless")
+    return ["main"] + [
+        bet for bet in boundless.SIDE_BETS if boundless.side_bet_available(bet, round_number)
+    ]

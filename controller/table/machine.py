@@ -30,6 +30,7 @@ from typing import Any, Final
 from controller.errors import RulesError, TableError, TransitionError
 from controller.games.base import CardNeeded, DecisionNeeded, LiveRound
 from controller.games.cards import Card, ShoeCount
+from controller.games.shoe import burn_count, final_round_number
 from controller.table import games
 from controller.table.effects import (
     AskCamera,
@@ -640,7 +641,9 @@ class TableMachine:
         state.reading = None
         state.phase = P.PAUSED
         state.timers = {}
-        effects: list[Effect] = self._lock(state, True)
+        # Always said, even if the gate should already be closed: a pause must hold the shoe.
+        state.shoe_locked = True
+        effects: list[Effect] = [LockShoe()]
         effects.append(
             PublishEvent(
                 "table_paused",
@@ -801,7 +804,7 @@ class TableMachine:
         except RulesError as error:
             return self._pause(state, PauseReason.IMPOSSIBLE_CARD, at, str(error))
         state.burn_cards = (card,)
-        state.burn_left = card.burn_value
+        state.burn_left = burn_count(card)
         # The revealed card's face is on the table for all to see, but it is a burn card: it
         # goes to the journal (as the event) and nowhere else.
         return [
@@ -888,8 +891,8 @@ class TableMachine:
             return [EventRejected("CutCardDrawn", "the cut card came out before any round")]
         # The round in progress (a round in betting is "in progress": its cards are next) is
         # the last; between rounds, the next one is.
-        last = state.round_number if phase in ROUND_PHASES else state.round_number + 1
-        state.final_round = last + self.config.rounds_after_cut_card
+        cut_round = state.round_number if phase in ROUND_PHASES else state.round_number + 1
+        state.final_round = final_round_number(cut_round, self.config.rounds_after_cut_card)
         return [
             PublishEvent(
                 "cut_card_drawn", {"shoe_id": state.shoe_id, "final_round": state.final_round}

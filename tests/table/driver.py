@@ -183,3 +183,28 @@ class Driver:
             if isinstance(effect, TellDealer) and effect.action == "deal":
                 return effect.position
         return None
+
+
+def shuffled_shoe(seed: int) -> list[Card]:
+    """An 8-deck shoe in a random but reproducible order."""
+    import random
+
+    from controller.games.cards import ALL_FACES, DECKS_PER_SHOE
+
+    cards = [card for card in ALL_FACES for _ in range(DECKS_PER_SHOE)]
+    random.Random(seed).shuffle(cards)
+    return cards
+
+
+def deal_until_settled(driver: Driver, cards: list[Card], decide: str | None = None) -> None:
+    """Deal from ``cards`` (consumed from the front) until the round leaves DEALING/DECIDING;
+    decisions time out (the auto-play rule) unless ``decide`` names a token to send."""
+    while driver.phase in (Phase.DEALING, Phase.DECIDING):
+        if driver.phase is Phase.DEALING:
+            driver.draw(cards.pop(0))
+        elif decide is None:
+            driver.expire("decision")
+        else:
+            step = driver.machine.state.round.next_step()
+            token = decide if decide in step.options else step.default
+            driver.decide(step.kind, step.box, step.hand, token)

@@ -1,0 +1,329 @@
+"""Every anomaly pauses the table with a reason code; a supervisor resumes it or cancels
+the round. While paused the shoe is locked and no card changes the round."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.table.effects import AskCamera, LockShoe, StartTimer
+from controller.table.events import (
+    CardsLost,
+    ControllerStarted,
+    ShoeFault,
+    ShoeOffline,
+    ShoeOnline,
+)
+from controller.table.machine import Phase
+from tests.table.driver import Driver
+
+
+@pytest.fixture
+def dealing() -> Driver:
+    """A baccarat table in round 1 after two cards (player 9S, banker TD)."""
+    driver = Driver.for_game("baccarat")
+    driver.new_shoe()
+    driver.open_and_close_betting()
+    driver.draw("9S", "TD")
+    return driver
+
+
+def assert_paused(driver: Driver, reason: str) -> None:
+    assert driver.phase is Phase.PAUSED
+    assert driver.machine.state.pause.reason.value == reason
+    assert driver.machine.state.shoe_locked
+    assert any(isinstance(effect, LockShoe) for effect in driver.last)
+    paused = driver.published_events("table_paused")[-1]
+    assert paused["reason"] == reason and paused["message"]
+
+
+def assert_cancel_refunds(driver: Driver) -> None:
+    round_id = driver.machine.state.round_id
+    answer = driver.command("cancel", reason="cannot resolve")
+    assert answer.ok and answer.by == "sam"
+    voided = driver.published_events("round_voided")[-1]
+    assert voided["round_id"] == round_id
+    assert voided["refund"] == "all"
+    assert voided["bets"] and set(voided["bets"].values()) == {0.0}
+    assert driver.phase is Phase.SHOE_READY
+    assert driver.machine.state.round is None
+    assert not driver.published_events("round_settled")
+    # The next round gets a new id.
+    assert driver.request_round().ok
+    assert driver.machine.state.round_id == round_id + 1
+
+
+def finish_round(driver: Driver) -> None:
+    assert driver.phase is Phase.DEALING
+    assert driver.expected_position() == "player"
+    driver.draw("KC", "3H")
+    settled = driver.published_events("round_settled")[-1]["result"]
+    assert settled["player"] == ["9S", "KC"] and settled["banker"] == ["TD", "3H"]
+
+
+def cards_of_round(driver: Driver) -> list:
+    return list(driver.machine.state.round_log)
+
+
+# -- cards out of turn ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ending", ["resume", "cancel"])
+def test_card_during_betting(ending: str) -> None:
+    driver = Driver.for_game("baccarat")
+    driver.new_shoe()
+    driver.request_round()
+    driver.draw("5H")
+    assert_paused(driver, "card_out_of_turn")
+    assert "during betting" in driver.machine.state.pause.message
+    assert "5H" not in str(driver.published_events("table_paused"))
+    if ending == "cancel":
+        assert_cancel_refunds(driver)
+        return
+    assert driver.command("resume", resolution="burn").ok
+    assert driver.phase is Phase.BETTING
+    driver.expire("betting")
+    driver.draw("9S", "TD", "KC", "3H")
+    assert driver.published_events("round_settled")
+
+
+@pytest.mark.parametrize("ending", ["accept", "burn", "cancel"])
+def test_card_while_paused_changes_nothing_until_resolved(dealing: Driver, ending: str) -> None:
+    assert dealing.command("pause", reason="check the layout").ok
+    assert_paused(dealing, "supervisor")
+    log = cards_of_round(dealing)
+    dealing.draw("KC")
+    assert dealing.phase is Phase.PAUSED
+    assert cards_of_round(dealing) == log  # no card changes the round while paused
+    assert dealing.machine.state.pause.reason.value == "card_out_of_turn"
+    assert not dealing.command("resume").ok  # the held card needs a resolution
+    if ending == "cancel":
+        assert_cancel_refunds(dealing)
+    elif ending == "accept":
+        assert dealing.command("resume", resolution="accept").ok
+        assert dealing.expected_position() == "banker"
+        dealing.draw("3H")
+        assert dealing.published_events("round_settled")[-1]["result"]["player"] == ["9S", "KC"]
+    else:
+        assert dealing.command("resume", resolution="burn").ok
+        finish_round(dealing)
+
+
+@pytest.mark.parametrize("ending", ["burn", "cancel_refused"])
+def test_card_after_the_rounds_last_card(ending: str) -> None:
+    driver = Driver.for_game("baccarat")
+    driver.new_shoe()
+    driver.open_and_close_betting()
+    driver.draw("9S", "TD", "KC", "3H", "7C")
+    assert_paused(driver, "card_out_of_turn")
+    assert "after the round's last card" in driver.machine.state.pause.message
+    if ending == "cancel_refused":
+        answer = driver.command("cancel")
+        assert not answer.ok and "no round" in answer.message
+        return
+    assert driver.command("resume", resolution="burn").ok
+    assert driver.phase is Phase.SHOE_READY
+
+
+def test_card_before_a_new_shoe_is_declared() -> None:
+    driver = Driver.for_game("baccarat")
+    driver.draw("7C")
+    assert_paused(driver, "card_out_of_turn")
+    assert "before a new shoe" in driver.machine.state.pause.message
+    assert not driver.command("new_shoe").ok
+    assert driver.command("resume", resolution="burn").ok
+    driver.new_shoe()
+
+
+def test_cut_card_during_the_burn_pauses() -> None:
+    driver = Driver.for_game("baccarat")
+    driver.command("new_shoe")
+    driver.draw("4S")
+    driver.cut_card()
+    assert_paused(driver, "card_out_of_turn")
+    assert driver.command("resume").ok
+    assert driver.phase is Phase.BURNING
+    assert driver.machine.state.burn_left == 4
+
+
+# -- impossible cards, misreads, the camera -------------------------------------------------
+
+
+@pytest.mark.parametrize("ending", ["resume", "cancel"])
+def test_a_ninth_copy_pauses_and_is_not_dealt(ending: str) -> None:
+    driver = Driver.for_game("baccarat")
+    driver.command("new_shoe")
+    driver.draw("8S", *["AS"] * 8)  # eight burn cards: every copy of AS
+    assert driver.phase is Phase.SHOE_READY
+    driver.open_and_close_betting()
+    driver.draw("9S")
+    before = cards_of_round(driver)
+    driver.draw("AS")
+    assert_paused(driver, "impossible_card")
+    assert cards_of_round(driver) == before
+    assert driver.machine.state.count.remaining(driver.machine.state.burn_cards[1]) == 0
+    if ending == "cancel":
+        assert_cancel_refunds(driver)
+        return
+    assert driver.command("resume").ok
+    assert driver.expected_position() == "banker"
+    driver.draw("TD", "KC", "3H")
+    assert driver.published_events("round_settled")
+
+
+def test_misread_resolved_by_the_camera(dealing: Driver) -> None:
+    dealing.misread()
+    assert dealing.phase is Phase.READING
+    asks = [effect for effect in dealing.last if isinstance(effect, AskCamera)]
+    assert asks == [AskCamera("player", "misread")]
+    dealing.camera("player", "KC")
+    assert dealing.phase is Phase.DEALING
+    dealt = dealing.published_events("card_dealt")[-1]
+    assert dealt["card"] == "KC" and dealt["source"] == "camera"
+    dealing.draw("3H")
+    assert dealing.published_events("round_settled")[-1]["result"]["player"] == ["9S", "KC"]
+
+
+@pytest.mark.parametrize("ending", ["enter_card", "cancel"])
+def test_misread_the_camera_cannot_resolve(dealing: Driver, ending: str) -> None:
+    dealing.misread()
+    dealing.camera("player", None)
+    assert_paused(dealing, "misread")
+    assert not dealing.command("resume").ok
+    if ending == "cancel":
+        assert_cancel_refunds(dealing)
+        return
+    answer = dealing.command("resume", resolution="enter_card", card="KC")
+    assert answer.ok, answer
+    assert dealing.published_events("card_dealt")[-1]["source"] == "supervisor"
+    dealing.draw("3H")
+    assert dealing.published_events("round_settled")[-1]["result"]["player"] == ["9S", "KC"]
+
+
+def test_the_camera_that_never_answers_a_misread_pauses(dealing: Driver) -> None:
+    dealing.misread()
+    dealing.expire("camera")
+    assert_paused(dealing, "misread")
+
+
+@pytest.mark.parametrize("ending", ["resume", "cancel"])
+def test_camera_and_shoe_disagreeing_when_cross_checking(ending: str) -> None:
+    driver = Driver.for_game("baccarat", camera_cross_check=True)
+    driver.new_shoe()
+    driver.open_and_close_betting()
+    effects = driver.draw("9S")
+    assert AskCamera("player", "cross_check") in effects
+    driver.camera("player", "9S")  # agreement: nothing happens
+    assert driver.phase is Phase.DEALING
+    driver.draw("TD")
+    driver.camera("banker", "TH")
+    assert_paused(driver, "camera_mismatch")
+    assert "TD" in driver.machine.state.pause.message
+    if ending == "cancel":
+        assert_cancel_refunds(driver)
+        return
+    assert driver.command("resume").ok
+    driver.draw("KC", "3H")
+    assert driver.published_events("round_settled")
+
+
+def test_no_cross_check_when_it_is_off(dealing: Driver) -> None:
+    effects = dealing.draw("KC")
+    assert not [effect for effect in effects if isinstance(effect, AskCamera)]
+    dealing.camera("player", "2C")
+    assert dealing.rejections()
+    assert dealing.phase is Phase.DEALING
+
+
+# -- the shoe and the dealer ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ending", ["resume", "cancel"])
+def test_shoe_offline(dealing: Driver, ending: str) -> None:
+    dealing.send(ShoeOffline("/dev/ttyUSB0", "unplugged", dealing.tick()))
+    assert_paused(dealing, "shoe_offline")
+    if ending == "cancel":
+        dealing.send(ShoeOnline("/dev/ttyUSB0", dealing.tick()))
+        assert_cancel_refunds(dealing)
+        return
+    answer = dealing.command("resume")
+    assert not answer.ok and "offline" in answer.message
+    effects = dealing.send(ShoeOnline("/dev/ttyUSB0", dealing.tick()))
+    assert LockShoe() in effects  # the reconnected shoe is told again to stay locked
+    assert dealing.phase is Phase.PAUSED
+    assert dealing.command("resume").ok
+    finish_round(dealing)
+
+
+def test_shoe_offline_between_rounds_blocks_the_next_round() -> None:
+    driver = Driver.for_game("baccarat")
+    driver.new_shoe()
+    driver.send(ShoeOffline("/dev/ttyUSB0", "silent", driver.tick()))
+    assert driver.phase is Phase.SHOE_READY
+    assert not driver.request_round().ok
+    driver.send(ShoeOnline("/dev/ttyUSB0", driver.tick()))
+    assert driver.request_round().ok
+
+
+@pytest.mark.parametrize("ending", ["resume", "cancel"])
+def test_shoe_fault(dealing: Driver, ending: str) -> None:
+    dealing.send(ShoeFault("E7", "card jam", dealing.tick()))
+    assert_paused(dealing, "shoe_fault")
+    assert "card jam" in dealing.machine.state.pause.message
+    if ending == "cancel":
+        assert_cancel_refunds(dealing)
+        return
+    assert dealing.command("resume").ok
+    finish_round(dealing)
+
+
+@pytest.mark.parametrize("ending", ["burn", "cancel"])
+def test_cards_lost(dealing: Driver, ending: str) -> None:
+    dealing.send(CardsLost((17, 18), dealing.tick()))
+    assert_paused(dealing, "cards_lost")
+    assert not dealing.command("resume").ok
+    assert not dealing.command("resume", resolution="accept").ok  # unread: cannot be dealt
+    if ending == "cancel":
+        assert_cancel_refunds(dealing)
+        return
+    assert dealing.command("resume", resolution="burn").ok
+    finish_round(dealing)
+
+
+@pytest.mark.parametrize("ending", ["resume", "cancel"])
+def test_dealer_idle_past_the_deadline(dealing: Driver, ending: str) -> None:
+    timers = [effect for effect in dealing.effects if isinstance(effect, StartTimer)]
+    assert timers[-1].purpose == "dealer_idle" and timers[-1].duration_s == 60.0
+    dealing.expire("dealer_idle")
+    assert_paused(dealing, "dealer_idle")
+    if ending == "cancel":
+        assert_cancel_refunds(dealing)
+        return
+    assert dealing.command("resume").ok
+    finish_round(dealing)
+
+
+def test_an_old_dealer_idle_timer_is_ignored(dealing: Driver) -> None:
+    stale = dealing.timer_id("dealer_idle")
+    dealing.draw("KC")  # a new card restarts the deadline
+    from controller.table.events import TimerExpired
+
+    assert dealing.send(TimerExpired(stale, dealing.tick(100))) == []
+    assert dealing.phase is Phase.DEALING
+
+
+@pytest.mark.parametrize("ending", ["resume", "cancel"])
+def test_restart_in_mid_round_pauses_recovered(dealing: Driver, ending: str) -> None:
+    dealing.send(ControllerStarted(dealing.tick()))
+    assert_paused(dealing, "recovered")
+    if ending == "cancel":
+        assert_cancel_refunds(dealing)
+        return
+    assert dealing.command("resume").ok
+    finish_round(dealing)
+
+
+def test_restart_between_rounds_does_not_pause() -> None:
+    driver = Driver.for_game("baccarat")
+    driver.new_shoe()
+    driver.send(ControllerStarted(driver.tick()))
+    assert driver.phase is Phase.SHOE_READY
