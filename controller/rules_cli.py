@@ -1,0 +1,268 @@
+"""`livetable rules replay` and `livetable rtp`: the game rules from the command line.
+
+``rules replay`` reads one JSON request per line on stdin and writes one JSON line per input
+line, in order, flushed after each, so another program can drive it line by line. A line
+the rules cannot play gives ``{"error": "..."}`` and the following lines still run.
+
+``rtp`` prints the return to player of every bet of a game, exactly (baccarat) or by
+simulation through the same live engine the table runs.
+
+The rules modules are imported inside the commands: blackjack's only when a blackjack line
+or game asks for it, so the baccarat commands work whatever state blackjack is in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import math
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import IO, Any, Final
+
+from controller.errors import RulesError, TableError
+
+logger = logging.getLogger(__name__)
+
+BACCARAT: Final = "baccarat"
+BLACKJACK_GAMES: Final = ("blackjack-boundless", "blackjack-classic", "blackjack-21")
+GAMES: Final = (BACCARAT, *BLACKJACK_GAMES)
+BACCARAT_MODES: Final = ("traditional", "no-commission")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    rules = subparsers.add_parser("rules", help="game rules tools", description="Game rules tools.")
+    rules_subparsers = rules.add_subparsers(dest="rules_command", metavar="WHAT")
+    replay = rules_subparsers.add_parser(
+        "replay",
+        help="play JSON-line rounds from stdin, one JSON result line each",
+        description=(
+            "Read one JSON request per line on stdin and write one JSON line per input "
+            'line: the round\'s result, or {"error": ...} for a line that cannot be played.'
+        ),
+    )
+    replay.set_defaults(func=run_replay)
+    rules.set_defaults(func=lambda _args: _print_help(rules))
+
+    rtp = subparsers.add_parser(
+        "rtp",
+        help="return to player of every bet of a game",
+        description=(
+            "Return to player of every bet: --exact for baccarat (combinatorial, 8-deck "
+            "shoe), or --rounds N --seed S to simulate through the live engine."
+        ),
+    )
+    rtp.add_argument("--game", required=True, choices=GAMES)
+    rtp.add_argument("--mode", choices=BACCARAT_MODES, default="traditional", help="baccarat only")
+    method = rtp.add_mutually_exclusive_group(required=True)
+    method.add_argument("--exact", action="store_true", help="exact enumeration (baccarat only)")
+    method.add_argument("--rounds", type=int, help="simulate this many rounds")
+    rtp.add_argument("--seed", type=int, default=1, help="simulation seed (default 1)")
+    rtp.add_argument("--json", action="store_true", help="machine-readable output")
+    rtp.set_defaults(func=run_rtp)
+
+
+def _print_help(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+# -- rules replay -------------------------------------------------------------------------
+
+
+def replay_request(request: object) -> dict[str, Any]:
+    """Play one parsed request; RulesError for anything the rules cannot play."""
+    if not isinstance(request, dict):
+        raise RulesError(f"a request must be a JSON object, not {type(request).__name__}")
+    game = request.get("game")
+    if game == BACCARAT:
+        return _replay_baccarat(request)
+    if game in BLACKJACK_GAMES:
+        try:
+            blackjack = importlib.import_module("controller.games.blackjack")
+            replay = blackjack.replay
+        except (ImportError, AttributeError) as error:
+            raise RulesError(f"{game} cannot be replayed in this build: {error}") from None
+        return replay(request)
+    raise RulesError(f"unknown game {game!r}: expected one of {', '.join(GAMES)}")
+
+
+def _replay_baccarat(request: Mapping[str, Any]) -> dict[str, Any]:
+    from controller.games.baccarat import play_baccarat
+
+    mode = request.get("mode", "traditional")
+    if mode not in BACCARAT_MODES:
+        raise RulesError(f"unknown baccarat mode {mode!r}: expected one of {BACCARAT_MODES}")
+    cards = request.get("cards")
+    if not isinstance(cards, list):
+        raise RulesError("'cards' must be a list of card strings like \"AS\"")
+    return play_baccarat(cards, mode).as_dict()
+
+
+def replay_line(line: str) -> dict[str, Any]:
+    """The output object for one input line; never raises for bad input."""
+    try:
+        request = json.loads(line)
+    except json.JSONDecodeError as error:
+        return {"error": f"malformed JSON: {error}"}
+    try:
+        return replay_request(request)
+    except TableError as error:
+        return {"error": str(error)}
+    except Exception as error:
+        # A bug, not bad input: say so on this line and keep serving the following ones.
+        logger.exception("rules replay failed on %r", line)
+        return {"error": f"internal error: {type(error).__name__}: {error}"}
+
+
+def replay_stream(lines: Iterable[str], output: IO[str]) -> int:
+    """Answer every line of ``lines`` on ``output``, flushing after each; lines answered."""
+    answered = 0
+    for line in lines:
+        output.write(json.dumps(replay_line(line)) + "\n")
+        output.flush()
+        answered += 1
+    return answered
+
+
+def run_replay(_args: argparse.Namespace) -> int:
+    # readline() rather than iterating the file: iteration reads ahead in blocks, and a
+    # caller that writes one line and waits for the answer would wait forever.
+    replay_stream(iter(sys.stdin.readline, ""), sys.stdout)
+    return 0
+
+
+# -- rtp --------------------------------------------------------------------------------------
+
+Progress = Callable[[int], None]
+Interval = tuple[float, float, float]
+
+
+def run_rtp(args: argparse.Namespace) -> int:
+    if args.exact:
+        if args.game != BACCARAT:
+            raise RulesError(f"--exact is available for baccarat only; simulate {args.game}")
+        from controller.games.baccarat_rtp import exact_rtp
+
+        started = time.perf_counter()
+        exact = {bet: float(value) for bet, value in exact_rtp(args.mode).items()}
+        elapsed = time.perf_counter() - started
+        _print_exact(args, exact, elapsed)
+        return 0
+    if args.rounds is None or args.rounds < 1:
+        raise RulesError("--rounds must be a positive number of rounds")
+    progress_bar = _ProgressBar(args.rounds, sys.stderr) if sys.stderr.isatty() else None
+    started = time.perf_counter()
+    try:
+        results = simulate(args.game, args.mode, args.rounds, args.seed, progress_bar)
+    finally:
+        if progress_bar is not None:
+            progress_bar.close()
+    elapsed = time.perf_counter() - started
+    _print_simulation(args, results, elapsed)
+    return 0
+
+
+def simulate(
+    game: str, mode: str, rounds: int, seed: int, progress: Progress | None
+) -> dict[str, Interval]:
+    """bet -> (rtp, ci_low, ci_high) from ``rounds`` simulated rounds of ``game``."""
+    if game == BACCARAT:
+        from controller.games.baccarat_rtp import simulate as simulate_baccarat
+
+        return simulate_baccarat(mode, rounds, seed, progress)
+    if game in BLACKJACK_GAMES:
+        try:
+            blackjack_rtp = importlib.import_module("controller.games.blackjack_rtp")
+            simulate_blackjack = blackjack_rtp.simulate
+        except (ImportError, AttributeError) as error:
+            raise RulesError(f"{game} cannot be simulated in this build: {error}") from None
+        return dict(simulate_blackjack(game, rounds, seed, progress))
+    raise RulesError(f"unknown game {game!r}")
+
+
+def _print_exact(args: argparse.Namespace, rtps: Mapping[str, float], elapsed: float) -> None:
+    if args.json:
+        document = {
+            "game": args.game,
+            "mode": args.mode,
+            "method": "exact",
+            "seconds": round(elapsed, 3),
+            "bets": {bet: {"rtp": value} for bet, value in rtps.items()},
+        }
+        print(json.dumps(document))
+        return
+    print(f"{args.game} ({args.mode}), exact: first round off a full 8-deck shoe")
+    print(f"{'bet':<20} {'RTP':>9}")
+    for bet, value in rtps.items():
+        print(f"{bet:<20} {value * 100:>8.4f}%")
+    print(f"({elapsed:.2f} s)")
+
+
+def _print_simulation(
+    args: argparse.Namespace, results: Mapping[str, Interval], elapsed: float
+) -> None:
+    mode = args.mode if args.game == BACCARAT else None
+    if args.json:
+        document = {
+            "game": args.game,
+            "mode": mode,
+            "method": "simulation",
+            "rounds": args.rounds,
+            "seed": args.seed,
+            "seconds": round(elapsed, 3),
+            "bets": {
+                bet: {
+                    "rtp": _json_float(rtp),
+                    "ci_low": _json_float(low),
+                    "ci_high": _json_float(high),
+                }
+                for bet, (rtp, low, high) in results.items()
+            },
+        }
+        print(json.dumps(document))
+        return
+    title = f"{args.game} ({mode})" if mode else args.game
+    print(f"{title}, simulated: {args.rounds} rounds, seed {args.seed}")
+    print(f"{'bet':<20} {'RTP':>9}   95 % confidence interval")
+    for bet, (rtp, low, high) in results.items():
+        print(f"{bet:<20} {rtp * 100:>8.4f}%   {low * 100:.4f}% .. {high * 100:.4f}%")
+    rate = args.rounds / elapsed if elapsed > 0 else math.inf
+    print(f"({elapsed:.1f} s, {rate:,.0f} rounds/s)")
+
+
+def _json_float(value: float) -> float | None:
+    """JSON has no NaN: a bet never placed in the run has no RTP."""
+    return None if math.isnan(value) else value
+
+
+class _ProgressBar:
+    """A one-line progress bar redrawn in place on a terminal."""
+
+    WIDTH: Final = 40
+
+    def __init__(self, total: int, stream: IO[str]) -> None:
+        self.total = total
+        self.stream = stream
+        self.started = time.perf_counter()
+        self.last_drawn = -1.0
+
+    def __call__(self, done: int) -> None:
+        now = time.perf_counter()
+        if now - self.last_drawn < 0.1 and done < self.total:
+            return  # redrawing more often only costs time
+        self.last_drawn = now
+        fraction = min(1.0, done / self.total)
+        filled = int(self.WIDTH * fraction)
+        elapsed = now - self.started
+        eta = elapsed / fraction - elapsed if fraction > 0 else 0.0
+        bar = "#" * filled + "-" * (self.WIDTH - filled)
+        self.stream.write(f"\r[{bar}] {fraction * 100:5.1f}% {done}/{self.total} eta {eta:.0f} s")
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.stream.write("\n")
+        self.stream.flush()
