@@ -15,6 +15,7 @@ CAMERA_FREE_MODULES = (
     "drivers.camera",
     "drivers.camera_events",
     "drivers.camera_cli",
+    "simulators.camera_cli",
 )
 
 
