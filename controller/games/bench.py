@@ -1,0 +1,177 @@
+"""`livetable bench rules`: rounds per second through the live step-by-step rules engine.
+
+Baccarat rounds are driven exactly as the table drives them — ``next_step()``, ``deal(card)``
+until complete, then the settlement of all 18 bets — from cards shuffled beforehand, so the
+figure is the engine's and not the random generator's. Blackjack rounds are played by the
+blackjack engineer's ``blackjack_rtp.play_rounds`` (one box, basic strategy, the live
+``BlackjackRound``; its shoe shuffling is inside the measured time).
+
+One thread, so one core. Rates are reported as percentiles over batches of one run: the
+machine is shared and noisy, a single mean would hide that.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+from controller.games.baccarat import BaccaratRound
+from controller.games.cards import ALL_FACES, DECKS_PER_SHOE, Card
+
+BACCARAT_TARGET: Final = 100_000  # rounds/s, issue 3
+BLACKJACK_TARGET: Final = 30_000
+BLACKJACK_GAMES: Final = ("blackjack-boundless", "blackjack-classic", "blackjack-21")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "rules",
+        help="rounds per second through the live rules engine",
+        description=(
+            "Rounds per second through the live step-by-step rules engine, one core: "
+            "baccarat and each blackjack game, as percentiles over batches."
+        ),
+    )
+    parser.add_argument("--batches", type=int, default=15, help="timed batches per game")
+    parser.add_argument(
+        "--baccarat-rounds", type=int, default=20_000, help="baccarat rounds per batch"
+    )
+    parser.add_argument(
+        "--blackjack-rounds", type=int, default=5_000, help="blackjack rounds per batch"
+    )
+    parser.add_argument(
+        "--game",
+        action="append",
+        choices=("baccarat", *BLACKJACK_GAMES),
+        help="only this game (repeatable); default all",
+    )
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.set_defaults(func=run)
+
+
+def baccarat_card_stream(seed: int, shoes: int = 20) -> list[Card]:
+    """Shuffled 8-deck shoes end to end: the cards the benchmark deals from."""
+    rng = random.Random(seed)
+    stream: list[Card] = []
+    for _ in range(shoes):
+        shoe = list(ALL_FACES) * DECKS_PER_SHOE
+        rng.shuffle(shoe)
+        stream.extend(shoe)
+    return stream
+
+
+def play_baccarat_rounds(cards: Sequence[Card], start: int, rounds: int) -> int:
+    """Play ``rounds`` live rounds dealing from ``cards[start:]`` (wrapping); the next index."""
+    position = start
+    limit = len(cards) - 6  # a round needs at most six cards
+    for _ in range(rounds):
+        if position > limit:
+            position = 0
+        round_ = BaccaratRound()
+        while round_.next_step() is not None:
+            round_.deal(cards[position])
+            position += 1
+        round_.result()
+    return position
+
+
+def _time_batches(play_batch: Callable[[int], None], batches: int, rounds: int) -> list[float]:
+    rates = []
+    for index in range(batches):
+        started = time.perf_counter()
+        play_batch(index)
+        elapsed = time.perf_counter() - started
+        rates.append(rounds / elapsed)
+    return rates
+
+
+def bench_baccarat(batches: int, rounds: int, seed: int) -> list[float]:
+    cards = baccarat_card_stream(seed)
+    position = 0
+
+    def batch(_index: int) -> None:
+        nonlocal position
+        position = play_baccarat_rounds(cards, position, rounds)
+
+    batch(-1)  # warm-up: caches and the settlement memo, as on a running table
+    return _time_batches(batch, batches, rounds)
+
+
+def bench_blackjack(game: str, batches: int, rounds: int, seed: int) -> list[float] | str:
+    """Rates per batch, or why blackjack cannot be measured in this build."""
+    try:
+        blackjack_rtp = importlib.import_module("controller.games.blackjack_rtp")
+    except ImportError as error:
+        return f"blackjack rules not available: {error}"
+    play_rounds = getattr(blackjack_rtp, "play_rounds", None)
+    if play_rounds is None:
+        simulate = blackjack_rtp.simulate
+
+        def play_rounds(game: str, rounds: int, seed: int) -> None:
+            simulate(game, rounds, seed, None)
+
+    play_rounds(game, max(1, rounds // 10), seed)  # warm-up
+    return _time_batches(lambda index: play_rounds(game, rounds, seed + index), batches, rounds)
+
+
+def _summary(rates: list[float], target: int) -> dict[str, Any]:
+    ordered = sorted(rates)
+    if len(ordered) > 1:
+        # Inclusive: with few batches the deciles stay within the measured range.
+        deciles = statistics.quantiles(ordered, n=10, method="inclusive")
+    else:
+        deciles = ordered * 9
+    return {
+        "p10": deciles[0],
+        "p50": statistics.median(ordered),
+        "p90": deciles[-1],
+        "min": ordered[0],
+        "max": ordered[-1],
+        "batches": len(ordered),
+        "target": target,
+        "meets_target": statistics.median(ordered) >= target,
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.batches < 1 or args.baccarat_rounds < 1 or args.blackjack_rounds < 1:
+        print("livetable: error: batches and rounds must be positive", file=sys.stderr)
+        return 2
+    games = args.game or ["baccarat", *BLACKJACK_GAMES]
+    report: dict[str, Any] = {}
+    for game in games:
+        if game == "baccarat":
+            rates = bench_baccarat(args.batches, args.baccarat_rounds, args.seed)
+            report[game] = {**_summary(rates, BACCARAT_TARGET), "rounds": args.baccarat_rounds}
+        else:
+            measured = bench_blackjack(game, args.batches, args.blackjack_rounds, args.seed)
+            if isinstance(measured, str):
+                report[game] = {"error": measured}
+            else:
+                report[game] = {
+                    **_summary(measured, BLACKJACK_TARGET),
+                    "rounds": args.blackjack_rounds,
+                }
+    if args.json:
+        print(json.dumps(report))
+        return 0
+    print("rounds per second through the live engine, one core (percentiles over batches)")
+    print(f"{'game':<22}{'p10':>10}{'p50':>10}{'p90':>10}{'target':>10}  verdict")
+    for game, figures in report.items():
+        if "error" in figures:
+            print(f"{game:<22}  {figures['error']}")
+            continue
+        verdict = "meets target" if figures["meets_target"] else "BELOW target"
+        print(
+            f"{game:<22}{figures['p10']:>10,.0f}{figures['p50']:>10,.0f}"
+            f"{figures['p90']:>10,.0f}{figures['target']:>10,}  {verdict}"
+        )
+    return 0
