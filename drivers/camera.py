@@ -80,6 +80,23 @@ def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def card_slot(position: str, card_number: int) -> str:
+    """The region name of the ``card_number``-th card (from 1) of the hand ``position``.
+
+    The rules name hands, not cards (``"player"``, ``"banker"``, ``"dealer"``, ``"box2"``,
+    ``"box2.hand1"`` after a split); a camera needs one region per card slot on the felt. The
+    convention, which the camera simulator's layouts follow, is ``<hand>.card<n>``, a box's
+    unsplit hand being its hand 1: ``card_slot("player", 3) == "player.card3"``,
+    ``card_slot("box2", 1) == "box2.hand1.card1"``. After a split the second card moves to
+    ``box2.hand2.card1``: the caller counts the cards each hand holds.
+    """
+    if not _POSITION_NAME.fullmatch(position) or card_number < 1:
+        raise ConfigurationError(f"no card slot for card {card_number} of {position!r}")
+    if re.fullmatch(r"box\d+", position):
+        position += ".hand1"
+    return f"{position}.card{card_number}"
+
+
 @dataclass(frozen=True, slots=True)
 class Region:
     """A named area of the frame where one card lies: a rectangle or a quadrilateral.

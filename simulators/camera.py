@@ -102,7 +102,11 @@ def _hand_cascade(prefix: str, x: float, y: float, cards: int, dx: float, dy: fl
 def layout_for(game: str, width: int = 1280, height: int = 720) -> TableLayout:
     """The simulator's layout of ``game`` (see ``docs/camera.md`` for the position names).
 
-    * ``baccarat``: ``player1``..``player3``, ``banker1``..``banker3`` (third cards sideways).
+    Every position is a card slot named ``<hand>.card<n>``, the hand as the rules name it
+    (:func:`drivers.camera.card_slot` maps the rules' position and card number to it):
+
+    * ``baccarat``: ``player.card1``..``player.card3``, ``banker.card1``..``banker.card3``
+      (third cards sideways).
     * ``blackjack-classic``: 5 boxes, ``box{b}.hand{h}.card{c}`` (2 hands, 6 cards each).
     * ``blackjack-21``: 7 boxes, ``box{b}.hand{h}.card{c}`` (3 hands, 6 cards each).
     * ``blackjack-boundless``: one shared hand, ``player.card1``..``player.card12``.
@@ -120,11 +124,18 @@ def layout_for(game: str, width: int = 1280, height: int = 720) -> TableLayout:
         pitch = card_width * 0.92
         row = height * 0.48
         for side, centre in (("player", width * 0.3), ("banker", width * 0.7)):
-            spots.append(Spot(f"{side}1", centre - pitch / 2, row))
-            spots.append(Spot(f"{side}2", centre + pitch / 2, row))
-            spots.append(Spot(f"{side}3", centre, row + card_height * 0.95, 90.0))
+            spots.append(Spot(f"{side}.card1", centre - pitch / 2, row))
+            spots.append(Spot(f"{side}.card2", centre + pitch / 2, row))
+            spots.append(Spot(f"{side}.card3", centre, row + card_height * 0.95, 90.0))
             labels.append((side.upper(), centre, row - card_height * 0.8))
-        order = ("player1", "banker1", "player2", "banker2", "player3", "banker3")
+        order = (
+            "player.card1",
+            "banker.card1",
+            "player.card2",
+            "banker.card2",
+            "player.card3",
+            "banker.card3",
+        )
         return TableLayout(game, width, height, card_height, _spot_map(spots), order, tuple(labels))
     boxes, hands, cards = {
         "blackjack-classic": (5, 2, 6),

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from controller.errors import ConfigurationError
-from drivers.camera import CameraConfig, Region, crop_region
+from drivers.camera import CameraConfig, Region, card_slot, crop_region
 
 GOOD_TOML = """
 [camera]
@@ -158,3 +158,14 @@ def test_quadrilateral_crop_is_warped_upright() -> None:
     assert crop[height // 2, width // 2].tolist() == [255, 255, 255]
     red = np.argwhere((crop[:, :, 2] > 200) & (crop[:, :, 1] < 80))
     assert red.size and red[:, 0].mean() < height / 4 and red[:, 1].mean() < width / 4
+
+
+def test_card_slots_name_each_card_of_a_rules_hand() -> None:
+    assert card_slot("player", 3) == "player.card3"
+    assert card_slot("dealer", 1) == "dealer.card1"
+    assert card_slot("box2", 2) == "box2.hand1.card2"
+    assert card_slot("box2.hand2", 1) == "box2.hand2.card1"
+    with pytest.raises(ConfigurationError):
+        card_slot("player", 0)
+    with pytest.raises(ConfigurationError):
+        card_slot("box 2", 1)

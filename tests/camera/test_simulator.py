@@ -14,7 +14,7 @@ import pytest
 from controller.cli import main
 from controller.errors import ConfigurationError, DeviceError
 from controller.games.cards import Card, parse_card
-from drivers.camera import CameraCapture, CameraConfig
+from drivers.camera import CameraCapture, CameraConfig, card_slot
 from drivers.camera_events import CameraEvent, CameraOnline
 from simulators.camera import GAMES, Perturbations, SimulatedCamera, layout_for
 
@@ -38,8 +38,8 @@ def test_the_same_seed_and_deals_give_identical_frames_and_another_seed_does_not
     frames = []
     for seed in (7, 7, 8):
         camera = _camera(seed)
-        camera.deal("player1", parse_card("QH"))
-        camera.deal("banker1", parse_card("9S"))
+        camera.deal("player.card1", parse_card("QH"))
+        camera.deal("banker.card1", parse_card("9S"))
         frames.append(camera.next_frame().image)
         assert camera.regions == _camera(seed).regions
     assert np.array_equal(frames[0], frames[1])
@@ -52,6 +52,12 @@ def test_every_position_has_a_region_inside_the_frame(game: str) -> None:
     layout = layout_for(game, **SIZE)
     assert set(camera.regions) == set(layout.spots)
     assert set(layout.deal_order) <= set(layout.spots)
+    # Every spot is a card slot the daemon can name from the rules' hand and card number.
+    for name in layout.spots:
+        hand, _, card = name.rpartition(".card")
+        assert card_slot(hand, int(card)) == name
+    first_cards = {"baccarat": "player", "blackjack-boundless": "player"}.get(game, "box1")
+    assert layout.deal_order[0] == card_slot(first_cards, 1)
     # The published map is a valid camera config: the same validation a table's TOML gets.
     config = camera.camera_config("/tmp/table.avi")
     assert config.regions == camera.regions
@@ -90,7 +96,7 @@ def test_rotation_and_placement_vary_within_the_bounds() -> None:
         rotated = dataclasses.replace(clean, rotation_deg=20.0)
         empty = _camera(seed, perturbations=rotated)
         camera = _camera(seed, perturbations=rotated)
-        camera.deal("player1", parse_card("5D"))
+        camera.deal("player.card1", parse_card("5D"))
         changed = _changed_mask(camera.next_frame().image, empty.next_frame().image)
         points = np.argwhere(changed)[:, ::-1].astype(np.float32)
         (_, _), (w, h), angle = cv2.minAreaRect(points)
@@ -110,7 +116,7 @@ def test_region_crops_show_the_dealt_card_and_only_felt_elsewhere() -> None:
         camera = _camera(11, design=design)
         card_area = camera.layout.card_width * camera.layout.card_height
         before = {name: camera.region(name).image for name in camera.regions}
-        for position, card in (("player1", "KH"), ("banker2", "4C")):
+        for position, card in (("player.card1", "KH"), ("banker.card2", "4C")):
             camera.deal(position, parse_card(card))
             crop = camera.region(position).image
             changed = _changed_mask(crop, before[position])
@@ -119,9 +125,9 @@ def test_region_crops_show_the_dealt_card_and_only_felt_elsewhere() -> None:
             hsv = cv2.cvtColor(crop, cv2.COLOR_BGR2HSV)
             paper = ((hsv[:, :, 1] < 60) & (hsv[:, :, 2] > 150)).sum()
             assert paper > 0.3 * card_area, f"{design}: {position} crop has no card paper"
-            if position == "player1":
+            if position == "player.card1":
                 # The banker's side, across the table, is still bare felt.
-                for name in ("banker1", "banker2", "banker3"):
+                for name in ("banker.card1", "banker.card2", "banker.card3"):
                     felt = _changed_mask(camera.region(name).image, before[name])
                     assert felt.mean() < 0.01, f"{design}: {name} changed, nothing was dealt"
 
@@ -132,26 +138,26 @@ def test_the_frame_source_interface() -> None:
     first = camera.latest()
     assert camera.latest() is first  # nothing changed: the same picture
     assert camera.wait_for_frame(newer_than=first.number).number == first.number + 1
-    camera.deal("player1", parse_card("2H"))
+    camera.deal("player.card1", parse_card("2H"))
     dealt = camera.latest()
     assert dealt.number > first.number
     assert dealt.at > first.at
     with pytest.raises(ValueError):
         dealt.image[0, 0, 0] = 0
-    crop = camera.region("player1")
-    assert crop.number == dealt.number and crop.position == "player1"
+    crop = camera.region("player.card1")
+    assert crop.number == dealt.number and crop.position == "player.card1"
     with pytest.raises(ConfigurationError, match="no camera region for position 'box1"):
         camera.region("box1.hand1.card1")
     with pytest.raises(ConfigurationError, match=r"no position 'dealer\.card1'"):
         camera.deal("dealer.card1", parse_card("2H"))
     with pytest.raises(DeviceError, match="already holds a card"):
-        camera.deal("player1", parse_card("3H"))
-    camera.deal("banker1", parse_card("AS"), face_down=True)
-    hidden = camera.region("banker1").image
-    camera.reveal("banker1", parse_card("AS"))
-    shown = camera.region("banker1").image
+        camera.deal("player.card1", parse_card("3H"))
+    camera.deal("banker.card1", parse_card("AS"), face_down=True)
+    hidden = camera.region("banker.card1").image
+    camera.reveal("banker.card1", parse_card("AS"))
+    shown = camera.region("banker.card1").image
     assert _changed_mask(shown, hidden).mean() > 0.1
-    assert camera.dealt() == {"player1": parse_card("2H"), "banker1": parse_card("AS")}
+    assert camera.dealt() == {"player.card1": parse_card("2H"), "banker.card1": parse_card("AS")}
     camera.clear()
     assert camera.dealt() == {}
     camera.stop()
@@ -173,8 +179,8 @@ def test_a_face_provider_can_replace_the_artwork() -> None:
     camera = SimulatedCamera(
         "baccarat", faces=red_cards, seed=2, perturbations=Perturbations.none(), **SIZE
     )
-    camera.deal("player1", parse_card("9D"))
-    crop = camera.region("player1").image
+    camera.deal("player.card1", parse_card("9D"))
+    crop = camera.region("player.card1").image
     # Clean camera: the region is the card's own rectangle, filled with the provider's red.
     red = (crop[:, :, 2] > 150) & (crop[:, :, 1] < 60)
     layout = camera.layout
@@ -185,7 +191,7 @@ def test_a_face_provider_can_replace_the_artwork() -> None:
 
 def test_frames_written_to_png_files_read_back(tmp_path: Path) -> None:
     camera = _camera(4)
-    camera.deal("banker1", parse_card("JD"))
+    camera.deal("banker.card1", parse_card("JD"))
     paths = camera.write_frames(tmp_path / "frames", 3)
     assert [p.name for p in paths] == ["frame-000001.png", "frame-000002.png", "frame-000003.png"]
     image = cv2.imread(str(paths[-1]))
@@ -207,12 +213,12 @@ def test_end_to_end_simulator_video_capture_thread_region_crop(tmp_path: Path) -
     with simulator.open_video(video, fps=50) as recorder:
         for frame in simulator.frames(10):  # the empty table
             recorder.write(frame)
-        empty_crop = simulator.region("player2").image
-        simulator.deal("player1", parse_card("8S"))
-        simulator.deal("player2", parse_card("QD"))
+        empty_crop = simulator.region("player.card2").image
+        simulator.deal("player.card1", parse_card("8S"))
+        simulator.deal("player.card2", parse_card("QD"))
         for frame in simulator.frames(30):
             recorder.write(frame)
-        dealt_crop = simulator.region("player2").image
+        dealt_crop = simulator.region("player.card2").image
     config = simulator.camera_config(str(video), timeout_s=2.0)
     assert config.source == str(video)
     events: queue.Queue[CameraEvent] = queue.Queue()
@@ -225,7 +231,7 @@ def test_end_to_end_simulator_video_capture_thread_region_crop(tmp_path: Path) -
         while frame is not None and frame.number < 15:
             frame = camera.wait_for_frame(newer_than=frame.number, timeout=TIMEOUT_S)
         assert frame is not None
-        crop = camera.region("player2", frame).image
+        crop = camera.region("player.card2", frame).image
     assert crop.shape == dealt_crop.shape
     # MJPG round trip: the captured crop is the simulator's own, within compression error,
     # and far from the felt that lay there before the card was dealt.
@@ -241,7 +247,7 @@ def test_sim_camera_command_writes_video_crops_and_a_config_that_calibrate_reads
     out = tmp_path / "sim"
     status = main(
         ["sim", "camera", "--design", DESIGNS[1], "--size", "640x360", "--seed", "9",
-         "--cards", "QH,9S,5D", "--deal", "banker2=KC:down", "--frames-per-card", "2",
+         "--cards", "QH,9S,5D", "--deal", "banker.card2=KC:down", "--frames-per-card", "2",
          "--video", str(out / "round.mkv"), "--crops-dir", str(out / "crops"),
          "--config-out", str(out / "camera.toml")]
     )  # fmt: skip
@@ -251,7 +257,7 @@ def test_sim_camera_command_writes_video_crops_and_a_config_that_calibrate_reads
     crops = sorted(p.name for p in (out / "crops").iterdir())
     # The face-down card has no crop: nothing could read it.
     assert [name.split("_")[0] for name in crops] == ["5D", "9S", "QH"]
-    assert crops[2].startswith("QH_baccarat-s9-player1-")
+    assert crops[2].startswith("QH_baccarat-s9-player.card1-")
     capture = cv2.VideoCapture(str(out / "round.mkv"))
     count = 0
     while capture.read()[0]:
@@ -262,7 +268,7 @@ def test_sim_camera_command_writes_video_crops_and_a_config_that_calibrate_reads
 
     config = CameraConfig.from_mapping(tomllib.loads((out / "camera.toml").read_text())["camera"])
     assert config.source == str((out / "round.mkv").resolve())
-    assert "banker2" in config.regions
+    assert "banker.card2" in config.regions
     snapshot = tmp_path / "snap.png"
     assert (
         main(
