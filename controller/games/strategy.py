@@ -92,8 +92,10 @@ class BasicStrategy:
         """The basic-strategy token for ``hand`` against the dealer's ``up`` card."""
         cards = hand.cards
         pair_value = 0
-        if SPLIT in options:
-            pair_value = RANK_VALUE[cards[0].rank]
+        if SPLIT in options and len(cards) == 2:
+            first = RANK_VALUE[cards[0].rank]
+            if first == RANK_VALUE[cards[1].rank]:
+                pair_value = first
         key = (hand.hard, hand.has_ace, pair_value, RANK_VALUE[up.rank], options)
         token = self._cache.get(key)
         if token is None:
