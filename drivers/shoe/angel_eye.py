@@ -382,6 +382,10 @@ class AngelEyeDecoder:
                 if len(buffer) < 2:
                     return None
                 code = buffer[1]
+                if code not in NAK_MESSAGES:
+                    # A stray 0x15 in noise must not swallow the ENQ of the next frame.
+                    self._skip(1, malformed=True)
+                    continue
                 del buffer[:2]
                 return Nak(code)
             if start == ENQ:

@@ -20,6 +20,10 @@ class CardDrawn:
     card: Card
     sequence: int | None
     at: float
+    position: str | None = None
+    """Where the shoe says the card goes, when its protocol says so (Angel Eye: ``player``,
+    ``banker``, ``burn``, ``first``, ``burn-count``, or ``outside-game`` for a card drawn
+    while the shoe was locked or in error); ``None`` otherwise."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +60,14 @@ class ShoeFault:
 
 
 @dataclass(frozen=True, slots=True)
+class ShoeFaultCleared:
+    """The shoe reports that one of its errors (same ``code`` as the :class:`ShoeFault`) ended."""
+
+    code: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
 class ShoeLockChanged:
     """The shoe confirmed that its gate is now locked (no card can leave) or unlocked."""
 
@@ -86,6 +98,7 @@ ShoeEvent = (
     | CardMisread
     | CardsLost
     | ShoeFault
+    | ShoeFaultCleared
     | ShoeLockChanged
     | ShoeOnline
     | ShoeOffline

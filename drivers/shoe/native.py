@@ -5,7 +5,7 @@ across a cable pull: the shoe keeps every event until the host acknowledges it, 
 from any sequence number the host asks for. Frames are printable ASCII between STX and ETX,
 followed by a CRC-16 so a technician can read them on a terminal::
 
-    STX KIND SEQ(8 hex) PAYLOAD(0..24 printable) ETX CRC(4 hex)
+    STX KIND SEQ(8 hex) PAYLOAD(0..48 printable) ETX CRC(4 hex)
     02  43   30303030303030 31  4153               03  xxxx        card #1, ace of spades
 
 ``CRC`` is CRC-16/CCITT-FALSE (poly 0x1021, init 0xFFFF) of KIND..ETX, upper-case hex.
@@ -24,7 +24,7 @@ STX: Final = 0x02
 ETX: Final = 0x03
 SEQUENCE_DIGITS: Final = 8
 MAX_SEQUENCE: Final = 16**SEQUENCE_DIGITS - 1
-MAX_PAYLOAD: Final = 24
+MAX_PAYLOAD: Final = 48
 MAX_FRAME: Final = 1 + 1 + SEQUENCE_DIGITS + MAX_PAYLOAD + 1 + 4
 _HEX: Final = frozenset(b"0123456789ABCDEF")
 

@@ -1,0 +1,275 @@
+"""The shoe driver: a port, a reader thread, a protocol session, one queue of events.
+
+Thin on purpose: it opens the port with :func:`serial.serial_for_url` (a device path, a
+``/dev/serial/by-id/...`` link, or ``socket://host:port`` for a serial-to-Ethernet server),
+feeds what it reads to the protocol session and puts the session's events on the caller's
+queue. When the port vanishes (cable pulled) it reports :class:`ShoeOffline` at once, retries
+with a doubling delay, and reports :class:`ShoeOnline` when the shoe is back, possibly as a
+new tty behind the same link. ``serial.SerialException`` never leaves this module: it
+becomes :class:`DeviceError` or a :class:`ShoeOffline` event.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+import serial
+
+from controller.errors import ConfigurationError, DeviceError
+from drivers.shoe.events import ShoeEvent, ShoeOffline, ShoeOnline
+from drivers.shoe.sessions import (
+    AngelEyeSession,
+    HostCommand,
+    ShoeSession,
+    session_class,
+)
+
+logger = logging.getLogger(__name__)
+RAW: Final = 5  # below DEBUG: every byte read and written
+
+PARITIES: Final = {"N": serial.PARITY_NONE, "E": serial.PARITY_EVEN, "O": serial.PARITY_ODD}
+STOP_BITS: Final = {
+    1: serial.STOPBITS_ONE,
+    1.5: serial.STOPBITS_ONE_POINT_FIVE,
+    2: serial.STOPBITS_TWO,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ShoeConfig:
+    """Where the shoe is and how to talk to it. Validated when constructed."""
+
+    port: str
+    """A device path, a by-id link, or a pyserial URL such as ``socket://10.0.0.5:4001``."""
+    protocol: str = "angel-eye"
+    baudrate: int | None = None
+    """``None``: the protocol's default (Angel Eye 4800, ASCII 9600, native 115200)."""
+    bytesize: int = 8
+    parity: str = "N"
+    stopbits: float = 1
+    read_timeout_s: float = 0.05
+    """How long one read waits: bounds how late a command is sent and how long stop takes."""
+    reconnect_initial_s: float = 0.1
+    reconnect_max_s: float = 5.0
+    command_bcc_includes_stx: bool = True
+    """Angel Eye only: whether the host-command BCC covers STX (see docs/shoe-protocol.md)."""
+
+    def __post_init__(self) -> None:
+        session_class(self.protocol)
+        if not self.port:
+            raise ConfigurationError("the shoe port must not be empty")
+        if self.baudrate is not None and self.baudrate <= 0:
+            raise ConfigurationError(f"baud rate must be positive, not {self.baudrate}")
+        if self.bytesize not in (5, 6, 7, 8):
+            raise ConfigurationError(f"byte size must be 5-8 bits, not {self.bytesize}")
+        if self.parity not in PARITIES:
+            raise ConfigurationError(f"parity must be one of N E O, not {self.parity!r}")
+        if self.stopbits not in STOP_BITS:
+            raise ConfigurationError(f"stop bits must be 1, 1.5 or 2, not {self.stopbits}")
+        if not 0 < self.read_timeout_s <= 0.5:
+            raise ConfigurationError("read timeout must be in (0, 0.5] s to report offline in 1 s")
+        if not 0 < self.reconnect_initial_s <= self.reconnect_max_s:
+            raise ConfigurationError("reconnect delays must satisfy 0 < initial <= max")
+
+    def make_session(self) -> ShoeSession:
+        if self.protocol == AngelEyeSession.name:
+            return AngelEyeSession(bcc_includes_stx=self.command_bcc_includes_stx)
+        return session_class(self.protocol)()
+
+    @property
+    def effective_baudrate(self) -> int:
+        return self.baudrate or session_class(self.protocol).default_baudrate
+
+
+def open_port(config: ShoeConfig) -> serial.SerialBase:
+    """Open the configured port; :class:`DeviceError` if it cannot be opened."""
+    try:
+        return serial.serial_for_url(
+            config.port,
+            baudrate=config.effective_baudrate,
+            bytesize=config.bytesize,
+            parity=PARITIES[config.parity],
+            stopbits=STOP_BITS[config.stopbits],
+            timeout=config.read_timeout_s,
+            write_timeout=1.0,
+        )
+    except (serial.SerialException, OSError, ValueError) as error:
+        raise DeviceError(f"cannot open shoe port {config.port}: {error}") from error
+
+
+class ShoeDriver:
+    """Reads one shoe and puts its events on ``events``; use as a context manager.
+
+    ``clock`` stamps events (wall-clock seconds); timers use :func:`time.monotonic`.
+    """
+
+    def __init__(
+        self,
+        config: ShoeConfig,
+        events: queue.Queue[ShoeEvent],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.config = config
+        self.events = events
+        self.session = config.make_session()
+        self._clock = clock
+        self._stop = threading.Event()
+        self._commands: queue.SimpleQueue[HostCommand] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._online: bool | None = None
+        self._delay = config.reconnect_initial_s
+        self.connects = 0
+        """Times the port was opened."""
+        self.failed_opens = 0
+        """Times opening the port failed (each followed by a doubling wait)."""
+
+    @property
+    def online(self) -> bool:
+        return bool(self._online)
+
+    def start(self) -> None:
+        if self._thread is not None:
+            raise DeviceError("the shoe driver is already running")
+        self._stop.clear()
+        self._thread = threading.Thread(
+            target=self._run, name=f"shoe-reader {self.config.port}", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the reader thread and close the port."""
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        self._stop.set()
+        thread.join(timeout)
+        if thread.is_alive():  # pragma: no cover - a read is bounded by read_timeout_s
+            raise DeviceError(f"the shoe reader for {self.config.port} did not stop")
+
+    def __enter__(self) -> ShoeDriver:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # -- host commands ----------------------------------------------------------------------
+
+    def send(self, command: HostCommand) -> None:
+        """Queue a command for the shoe; :class:`DeviceError` while the shoe is offline.
+
+        The answer arrives as an event (:class:`ShoeLockChanged`, :class:`ShoeFault`).
+        """
+        if command not in self.session.supported_commands:
+            raise ConfigurationError(
+                f"the {self.config.protocol} shoe protocol has no {command.value} command"
+            )
+        if not self.online:
+            raise DeviceError(f"the shoe on {self.config.port} is offline")
+        self._commands.put(command)
+
+    def lock(self) -> None:
+        self.send(HostCommand.LOCK)
+
+    def unlock(self) -> None:
+        self.send(HostCommand.UNLOCK)
+
+    def clear_error(self) -> None:
+        self.send(HostCommand.CLEAR_ERROR)
+
+    # -- the reader thread ------------------------------------------------------------------
+
+    def _emit(self, event: ShoeEvent) -> None:
+        self.events.put(event)
+
+    def _set_online(self, online: bool, reason: str = "") -> None:
+        if self._online is online:
+            return
+        self._online = online
+        at = self._clock()
+        if online:
+            logger.info("shoe online on %s", self.config.port)
+            self._emit(ShoeOnline(self.config.port, at))
+        else:
+            logger.warning("shoe offline on %s: %s", self.config.port, reason)
+            self._emit(ShoeOffline(self.config.port, reason, at))
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                port = open_port(self.config)
+            except DeviceError as error:
+                self.failed_opens += 1
+                self._set_online(False, str(error))
+                logger.debug("retrying %s in %.2f s", self.config.port, self._delay)
+                self._stop.wait(self._delay)
+                self._delay = min(self._delay * 2, self.config.reconnect_max_s)
+                continue
+            self.connects += 1
+            try:
+                self._serve(port)
+            finally:
+                self.session.closed()
+                with contextlib.suppress(serial.SerialException, OSError):
+                    port.close()  # the port may already be gone
+
+    def _write(self, port: serial.SerialBase, data: bytes) -> None:
+        if data:
+            logger.log(RAW, "tx %s", data.hex(" "))
+            port.write(data)
+
+    def _serve(self, port: serial.SerialBase) -> None:
+        session = self.session
+        heartbeat_timeout = session.heartbeat_timeout_s
+        last_heard = time.monotonic()
+        while True:  # drop commands queued for a previous connection
+            try:
+                self._commands.get_nowait()
+            except queue.Empty:
+                break
+        try:
+            self._write(port, session.opened(last_heard))
+            if heartbeat_timeout is None:
+                self._set_online(True)
+                self._delay = self.config.reconnect_initial_s
+            while not self._stop.is_set():
+                while True:
+                    try:
+                        command = self._commands.get_nowait()
+                    except queue.Empty:
+                        break
+                    self._write(port, session.command(command))
+                data = port.read(1)
+                if data:
+                    waiting = port.in_waiting
+                    if waiting:
+                        data += port.read(waiting)
+                now = time.monotonic()
+                if data:
+                    logger.log(RAW, "rx %s", data.hex(" "))
+                    reaction = session.receive(data, self._clock(), now)
+                    if reaction.frames:
+                        last_heard = now
+                        if not self._online:
+                            self._set_online(True)
+                            self._delay = self.config.reconnect_initial_s
+                    for event in reaction.events:
+                        self._emit(event)
+                    self._write(port, reaction.to_send)
+                self._write(port, session.poll(now))
+                if heartbeat_timeout is not None and now - last_heard > heartbeat_timeout:
+                    self._set_online(False, f"no frame from the shoe for {heartbeat_timeout} s")
+                    if self._online is False and now - last_heard > 2 * heartbeat_timeout:
+                        # Reopen: a serial-to-Ethernet link can be dead without an error.
+                        return
+        except (serial.SerialException, OSError) as error:
+            self._set_online(False, f"port lost: {error}")
+            self._stop.wait(self._delay)
+            self._delay = min(self._delay * 2, self.config.reconnect_max_s)

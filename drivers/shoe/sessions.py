@@ -1,0 +1,439 @@
+"""Per-protocol sessions: decoded frames in, :mod:`drivers.shoe.events` and bytes to send out.
+
+A session is the protocol's state between the codec and the port: sequence tracking (gaps
+become :class:`CardsLost`, duplicates are dropped), command answers, acknowledgements and
+resend requests. It does no I/O and reads no clock: the driver passes ``at`` (wall-clock
+time stamped on events) and ``now`` (a monotonic reading for timers), so every session is
+testable without a port or a thread.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import ClassVar, Final
+
+from controller.errors import ConfigurationError, RulesError
+from controller.games.cards import parse_card
+from drivers.shoe import angel_eye, ascii_lines, native
+from drivers.shoe.codec import DecoderStats, ShoeProtocolError
+from drivers.shoe.events import (
+    CardDrawn,
+    CardMisread,
+    CardsLost,
+    CutCardDrawn,
+    ShoeEvent,
+    ShoeFault,
+    ShoeFaultCleared,
+    ShoeLockChanged,
+)
+
+logger = logging.getLogger(__name__)
+
+
+class HostCommand(enum.Enum):
+    """What the table may ask of the shoe, whatever the protocol calls it."""
+
+    LOCK = "lock"
+    UNLOCK = "unlock"
+    CLEAR_ERROR = "clear-error"
+    CONFIRM_GAME = "confirm-game"
+
+
+@dataclass(slots=True)
+class Reaction:
+    """What a session wants done after some bytes arrived."""
+
+    events: list[ShoeEvent] = field(default_factory=list)
+    to_send: bytes = b""
+    frames: int = 0
+    """Valid frames decoded from these bytes (a sign the shoe is alive)."""
+
+
+@dataclass(slots=True)
+class SessionStats:
+    duplicates_dropped: int = 0
+    sequences_lost: int = 0
+    resend_requests: int = 0
+
+
+class ShoeSession(ABC):
+    """One protocol's state for one driver; reset of the link via :meth:`closed`."""
+
+    name: ClassVar[str]
+    default_baudrate: ClassVar[int]
+    heartbeat_timeout_s: ClassVar[float | None] = None
+    """Silence after which the shoe counts as offline; ``None``: the protocol has no
+    heartbeat, the shoe is online as soon as its port is open."""
+    supported_commands: ClassVar[frozenset[HostCommand]] = frozenset()
+
+    def __init__(self) -> None:
+        self.session_stats = SessionStats()
+
+    @property
+    @abstractmethod
+    def decoder_stats(self) -> DecoderStats: ...
+
+    def opened(self, now: float) -> bytes:
+        """The port has just been (re)opened; returns bytes to send first."""
+        return b""
+
+    @abstractmethod
+    def receive(self, data: bytes, at: float, now: float) -> Reaction: ...
+
+    def poll(self, now: float) -> bytes:
+        """Timers: bytes to send now that no data has arrived."""
+        return b""
+
+    @abstractmethod
+    def closed(self) -> None:
+        """The link dropped: a partial frame will never be completed."""
+
+    @abstractmethod
+    def command(self, command: HostCommand) -> bytes:
+        """Encode ``command``; :class:`ConfigurationError` if the protocol has none."""
+
+
+# --- Angel Eye ------------------------------------------------------------------------------
+
+SEQUENCE_MODULUS: Final = 10  # SEQ is one ASCII digit
+
+_ANGEL_EYE_COMMANDS: Final[dict[HostCommand, tuple[str, str]]] = {
+    HostCommand.LOCK: ("LK", "02"),
+    HostCommand.UNLOCK: ("LK", "01"),
+    HostCommand.CLEAR_ERROR: ("EC", "00"),
+    HostCommand.CONFIRM_GAME: ("GP", "00"),
+}
+_BCC_ERROR: Final = 0x02
+
+
+class AngelEyeSession(ShoeSession):
+    """Angel Eye II-EX: one-digit SEQ, no heartbeat, no retransmission on request.
+
+    Sequence numbers are unwrapped into a running count (the first frame seen counts as its
+    digit, ``'0'`` as 10): a gap of ``k`` digits reports ``k - 1`` lost sequence numbers; a
+    repeated digit is a duplicate (the shoe's triple transmission) and dropped. A gap of ten
+    or more frames looks like a smaller one: the protocol cannot tell, see the docs.
+    The last digit is kept across reconnects, because taking a repeat for a new card would
+    invent one.
+    """
+
+    name = "angel-eye"
+    default_baudrate = 4800
+    supported_commands = frozenset(HostCommand)
+
+    def __init__(self, bcc_includes_stx: bool = True, retry_other_bcc: bool = True) -> None:
+        super().__init__()
+        self.bcc_includes_stx = bcc_includes_stx
+        self.retry_other_bcc = retry_other_bcc
+        self.decoder = angel_eye.AngelEyeDecoder()
+        self.last_sequence: int | None = None
+        self._last_digit: int | None = None
+        self._pending: angel_eye.HostCommand | None = None
+        self._retried = False
+
+    @property
+    def decoder_stats(self) -> DecoderStats:
+        return self.decoder.stats
+
+    def closed(self) -> None:
+        self.decoder.reset()
+        self._pending = None
+
+    def command(self, command: HostCommand) -> bytes:
+        kind, value = _ANGEL_EYE_COMMANDS[command]
+        self._pending = angel_eye.HostCommand(kind, value, self.bcc_includes_stx)
+        self._retried = False
+        return self._pending.to_bytes()
+
+    def receive(self, data: bytes, at: float, now: float) -> Reaction:
+        reaction = Reaction()
+        for frame in self.decoder.feed(data):
+            reaction.frames += 1
+            if isinstance(frame, angel_eye.EventFrame):
+                self._event(frame, at, reaction)
+            elif isinstance(frame, angel_eye.Ack):
+                self._ack(at, reaction)
+            elif isinstance(frame, angel_eye.Nak):
+                self._nak(frame, at, reaction)
+            else:
+                logger.info("shoe reply %r", frame.data)
+        return reaction
+
+    def _sequence(self, digit: int, at: float, reaction: Reaction) -> int | None:
+        """The unwrapped sequence number, or None for a duplicate."""
+        if self._last_digit is None or self.last_sequence is None:
+            sequence = digit or SEQUENCE_MODULUS
+        else:
+            step = (digit - self._last_digit) % SEQUENCE_MODULUS
+            if step == 0:
+                self.session_stats.duplicates_dropped += 1
+                return None
+            sequence = self.last_sequence + step
+            if step > 1:
+                lost = tuple(range(self.last_sequence + 1, sequence))
+                self.session_stats.sequences_lost += len(lost)
+                logger.warning("shoe sequence gap: lost %s", lost)
+                reaction.events.append(CardsLost(lost, at))
+        self._last_digit = digit
+        self.last_sequence = sequence
+        return sequence
+
+    def _event(self, frame: angel_eye.EventFrame, at: float, reaction: Reaction) -> None:
+        sequence = self._sequence(frame.sequence, at, reaction)
+        if sequence is None:
+            return
+        code = frame.code
+        events = reaction.events
+        if code in ("D", "d"):
+            payload = frame.card_payload
+            try:
+                card = payload.card()
+            except ShoeProtocolError as error:
+                logger.warning("unreadable card payload in %r: %s", frame, error)
+                events.append(CardMisread(sequence, at))
+                return
+            position = payload.target_name if code == "D" else "outside-game"
+            events.append(CardDrawn(card, sequence, at, position=position))
+        elif code == "R":
+            # Not a new card out of the shoe: the card an overdraw left for the next round.
+            logger.info("shoe retransmitted the next round's card: %r", frame)
+        elif code == "C":
+            events.append(CutCardDrawn(sequence, at))
+        elif code == "E":
+            error_code = frame.data[0] & 0x3F
+            if error_code == angel_eye.UNREADABLE_CARD_ERROR:
+                events.append(CardMisread(sequence, at))
+            else:
+                message = angel_eye.ERROR_MESSAGES.get(error_code, "unknown error")
+                events.append(ShoeFault(f"E{error_code}", message, at))
+        elif code == "e":
+            events.append(ShoeFaultCleared(f"E{frame.data[0] & 0x7F}", at))
+        elif code == "L":
+            events.append(ShoeLockChanged(bool(frame.data[0] & 0x01), at))
+        else:
+            logger.info("shoe event %s %r", code, frame.data)
+
+    def _ack(self, at: float, reaction: Reaction) -> None:
+        pending, self._pending = self._pending, None
+        if pending is None:
+            logger.info("ACK with no command outstanding (noise on the line?)")
+        elif pending.command == "LK":
+            # The shoe's L event reports only the physical key; the ACK is our confirmation.
+            reaction.events.append(ShoeLockChanged(pending.value == "02", at))
+
+    def _nak(self, nak: angel_eye.Nak, at: float, reaction: Reaction) -> None:
+        pending = self._pending
+        if pending is None:
+            logger.info("NAK %02X with no command outstanding", nak.code)
+            return
+        if nak.code == _BCC_ERROR and self.retry_other_bcc and not self._retried:
+            # The BCC span of commands is unresolved; the shoe tells us which one it wants.
+            self.bcc_includes_stx = not self.bcc_includes_stx
+            logger.warning(
+                "shoe rejected the command BCC; switching includes_stx to %s", self.bcc_includes_stx
+            )
+            self._pending = angel_eye.HostCommand(
+                pending.command, pending.value, self.bcc_includes_stx
+            )
+            self._retried = True
+            reaction.to_send += self._pending.to_bytes()
+            return
+        self._pending = None
+        reaction.events.append(
+            ShoeFault(
+                f"NAK{nak.code:02X}",
+                f"shoe refused {pending.command} {pending.value}: {nak.message}",
+                at,
+            )
+        )
+
+
+# --- ASCII lines ----------------------------------------------------------------------------
+
+
+class AsciiLineSession(ShoeSession):
+    """BeeTek-style lines: no sequence numbers, no heartbeat, no host commands.
+
+    A line that is not a card becomes :class:`CardMisread` so the table can stop and check;
+    a lost or duplicated line cannot be detected by this protocol at all.
+    """
+
+    name = "ascii"
+    default_baudrate = 9600
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.decoder = ascii_lines.AsciiLineDecoder()
+
+    @property
+    def decoder_stats(self) -> DecoderStats:
+        return self.decoder.stats
+
+    def closed(self) -> None:
+        self.decoder.reset()
+
+    def command(self, command: HostCommand) -> bytes:
+        raise ConfigurationError(f"the ascii shoe protocol has no host commands ({command.value})")
+
+    def receive(self, data: bytes, at: float, now: float) -> Reaction:
+        reaction = Reaction()
+        for frame in self.decoder.feed(data):
+            if isinstance(frame, ascii_lines.CardLine):
+                reaction.frames += 1
+                reaction.events.append(CardDrawn(frame.card, None, at))
+            else:
+                logger.warning("unreadable line from the shoe: %r", frame.raw)
+                reaction.events.append(CardMisread(None, at))
+        return reaction
+
+
+# --- native ---------------------------------------------------------------------------------
+
+NATIVE_HEARTBEAT_S: Final = 0.2  # the shoe sends H at least this often when idle
+NATIVE_SILENCE_S: Final = 1.0  # five missed heartbeats: offline within the 1 s requirement
+NATIVE_RESEND_INTERVAL_S: Final = 0.2  # do not ask again while an answer may be on its way
+
+_NATIVE_COMMANDS: Final[dict[HostCommand, str]] = {
+    HostCommand.LOCK: "LOCK",
+    HostCommand.UNLOCK: "UNLOCK",
+    HostCommand.CLEAR_ERROR: "CLEAR",
+}
+
+
+class NativeSession(ShoeSession):
+    """livetable's native protocol: delivers every event exactly once and in order.
+
+    Events are delivered only in sequence; anything after a gap is discarded and the shoe is
+    asked to resend from the gap (go-back-N), so a frame lost to noise or a cable pull is
+    recovered. The shoe reports events it can no longer resend with ``N``; those become
+    :class:`CardsLost`. Every batch delivered is acknowledged so the shoe can forget it.
+    """
+
+    name = "native"
+    default_baudrate = 115200
+    heartbeat_timeout_s = NATIVE_SILENCE_S
+    supported_commands = frozenset(_NATIVE_COMMANDS)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.decoder = native.NativeDecoder()
+        self.delivered = 0
+        """Every event up to this sequence number has been delivered (or reported lost)."""
+        self._command_number = 0
+        self._last_request: float | None = None
+        self._request_due = False
+
+    @property
+    def decoder_stats(self) -> DecoderStats:
+        return self.decoder.stats
+
+    def opened(self, now: float) -> bytes:
+        self._request_due = True
+        self._last_request = None
+        return self.poll(now)
+
+    def closed(self) -> None:
+        self.decoder.reset()
+
+    def command(self, command: HostCommand) -> bytes:
+        word = _NATIVE_COMMANDS.get(command)
+        if word is None:
+            raise ConfigurationError(f"the native shoe protocol has no {command.value} command")
+        self._command_number += 1
+        return native.NativeFrame(native.COMMAND, self._command_number, word).to_bytes()
+
+    def poll(self, now: float) -> bytes:
+        if not self._request_due:
+            return b""
+        if self._last_request is not None and now - self._last_request < NATIVE_RESEND_INTERVAL_S:
+            return b""
+        self._request_due = False
+        self._last_request = now
+        self.session_stats.resend_requests += 1
+        return native.NativeFrame(native.RESEND, self.delivered + 1).to_bytes()
+
+    def receive(self, data: bytes, at: float, now: float) -> Reaction:
+        reaction = Reaction()
+        delivered_before = self.delivered
+        for frame in self.decoder.feed(data):
+            reaction.frames += 1
+            if frame.kind in native.EVENT_KINDS:
+                self._event(frame, at, reaction)
+            elif frame.kind == native.HEARTBEAT:
+                self._heartbeat(frame.sequence)
+            elif frame.kind == native.GONE:
+                self._gone(frame.sequence, at, reaction)
+            else:
+                logger.info("ignoring host-side frame from the shoe: %r", frame)
+        if self.delivered != delivered_before:
+            reaction.to_send += native.NativeFrame(native.ACKNOWLEDGE, self.delivered).to_bytes()
+        reaction.to_send += self.poll(now)
+        return reaction
+
+    def _heartbeat(self, last_sent: int) -> None:
+        if last_sent > self.delivered:
+            self._request_due = True  # the last event(s) were lost with no later frame
+        elif last_sent < self.delivered:
+            logger.warning(
+                "shoe restarted its count at %d (had %d): following it", last_sent, self.delivered
+            )
+            self.delivered = last_sent
+
+    def _gone(self, oldest_held: int, at: float, reaction: Reaction) -> None:
+        if oldest_held > self.delivered + 1:
+            lost = tuple(range(self.delivered + 1, oldest_held))
+            self.session_stats.sequences_lost += len(lost)
+            reaction.events.append(CardsLost(lost, at))
+            self.delivered = oldest_held - 1
+
+    def _event(self, frame: native.NativeFrame, at: float, reaction: Reaction) -> None:
+        sequence = frame.sequence
+        if sequence <= self.delivered:
+            self.session_stats.duplicates_dropped += 1
+            return
+        if sequence > self.delivered + 1:
+            self._request_due = True
+            return
+        self.delivered = sequence
+        events = reaction.events
+        kind = frame.kind
+        if kind == native.CARD:
+            try:
+                events.append(CardDrawn(parse_card(frame.payload), sequence, at))
+            except RulesError:
+                logger.warning("shoe sent an unknown card %r", frame.payload)
+                events.append(CardMisread(sequence, at))
+        elif kind == native.CUT_CARD:
+            events.append(CutCardDrawn(sequence, at))
+        elif kind == native.UNREADABLE:
+            events.append(CardMisread(sequence, at))
+        elif kind == native.FAULT:
+            code, _, message = frame.payload.partition(" ")
+            events.append(ShoeFault(code, message, at))
+        elif kind == native.FAULT_CLEARED:
+            events.append(ShoeFaultCleared(frame.payload, at))
+        elif kind == native.LOCK:
+            events.append(ShoeLockChanged(frame.payload == "1", at))
+
+
+# --- registry -------------------------------------------------------------------------------
+
+SESSIONS: Final[dict[str, type[ShoeSession]]] = {
+    AngelEyeSession.name: AngelEyeSession,
+    AsciiLineSession.name: AsciiLineSession,
+    NativeSession.name: NativeSession,
+}
+PROTOCOL_NAMES: Final = tuple(SESSIONS)
+
+
+def session_class(protocol: str) -> type[ShoeSession]:
+    """The session class for a protocol name; :class:`ConfigurationError` if unknown."""
+    try:
+        return SESSIONS[protocol]
+    except KeyError:
+        raise ConfigurationError(
+            f"unknown shoe protocol {protocol!r}: expected one of {', '.join(PROTOCOL_NAMES)}"
+        ) from None

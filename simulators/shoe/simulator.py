@@ -1,0 +1,569 @@
+"""A card shoe on a real pseudo-terminal, speaking a real protocol through the production codec.
+
+:class:`ShoeSimulator` opens a pty, points a symlink at its slave side (the driver opens the
+symlink, as it would open ``/dev/serial/by-id/...``), shuffles the decks with the cut card at
+the chosen depth and sends one card each time :meth:`ShoeSimulator.draw` is called. Faults
+are injected on the wire by a manipulator (garbage, corrupted checksums, duplicates, drops,
+byte-at-a-time writes) or in the shoe (unreadable cards, a foreign card, a cable pull, a
+stuck card). Every event it emits is recorded with its sequence number in :attr:`truth`
+(and as JSON lines in the truth file), which is what tests compare the driver against.
+
+Threads: the caller's thread draws; one background thread reads host commands, sends
+heartbeats and retransmissions (native protocol) and owns the pty's life cycle, so a file
+descriptor is never closed under a ``select`` that is waiting on it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import pty
+import random
+import select
+import threading
+import time
+import tty
+from collections import OrderedDict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any, Final
+
+from controller.errors import ConfigurationError, DeviceError
+from controller.games.cards import ALL_FACES, CARDS_PER_DECK, Card
+from drivers.shoe import angel_eye, ascii_lines, native
+from drivers.shoe.sessions import PROTOCOL_NAMES
+
+logger = logging.getLogger(__name__)
+
+NATIVE_HEARTBEAT_S: Final = 0.2
+NATIVE_HOLD_MAX: Final = 10_000  # events kept for retransmission until acknowledged
+BYTEWISE_GAP_S: Final = 0.0005  # between single-byte writes, so the reader sees them apart
+LOOP_S: Final = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class FaultPlan:
+    """Rates are probabilities per frame (wire faults) or per draw (shoe faults)."""
+
+    garbage_rate: float = 0.0
+    corrupt_rate: float = 0.0
+    duplicate_rate: float = 0.0
+    drop_rate: float = 0.0
+    bytewise_rate: float = 0.0
+    unreadable_rate: float = 0.0
+    foreign_rate: float = 0.0
+    pull_every: int = 0
+    """Pull the cable after every N cards (0: never)."""
+    pull_seconds: float = 0.5
+    stuck_every: int = 0
+    """Jam every Nth card for ``stuck_seconds`` of silence (0: never)."""
+    stuck_seconds: float = 3.0
+
+    def __post_init__(self) -> None:
+        for name in (
+            "garbage_rate",
+            "corrupt_rate",
+            "duplicate_rate",
+            "drop_rate",
+            "bytewise_rate",
+            "unreadable_rate",
+            "foreign_rate",
+        ):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ConfigurationError(f"{name} must be a probability in [0, 1]")
+        if self.pull_every < 0 or self.stuck_every < 0:
+            raise ConfigurationError("fault schedules count cards: they cannot be negative")
+        if self.pull_seconds < 0 or self.stuck_seconds < 0:
+            raise ConfigurationError("fault durations cannot be negative")
+
+
+@dataclass(frozen=True, slots=True)
+class Emitted:
+    """One event the shoe emitted, as recorded in the truth file."""
+
+    sequence: int
+    event: str  # card, cut_card, misread, fault, fault_cleared, lock
+    card: str | None = None
+    foreign: bool = False
+    detail: str | None = None
+
+
+@dataclass(slots=True)
+class WireStats:
+    frames: int = 0
+    garbage: int = 0
+    corrupted: int = 0
+    duplicated: int = 0
+    dropped: int = 0
+    bytewise: int = 0
+    unplugged_lost: int = 0
+    overflow_lost: int = 0
+    damaged: set[int] = field(default_factory=set)
+    """Sequence numbers of which no intact copy reached the pty (yet)."""
+
+
+class ShoeSimulator:
+    """A shoe on a pty behind ``link``; start it, draw cards, stop it (or use ``with``)."""
+
+    def __init__(
+        self,
+        protocol: str,
+        link: Path | str,
+        *,
+        seed: int = 0,
+        decks: int = 8,
+        cut_card_depth: int = 14,
+        faults: FaultPlan | None = None,
+        truth_path: Path | str | None = None,
+        bcc_includes_stx: bool | None = None,
+    ) -> None:
+        if protocol not in PROTOCOL_NAMES:
+            raise ConfigurationError(
+                f"unknown shoe protocol {protocol!r}: expected one of {', '.join(PROTOCOL_NAMES)}"
+            )
+        if decks < 1:
+            raise ConfigurationError("a shoe holds at least one deck")
+        if not 0 <= cut_card_depth <= decks * CARDS_PER_DECK:
+            raise ConfigurationError(
+                f"cut card depth must be between 0 and {decks * CARDS_PER_DECK} cards"
+            )
+        self.protocol = protocol
+        self.link = Path(link)
+        self.decks = decks
+        self.cut_card_depth = cut_card_depth
+        self.faults = faults or FaultPlan()
+        self.bcc_includes_stx = bcc_includes_stx
+        self._shuffle_rng = random.Random(seed)
+        self._fault_rng = random.Random(seed + 1)
+        self.truth: list[Emitted] = []
+        self._truth_path = Path(truth_path) if truth_path else None
+        self._truth_file: IO[str] | None = None
+        self.wire = WireStats()
+        self.commands: list[str] = []
+        """Host commands received, decoded, in order (``"LK 02"``, ``"LOCK"``...)."""
+        self.locked = False
+        self.error_code: int | None = None
+        self.shoe_number = 0
+        self._cards: list[Card] = []
+        self._next = 0
+        self._cut_at = 0
+        self._cut_drawn = False
+        self._cards_drawn = 0
+        self._sequence = 0
+        self._drawn_faces: list[Card] = []
+        # pty state, owned by the background thread (writes take _write_lock).
+        self._master: int | None = None
+        self._slave: int | None = None
+        self._write_lock = threading.RLock()
+        self._requests: list[tuple[str, float]] = []
+        self._request_done = threading.Condition(threading.Lock())
+        self._replug_at: float | None = None
+        self._silent_until = 0.0
+        self._last_sent = 0.0
+        self._wake_r, self._wake_w = -1, -1
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        # protocol state
+        self._command_decoder = angel_eye.HostCommandDecoder(bcc_includes_stx)
+        self._native_decoder = native.NativeDecoder()
+        self._held: OrderedDict[int, bytes] = OrderedDict()
+        self._released_up_to = 0  # events forgotten without an acknowledgement
+        self.new_shoe()
+
+    # -- life cycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._thread is not None:
+            raise DeviceError("the shoe simulator is already running")
+        if self._truth_path is not None:
+            self._truth_file = self._truth_path.open("a", encoding="utf-8")
+        self._wake_r, self._wake_w = os.pipe()
+        self._stop.clear()
+        self._plug()
+        self._thread = threading.Thread(target=self._serve, name="shoe-simulator", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            self._stop.set()
+            self._wake()
+            thread.join(5.0)
+        self._unplug_now()
+        for fd in (self._wake_r, self._wake_w):
+            if fd >= 0:
+                os.close(fd)
+        self._wake_r = self._wake_w = -1
+        if self._truth_file is not None:
+            self._truth_file.close()
+            self._truth_file = None
+
+    def __enter__(self) -> ShoeSimulator:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def plugged(self) -> bool:
+        return self._master is not None
+
+    @property
+    def slave_path(self) -> str | None:
+        """The tty the link points at now (it changes at every replug)."""
+        slave = self._slave
+        return os.ttyname(slave) if slave is not None else None
+
+    # -- the shoe ---------------------------------------------------------------------------
+
+    def new_shoe(self) -> None:
+        """Shuffle a fresh shoe (the sequence numbering carries on)."""
+        cards = [face for face in ALL_FACES for _ in range(self.decks)]
+        self._shuffle_rng.shuffle(cards)
+        self._cards = cards
+        self._next = 0
+        self._cut_at = len(cards) - self.cut_card_depth
+        self._cut_drawn = False
+        self._drawn_faces = []
+        self.shoe_number += 1
+
+    @property
+    def cards_left(self) -> int:
+        return len(self._cards) - self._next
+
+    def draw(self, target: str = "player", index: int = 1) -> Emitted:
+        """Take the next thing out of the shoe (a card, or the cut card) and send it."""
+        wait = self._silent_until - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        if not self._cut_drawn and self._next >= self._cut_at:
+            self._cut_drawn = True
+            return self._emit("cut_card")
+        if self._next >= len(self._cards):
+            raise DeviceError("the shoe is empty: start a new shoe")
+        faults, rng = self.faults, self._fault_rng
+        self._cards_drawn += 1
+        if faults.stuck_every and self._cards_drawn % faults.stuck_every == 0:
+            self.stuck(faults.stuck_seconds)
+            time.sleep(faults.stuck_seconds)
+        if faults.foreign_rate and rng.random() < faults.foreign_rate and self._drawn_faces:
+            # A ninth copy: a face this shoe has already dealt, not taken from the shoe.
+            emitted = self._emit(
+                "card", card=rng.choice(self._drawn_faces), foreign=True, target=target, index=index
+            )
+        else:
+            card = self._cards[self._next]
+            self._next += 1
+            self._drawn_faces.append(card)
+            if faults.unreadable_rate and rng.random() < faults.unreadable_rate:
+                emitted = self._emit("misread", card=card)
+            else:
+                emitted = self._emit("card", card=card, target=target, index=index)
+        if faults.pull_every and self._cards_drawn % faults.pull_every == 0:
+            self.unplug(faults.pull_seconds)
+        return emitted
+
+    def report_fault(self, code: int = 2) -> Emitted:
+        """The shoe reports one of its own errors (Angel Eye codes; 2 = overdraw)."""
+        self.error_code = code
+        return self._emit("fault", detail=str(code))
+
+    def turn_key(self, locked: bool) -> Emitted:
+        """The physical lock key was turned."""
+        self.locked = locked
+        return self._emit("lock", detail="1" if locked else "0")
+
+    def stuck(self, seconds: float) -> None:
+        """A card jams: nothing at all (not even heartbeats) for ``seconds``."""
+        self._silent_until = time.monotonic() + seconds
+
+    def send_garbage(self, count: int = 16) -> None:
+        self._write(self._garbage(count), bytewise=False)
+
+    # -- the cable --------------------------------------------------------------------------
+
+    def unplug(self, seconds: float | None = None) -> None:
+        """Pull the cable: the pty closes and the link vanishes; back after ``seconds``."""
+        self._request("unplug", -1.0 if seconds is None else seconds)
+
+    def replug(self) -> None:
+        """Plug the cable back: a new pty behind the same link."""
+        self._request("replug", 0.0)
+
+    def _request(self, what: str, argument: float) -> None:
+        if self._thread is None:
+            raise DeviceError("the shoe simulator is not running")
+        with self._request_done:
+            self._requests.append((what, argument))
+            self._wake()
+            if not self._request_done.wait_for(lambda: not self._requests, timeout=5.0):
+                raise DeviceError(f"the shoe simulator did not {what}")
+
+    def _plug(self) -> None:
+        master, slave = pty.openpty()
+        tty.setraw(slave)
+        os.set_blocking(master, False)
+        self._native_decoder.reset()
+        self._command_decoder = angel_eye.HostCommandDecoder(self.bcc_includes_stx)
+        temporary = self.link.with_name(self.link.name + ".new")
+        with contextlib.suppress(FileNotFoundError):
+            temporary.unlink()
+        os.symlink(os.ttyname(slave), temporary)
+        with self._write_lock:
+            self._master, self._slave = master, slave
+        os.replace(temporary, self.link)
+        self._replug_at = None
+        logger.info("shoe plugged in: %s -> %s", self.link, os.ttyname(slave))
+
+    def _unplug_now(self) -> None:
+        with self._write_lock:
+            master, slave = self._master, self._slave
+            self._master = self._slave = None
+        for fd in (master, slave):
+            if fd is not None:
+                os.close(fd)
+        with contextlib.suppress(FileNotFoundError):
+            self.link.unlink()
+
+    # -- the background thread --------------------------------------------------------------
+
+    def _wake(self) -> None:
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"x")
+
+    def _serve(self) -> None:
+        try:
+            while not self._stop.is_set():
+                self._handle_requests()
+                if self._replug_at is not None and time.monotonic() >= self._replug_at:
+                    self._plug()
+                master = self._master
+                watched = [self._wake_r] if master is None else [self._wake_r, master]
+                readable, _, _ = select.select(watched, [], [], LOOP_S)
+                if self._wake_r in readable:
+                    os.read(self._wake_r, 4096)
+                if master is not None and master in readable:
+                    try:
+                        data = os.read(master, 4096)
+                    except OSError:
+                        data = b""  # EIO: no one has the slave open; nothing to read
+                    if data:
+                        self._host_bytes(data)
+                self._heartbeat()
+        except Exception:  # pragma: no cover - a simulator bug must be visible, not silent
+            logger.exception("shoe simulator thread failed")
+            raise
+
+    def _handle_requests(self) -> None:
+        with self._request_done:
+            requests, self._requests = self._requests, []
+            for what, argument in requests:
+                if what == "unplug":
+                    if self._master is not None:
+                        self._unplug_now()
+                        logger.info("shoe unplugged")
+                    self._replug_at = time.monotonic() + argument if argument >= 0 else None
+                elif what == "replug" and self._master is None:
+                    self._plug()
+            self._request_done.notify_all()
+
+    def _heartbeat(self) -> None:
+        if self.protocol != "native" or self._master is None:
+            return
+        now = time.monotonic()
+        if now < self._silent_until or now - self._last_sent < NATIVE_HEARTBEAT_S:
+            return
+        self._write(native.NativeFrame(native.HEARTBEAT, self._sequence).to_bytes(), False)
+
+    # -- protocol: emitting -----------------------------------------------------------------
+
+    def _emit(
+        self,
+        event: str,
+        card: Card | None = None,
+        foreign: bool = False,
+        detail: str | None = None,
+        target: str = "player",
+        index: int = 1,
+    ) -> Emitted:
+        with self._write_lock:
+            self._sequence += 1
+            record = Emitted(self._sequence, event, str(card) if card else None, foreign, detail)
+            self.truth.append(record)
+            if self._truth_file is not None:
+                self._truth_file.write(json.dumps(_without_none(asdict(record))) + "\n")
+                self._truth_file.flush()
+            raw = self._encode(record, card, target, index)
+            if self.protocol == "native":
+                self._held[record.sequence] = raw
+                if len(self._held) > NATIVE_HOLD_MAX:
+                    released, _ = self._held.popitem(last=False)
+                    self._released_up_to = released
+            self._transmit(raw, record.sequence)
+        return record
+
+    def _encode(self, record: Emitted, card: Card | None, target: str, index: int) -> bytes:
+        sequence, event = record.sequence, record.event
+        if self.protocol == "angel-eye":
+            digit = sequence % 10
+            if event == "card" and card is not None:
+                return angel_eye.EventFrame.card(digit, card, target, index).to_bytes()
+            if event == "cut_card":
+                return angel_eye.EventFrame(digit, "C").to_bytes()
+            if event == "misread":
+                error = 0x80 | 0x40 | angel_eye.UNREADABLE_CARD_ERROR
+                return angel_eye.EventFrame(digit, "E", bytes((error,))).to_bytes()
+            if event == "fault":
+                return angel_eye.EventFrame(
+                    digit, "E", bytes((0xC0 | int(record.detail or 0),))
+                ).to_bytes()
+            if event == "fault_cleared":
+                return angel_eye.EventFrame(
+                    digit, "e", bytes((0x80 | int(record.detail or 0),))
+                ).to_bytes()
+            return angel_eye.EventFrame(
+                digit, "L", bytes((0x80 | (record.detail == "1"),))
+            ).to_bytes()
+        if self.protocol == "ascii":
+            if event == "card" and card is not None:
+                return ascii_lines.CardLine(card).to_bytes()
+            # The line protocol has nothing but cards; anything else reads as a bad line.
+            return ascii_lines.UnreadableLine(b"??").to_bytes()
+        kinds = {
+            "card": native.CARD,
+            "cut_card": native.CUT_CARD,
+            "misread": native.UNREADABLE,
+            "fault": native.FAULT,
+            "fault_cleared": native.FAULT_CLEARED,
+            "lock": native.LOCK,
+        }
+        message = angel_eye.ERROR_MESSAGES.get(int(record.detail or 0), "error")
+        payload = {
+            "card": str(card),
+            "fault": f"E{record.detail} {message}",
+            "fault_cleared": f"E{record.detail}",
+            "lock": record.detail or "",
+        }.get(event, "")
+        return native.NativeFrame(kinds[event], sequence, payload).to_bytes()
+
+    # -- the wire manipulator ---------------------------------------------------------------
+
+    def _garbage(self, count: int) -> bytes:
+        return bytes(self._fault_rng.randrange(256) for _ in range(count))
+
+    def _corrupt(self, raw: bytes) -> bytes:
+        """Spoil the checksum (Angel Eye, native) or, with no checksum (ASCII), a character."""
+        rng = self._fault_rng
+        if self.protocol == "ascii":
+            position = rng.randrange(len(raw) - 2)
+            return raw[:position] + bytes((rng.randrange(256),)) + raw[position + 1 :]
+        last = raw[-1:]
+        replacement = rng.choice([c for c in b"0123456789ABCDEF" if bytes((c,)) != last])
+        return raw[:-1] + bytes((replacement,))
+
+    def _transmit(self, raw: bytes, sequence: int) -> None:
+        faults, rng, stats = self.faults, self._fault_rng, self.wire
+        stats.frames += 1
+        copies = 2 if faults.duplicate_rate and rng.random() < faults.duplicate_rate else 1
+        stats.duplicated += copies - 1
+        intact = False
+        for copy in range(copies):
+            if faults.drop_rate and rng.random() < faults.drop_rate:
+                stats.dropped += 1
+                continue
+            piece = raw
+            # A line protocol has no frame start to resync on: garbage joins the next line.
+            spoilt = False
+            if faults.garbage_rate and rng.random() < faults.garbage_rate:
+                stats.garbage += 1
+                piece = self._garbage(rng.randint(1, 8)) + piece
+                spoilt = self.protocol == "ascii"
+            if copy == 0 and faults.corrupt_rate and rng.random() < faults.corrupt_rate:
+                stats.corrupted += 1
+                piece = piece[: len(piece) - len(raw)] + self._corrupt(raw)
+                spoilt = True
+            bytewise = bool(faults.bytewise_rate) and rng.random() < faults.bytewise_rate
+            stats.bytewise += bytewise
+            if self._write(piece, bytewise) and not spoilt:
+                intact = True
+        if intact:
+            stats.damaged.discard(sequence)
+        else:
+            stats.damaged.add(sequence)
+
+    def _write(self, data: bytes, bytewise: bool) -> bool:
+        """Write to the pty; False if the cable is out or nobody is reading (bytes lost)."""
+        with self._write_lock:
+            master = self._master
+            if master is None:
+                self.wire.unplugged_lost += 1
+                return False
+            self._last_sent = time.monotonic()
+            chunks = [data[i : i + 1] for i in range(len(data))] if bytewise else [data]
+            for number, chunk in enumerate(chunks):
+                if number:
+                    time.sleep(BYTEWISE_GAP_S)
+                view = memoryview(chunk)
+                while view:
+                    try:
+                        written = os.write(master, view)
+                    except BlockingIOError:
+                        self.wire.overflow_lost += 1
+                        return False
+                    view = view[written:]
+            return True
+
+    # -- protocol: host commands ------------------------------------------------------------
+
+    def _host_bytes(self, data: bytes) -> None:
+        if self.protocol == "angel-eye":
+            for command in self._command_decoder.feed(data):
+                self._angel_eye_command(command)
+            for _raw, nak_code in self._command_decoder.rejected:
+                self._write(angel_eye.Nak(nak_code).to_bytes(), False)
+            self._command_decoder.rejected.clear()
+        elif self.protocol == "native":
+            for frame in self._native_decoder.feed(data):
+                self._native_request(frame)
+
+    def _angel_eye_command(self, command: angel_eye.HostCommand) -> None:
+        self.commands.append(f"{command.command} {command.value}")
+        if command.command == "LK":
+            self.locked = command.value == "02"
+        elif command.command == "EC":
+            if self.error_code is None:
+                self._write(angel_eye.Nak(0x14).to_bytes(), False)
+                return
+            self._write(angel_eye.Ack().to_bytes(), False)
+            code, self.error_code = self.error_code, None
+            self._emit("fault_cleared", detail=str(code))
+            return
+        self._write(angel_eye.Ack().to_bytes(), False)
+
+    def _native_request(self, frame: native.NativeFrame) -> None:
+        if frame.kind == native.ACKNOWLEDGE:
+            with self._write_lock:
+                while self._held and next(iter(self._held)) <= frame.sequence:
+                    self._held.popitem(last=False)
+        elif frame.kind == native.RESEND:
+            with self._write_lock:
+                if frame.sequence <= self._released_up_to:
+                    oldest = next(iter(self._held), self._sequence + 1)
+                    self._write(native.NativeFrame(native.GONE, oldest).to_bytes(), False)
+                for sequence, raw in list(self._held.items()):
+                    if sequence >= frame.sequence:
+                        self._transmit(raw, sequence)
+        elif frame.kind == native.COMMAND:
+            self.commands.append(frame.payload)
+            if frame.payload in ("LOCK", "UNLOCK"):
+                self.turn_key(frame.payload == "LOCK")
+            elif frame.payload == "CLEAR" and self.error_code is not None:
+                code, self.error_code = self.error_code, None
+                self._emit("fault_cleared", detail=str(code))
+
+
+def _without_none(record: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in record.items() if value not in (None, False)}
