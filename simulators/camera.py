@@ -48,6 +48,9 @@ CARD_ASPECT: Final = 63.0 / 88.0
 # cv2.VideoCapture with the FFmpeg backend that opencv-python-headless ships.
 _VIDEO_CODECS: Final = {".avi": "MJPG", ".mkv": "FFV1", ".mp4": "mp4v"}
 
+# Each frame's sensor noise is a window of one noise field this much larger than the frame.
+_NOISE_PAD: Final = 64
+
 
 def _cv2() -> Any:
     import cv2
@@ -283,9 +286,10 @@ class _Scene:
     homography: np.ndarray  # table top view -> frame
     background: np.ndarray  # float32 BGR, the felt as the camera sees it
     illumination: np.ndarray  # float32 HxWx3: brightness x white balance x uneven lighting
-    glare: np.ndarray  # float32 HxWx1, added white
+    glare: np.ndarray | None  # float32 HxWx3, added white; None without glare
     blur_sigma: float
     noise_sigma: float
+    noise_bank: np.ndarray | None  # float32 standard normal, a little larger than a frame
     cards: list[_Placed] = field(default_factory=list)
 
 
@@ -439,13 +443,17 @@ class SimulatedCamera:
         scene = self._scene
         # Lights flicker by about 1 % from frame to frame.
         image = self._composite * (scene.illumination * np.float32(1.0 + rng.normal(0.0, 0.01)))
-        image += scene.glare
+        if scene.glare is not None:
+            image += scene.glare
         if scene.blur_sigma > 0.05:
             image = cv2.GaussianBlur(image, (0, 0), scene.blur_sigma)
-        if scene.noise_sigma > 0:
-            noise = rng.standard_normal(image.shape, dtype=np.float32)
-            noise *= np.float32(scene.noise_sigma)
-            image += noise
+        if scene.noise_bank is not None:
+            # A window of the scene's noise at a random offset, with a random sign: drawing a
+            # frame's worth of normal numbers afresh would cost more than all the rest.
+            dy, dx = (int(v) for v in rng.integers(0, _NOISE_PAD, 2))
+            height, width = image.shape[:2]
+            sign = np.float32(scene.noise_sigma if rng.random() < 0.5 else -scene.noise_sigma)
+            image += scene.noise_bank[dy : dy + height, dx : dx + width] * sign
         pixels = np.clip(image + 0.5, 0, 255).astype(np.uint8)
         quality = self._perturbations.jpeg_quality
         if quality is not None:
@@ -545,7 +553,20 @@ class SimulatedCamera:
         blur = float(rng.uniform(0.0, p.blur_sigma)) if p.blur_sigma > 0 else 0.0
         noise = float(rng.uniform(0.3, 1.0)) * p.noise_sigma if p.noise_sigma > 0 else 0.0
         illumination = (light * gains).astype(np.float32)
-        return _Scene(homography, background, illumination, glare, blur, noise)
+        bank = None
+        if noise > 0:
+            shape = (height + _NOISE_PAD, width + _NOISE_PAD, 3)
+            bank = np.random.default_rng([self._seed, 4]).standard_normal(shape, dtype=np.float32)
+        has_glare = bool(glare.any())
+        return _Scene(
+            homography,
+            background,
+            illumination,
+            np.repeat(glare, 3, axis=2) if has_glare else None,
+            blur,
+            noise,
+            bank,
+        )
 
     def _felt(self, rng: np.random.Generator) -> np.ndarray:
         cv2 = _cv2()
