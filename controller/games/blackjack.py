@@ -426,6 +426,7 @@ _DEALER_DRAW: Final = CardNeeded("dealer")
 _HOLE: Final = CardNeeded("dealer", face_down=True)
 _SHARED_PLAYER: Final = CardNeeded("player")
 
+_DEAL_PLANS: dict[tuple[BlackjackRules, int], list[tuple[CardNeeded, int]]] = {}
 _decision_cache: dict[tuple[str, int, int, frozenset[str], str], DecisionNeeded] = {}
 _card_needed_cache: dict[str, CardNeeded] = {}
 
@@ -472,16 +473,22 @@ class BlackjackRound:
         self.game = rules.game
         self.box_count = boxes
         self.initial_hands = [Hand() for _ in range(boxes)]
-        self.dealer: list[Card] = []
+        self.dealer_hand = Hand()
+        self.dealer: list[Card] = self.dealer_hand.cards  # in the order dealt
         self.up_card: Card | None = None
         self.hole_card: Card | None = None
         self.hole_revealed = False
         self.dealer_blackjack = False
-        self.common: list[Card] = []  # Boundless: the shared player cards, in order
+        self.common_hand = Hand()  # Boundless: the shared player cards, in order
+        self.common: list[Card] = self.common_hand.cards
         self.insurance: list[bool | None] = [None] * boxes
         self.plays: list[BoxPlay] = []
         self._phase = _DEAL
-        self._deal_plan = self._build_deal_plan()
+        plan_key = (rules, boxes)
+        plan = _DEAL_PLANS.get(plan_key)
+        if plan is None:
+            plan = _DEAL_PLANS[plan_key] = self._build_deal_plan()
+        self._deal_plan = plan
         self._deal_index = 0
         self._offers: list[tuple[str, int]] = []
         self._offer_index = 0
@@ -521,12 +528,12 @@ class BlackjackRound:
             target = self._deal_plan[self._deal_index][1]
             if target == _DEALER_UP:
                 self.up_card = card
-                self.dealer.append(card)
+                self.dealer_hand.add(card)
             elif target == _DEALER_HOLE:
                 self.hole_card = card
-                self.dealer.append(card)
+                self.dealer_hand.add(card)
             elif self.rules.shared_hand:
-                self.common.append(card)
+                self.common_hand.add(card)
                 self.initial_hands[0].add(card)
             else:
                 self.initial_hands[target].add(card)
@@ -539,10 +546,10 @@ class BlackjackRound:
             self.plays[self._box_index].add_card(card)
             self._continue_play()
         elif phase == _MORE_CARD:
-            self.common.append(card)
+            self.common_hand.add(card)
             self._ask_more_cards()
         else:  # _DEALER
-            self.dealer.append(card)
+            self.dealer_hand.add(card)
             self._continue_dealer()
 
     def decide(self, box: int, hand: int, token: str) -> None:
@@ -658,7 +665,7 @@ class BlackjackRound:
 
     def _ask_more_cards(self) -> None:
         self._phase = _MORE
-        total, _ = hand_total(self.common)
+        total = self.common_hand.total
         default = YES if total <= AUTO_PLAY_HITS_UP_TO else NO
         self._pending = _decision(MORE_CARDS, 1, 1, YES_NO, default)
 
@@ -673,7 +680,7 @@ class BlackjackRound:
         self._continue_dealer()
 
     def _continue_dealer(self) -> None:
-        if hand_total(self.dealer)[0] < DEALER_STANDS_ON:
+        if self.dealer_hand.total < DEALER_STANDS_ON:
             self._pending = _DEALER_DRAW
         else:
             self._finish()
@@ -740,7 +747,7 @@ class BlackjackRound:
         return view
 
     def dealer_total(self) -> int:
-        return hand_total(self.dealer)[0]
+        return self.dealer_hand.total
 
     def box_net(self, box: int) -> float:
         """Net of one box (1-based) per unit bet: its hands plus insurance; complete only."""
