@@ -83,17 +83,27 @@ def play_baccarat_rounds(cards: Sequence[Card], start: int, rounds: int) -> int:
     return position
 
 
-def _time_batches(play_batch: Callable[[int], None], batches: int, rounds: int) -> list[float]:
-    rates = []
+Rates = tuple[list[float], list[float]]
+
+
+def _time_batches(play_batch: Callable[[int], None], batches: int, rounds: int) -> Rates:
+    """Rounds per wall-clock second and per CPU second of this thread, per batch.
+
+    On a shared machine the wall-clock rate also measures the other processes; the CPU-time
+    rate is what one core does for this engine alone. Both are reported.
+    """
+    wall_rates, cpu_rates = [], []
     for index in range(batches):
-        started = time.perf_counter()
+        wall_started, cpu_started = time.perf_counter(), time.thread_time()
         play_batch(index)
-        elapsed = time.perf_counter() - started
-        rates.append(rounds / elapsed)
-    return rates
+        cpu = time.thread_time() - cpu_started
+        wall = time.perf_counter() - wall_started
+        wall_rates.append(rounds / wall)
+        cpu_rates.append(rounds / max(cpu, 1e-9))
+    return wall_rates, cpu_rates
 
 
-def bench_baccarat(batches: int, rounds: int, seed: int) -> list[float]:
+def bench_baccarat(batches: int, rounds: int, seed: int) -> Rates:
     cards = baccarat_card_stream(seed)
     position = 0
 
@@ -105,7 +115,7 @@ def bench_baccarat(batches: int, rounds: int, seed: int) -> list[float]:
     return _time_batches(batch, batches, rounds)
 
 
-def bench_blackjack(game: str, batches: int, rounds: int, seed: int) -> list[float] | str:
+def bench_blackjack(game: str, batches: int, rounds: int, seed: int) -> Rates | str:
     """Rates per batch, or why blackjack cannot be measured in this build."""
     try:
         blackjack_rtp = importlib.import_module("controller.games.blackjack_rtp")
@@ -122,7 +132,7 @@ def bench_blackjack(game: str, batches: int, rounds: int, seed: int) -> list[flo
     return _time_batches(lambda index: play_rounds(game, rounds, seed + index), batches, rounds)
 
 
-def _summary(rates: list[float], target: int) -> dict[str, Any]:
+def _percentiles(rates: list[float], prefix: str = "") -> dict[str, float]:
     ordered = sorted(rates)
     if len(ordered) > 1:
         # Inclusive: with few batches the deciles stay within the measured range.
@@ -130,15 +140,23 @@ def _summary(rates: list[float], target: int) -> dict[str, Any]:
     else:
         deciles = ordered * 9
     return {
-        "p10": deciles[0],
-        "p50": statistics.median(ordered),
-        "p90": deciles[-1],
-        "min": ordered[0],
-        "max": ordered[-1],
-        "batches": len(ordered),
-        "target": target,
-        "meets_target": statistics.median(ordered) >= target,
+        f"{prefix}p10": deciles[0],
+        f"{prefix}p50": statistics.median(ordered),
+        f"{prefix}p90": deciles[-1],
+        f"{prefix}min": ordered[0],
+        f"{prefix}max": ordered[-1],
     }
+
+
+def _summary(rates: Rates, target: int) -> dict[str, Any]:
+    wall, cpu = rates
+    figures: dict[str, Any] = {**_percentiles(wall), **_percentiles(cpu, "cpu_")}
+    figures["batches"] = len(wall)
+    figures["target"] = target
+    # The target is per core: judged on CPU time, so other processes on a shared machine
+    # do not decide it; the wall-clock figures stay in the report beside it.
+    figures["meets_target"] = figures["cpu_p50"] >= target
+    return figures
 
 
 def run(args: argparse.Namespace) -> int:
@@ -163,8 +181,12 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report))
         return 0
-    print("rounds per second through the live engine, one core (percentiles over batches)")
-    print(f"{'game':<22}{'p10':>10}{'p50':>10}{'p90':>10}{'target':>10}  verdict")
+    print("rounds per second through the live engine, one thread (percentiles over batches)")
+    print("wall: per wall-clock second; cpu: per CPU second of this thread (one core's rate)")
+    print(
+        f"{'game':<22}{'wall p10':>10}{'wall p50':>10}{'wall p90':>10}"
+        f"{'cpu p10':>10}{'cpu p50':>10}{'cpu p90':>10}{'target':>10}  verdict (cpu p50)"
+    )
     for game, figures in report.items():
         if "error" in figures:
             print(f"{game:<22}  {figures['error']}")
@@ -172,6 +194,7 @@ def run(args: argparse.Namespace) -> int:
         verdict = "meets target" if figures["meets_target"] else "BELOW target"
         print(
             f"{game:<22}{figures['p10']:>10,.0f}{figures['p50']:>10,.0f}"
-            f"{figures['p90']:>10,.0f}{figures['target']:>10,}  {verdict}"
+            f"{figures['p90']:>10,.0f}{figures['cpu_p10']:>10,.0f}{figures['cpu_p50']:>10,.0f}"
+            f"{figures['cpu_p90']:>10,.0f}{figures['target']:>10,}  {verdict}"
         )
     return 0

@@ -149,6 +149,7 @@ PUBLISHED_RTP_PERCENT = {
     "player_bonus": 97.35,  # Dragon Bonus 2.65 %
     "banker_bonus": 90.63,  # Dragon Bonus 9.37 %
     "lucky_six": 83.32,  # Lucky 6, Macau pay table 12/20: 16.68 %
+    "lucky_six_3": 84.75,  # "Big Tiger" 50:1 on a winning 3-card Banker 6: 15.253 %
 }
 
 

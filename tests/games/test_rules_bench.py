@@ -38,7 +38,9 @@ def test_bench_rules_reports_percentiles_as_json() -> None:
     figures = json.loads(result.stdout)["baccarat"]
     assert figures["batches"] == 3
     assert figures["rounds"] == 500
-    assert (
-        0 < figures["min"] <= figures["p10"] <= figures["p50"] <= figures["p90"] <= figures["max"]
-    )
+    for prefix in ("", "cpu_"):
+        rates = [figures[prefix + key] for key in ("min", "p10", "p50", "p90", "max")]
+        assert rates[0] > 0
+        assert rates == sorted(rates)
+    assert figures["meets_target"] == (figures["cpu_p50"] >= 100_000)
     assert figures["target"] == 100_000
