@@ -80,6 +80,20 @@ class TableConfig:
         if not isinstance(self.journal_path, Path):
             raise ConfigurationError("journal_path must be a path")
 
+    def rules_fingerprint(self) -> dict[str, Any]:
+        """Every setting that changes how events act on the state (all but the journal's
+        path): a journal may only be replayed under the settings it was written with."""
+        return {
+            "table_id": self.table_id,
+            "game": self.game,
+            "betting_s": self.betting_s,
+            "decision_s": self.decision_s,
+            "rounds_after_cut_card": self.rounds_after_cut_card,
+            "dealer_idle_s": self.dealer_idle_s,
+            "camera_cross_check": self.camera_cross_check,
+            "baccarat_mode": self.baccarat_mode,
+        }
+
 
 _KEYS: Final = {
     "id": "table_id",

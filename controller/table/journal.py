@@ -73,22 +73,31 @@ class Journal:
     owns its journal.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, read_only: bool = False) -> None:
         self.path = Path(path)
+        self.read_only = read_only
         try:
-            self._db = sqlite3.connect(self.path, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.executescript(_SCHEMA)
+            if read_only:
+                if not self.path.is_file():
+                    raise JournalError(f"no journal at {self.path}")
+                self._db = sqlite3.connect(
+                    f"{self.path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None
+                )
+            else:
+                self._db = sqlite3.connect(self.path, isolation_level=None)
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=FULL")
+                self._db.executescript(_SCHEMA)
             row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-            if row is None:
+            if row is None and not read_only:
                 self._db.execute(
                     "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
                     (str(SCHEMA_VERSION),),
                 )
-            elif int(row[0]) != SCHEMA_VERSION:
+            elif row is None or int(row[0]) != SCHEMA_VERSION:
+                found = "no" if row is None else row[0]
                 raise JournalError(
-                    f"{self.path} has journal schema version {row[0]}; this livetable reads "
+                    f"{self.path} has journal schema version {found}; this livetable reads "
                     f"version {SCHEMA_VERSION}"
                 )
             last = self._db.execute(
@@ -98,12 +107,31 @@ class Journal:
             raise JournalError(f"cannot open the journal {self.path}: {error}") from error
         self._last_seq, self._last_hash = (0, GENESIS_HASH) if last is None else last
 
+    def meta(self, key: str) -> str | None:
+        try:
+            row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        except sqlite3.Error as error:
+            raise JournalError(f"cannot read the journal {self.path}: {error}") from error
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        try:
+            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+        except sqlite3.Error as error:
+            raise JournalError(f"cannot write to the journal {self.path}: {error}") from error
+
     @property
     def last_seq(self) -> int:
         return self._last_seq
 
+    @property
+    def last_hash(self) -> str:
+        return self._last_hash
+
     def append(self, event: object) -> JournalEntry:
         """Commit ``event`` as the next row and return it; JournalError if that fails."""
+        if self.read_only:
+            raise JournalError(f"{self.path} is open read-only")
         kind, fields = encode_event(event)
         body = canonical_json(fields)
         seq = self._last_seq + 1
@@ -119,11 +147,12 @@ class Journal:
         self._last_seq, self._last_hash = seq, digest
         return entry
 
-    def entries(self) -> Iterator[JournalEntry]:
-        """Every row in order, as stored (use :meth:`verify` to check them)."""
+    def entries(self, after: int = 0) -> Iterator[JournalEntry]:
+        """Every row after row ``after``, in order, as stored (:meth:`verify` checks them)."""
         try:
             cursor = self._db.execute(
-                "SELECT seq, kind, body, prev_hash, hash FROM events ORDER BY seq"
+                "SELECT seq, kind, body, prev_hash, hash FROM events WHERE seq > ? ORDER BY seq",
+                (after,),
             )
             for row in cursor:
                 yield JournalEntry(*row)

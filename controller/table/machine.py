@@ -366,6 +366,21 @@ _SIMPLE_KINDS: Final[dict[type, str]] = {
 }
 
 
+def _step_data(step: object) -> dict[str, Any] | None:
+    # Not repr(): a frozenset's order changes with the process's string hash seed.
+    if isinstance(step, CardNeeded):
+        return {"card": step.position, "face_down": step.face_down}
+    if isinstance(step, DecisionNeeded):
+        return {
+            "decision": step.kind,
+            "box": step.box,
+            "hand": step.hand,
+            "options": sorted(step.options),
+            "default": step.default,
+        }
+    return None
+
+
 def _card_text(card: Card | None) -> str | None:
     return None if card is None else str(card)
 
@@ -1161,7 +1176,7 @@ class TableMachine:
                 for entry in state.round_log
             ],
             "round_view": None if state.round is None else dict(state.round.public_view()),
-            "round_next": None if state.round is None else repr(state.round.next_step()),
+            "round_next": None if state.round is None else _step_data(state.round.next_step()),
             "timers": {str(key): value for key, value in sorted(state.timers.items())},
             "next_timer_id": state.next_timer_id,
             "cross_checks": [[position, str(card)] for position, card in state.cross_checks],
@@ -1181,8 +1196,11 @@ class TableMachine:
             "shoe_reports_locked": state.shoe_reports_locked,
         }
 
-    def current_round_id(self) -> int | None:
-        return self.state.round_id
+    def round_in_progress(self) -> int | None:
+        """The id of the round being played (betting to result, paused included)."""
+        state = self.state
+        phase = state.pause.resume_to if state.pause is not None else state.phase
+        return state.round_id if phase in ROUND_PHASES else None
 
 
 def mermaid_diagram() -> str:

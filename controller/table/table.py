@@ -10,17 +10,44 @@ journal through a fresh machine to rebuild the exact state, then journals a
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
+from typing import Any
 
-from controller.errors import JournalError
+from controller.errors import ConfigurationError, JournalError
 from controller.table.effects import Effect, EventRejected
 from controller.table.events import ControllerStarted, check_event
-from controller.table.journal import Journal
+from controller.table.journal import Journal, canonical_json
 from controller.table.machine import TableMachine
 from controller.table_config import TableConfig
 
 logger = logging.getLogger(__name__)
+
+
+CONFIG_META_KEY = "table_config"
+
+
+def bind_config(journal: Journal, config: TableConfig) -> None:
+    """Record ``config``'s settings in a new journal, or check they are those it was
+    written with: replaying events under other settings would rebuild another state."""
+    wanted = canonical_json(config.rules_fingerprint())
+    stored = journal.meta(CONFIG_META_KEY)
+    if stored is None:
+        journal.set_meta(CONFIG_META_KEY, wanted)
+    elif stored != wanted:
+        raise ConfigurationError(
+            f"the journal {journal.path} was written with the settings {stored}, not {wanted}: "
+            "start a new journal to change them"
+        )
+
+
+def config_of(journal: Journal) -> TableConfig:
+    """The settings a journal was written with (for the journal CLI)."""
+    stored = journal.meta(CONFIG_META_KEY)
+    if stored is None:
+        raise JournalError(f"{journal.path} records no table settings")
+    return TableConfig(**json.loads(stored), journal_path=journal.path)
 
 
 def replay(journal: Journal, config: TableConfig) -> TableMachine:
@@ -50,6 +77,7 @@ class JournaledTable:
         """
         journal = Journal(path or config.journal_path)
         try:
+            bind_config(journal, config)
             machine = replay(journal, config)
         except BaseException:
             journal.close()
@@ -75,3 +103,24 @@ class JournaledTable:
 
     def close(self) -> None:
         self.journal.close()
+
+
+def export_round(journal: Journal, config: TableConfig, round_id: int) -> list[dict[str, Any]]:
+    """Every journaled event that belongs to round ``round_id`` (from the request that
+    opened it to the result or the void), each with the effects it had."""
+    machine = TableMachine(config)
+    lines: list[dict[str, Any]] = []
+    for entry in journal.verified_entries():
+        before = machine.round_in_progress()
+        effects = machine.handle(entry.event())
+        if round_id in (before, machine.round_in_progress()):
+            lines.append(
+                {
+                    "seq": entry.seq,
+                    "hash": entry.hash,
+                    "kind": entry.kind,
+                    "event": entry.fields,
+                    "effects": [effect.to_dict() for effect in effects],
+                }
+            )
+    return lines
