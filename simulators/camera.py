@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -275,10 +276,10 @@ def card_back(height: int) -> np.ndarray:
 
 @dataclass(slots=True)
 class _Placed:
+    position: str
     card: Card
     face_down: bool
     matrix: np.ndarray  # 3x3: face pixels -> frame pixels
-    deal_number: int
 
 
 @dataclass(slots=True)
@@ -328,7 +329,8 @@ class SimulatedCamera:
         self._clock = clock
         self._face_cache: dict[tuple[Card, bool], tuple[np.ndarray, np.ndarray]] = {}
         self._deals = 0
-        self._positions: dict[int, str] = {}
+        # The daemon may crop from one thread while a scenario deals from another.
+        self._lock = threading.RLock()
         self._frame_number = 0
         self._latest: Frame | None = None
         self._changed = True
@@ -362,16 +364,18 @@ class SimulatedCamera:
 
     def latest(self) -> Frame:
         """The table as it is now: the last frame, or a new one if the cards changed since."""
-        if self._latest is None or self._changed:
-            return self.next_frame()
-        return self._latest
+        with self._lock:
+            if self._latest is None or self._changed:
+                return self.next_frame()
+            return self._latest
 
     def wait_for_frame(self, newer_than: int = 0, timeout: float | None = None) -> Frame:
         """A frame numbered above ``newer_than`` (a simulated camera always has the next one)."""
-        frame = self.latest()
-        while frame.number <= newer_than:
-            frame = self.next_frame()
-        return frame
+        with self._lock:
+            frame = self.latest()
+            while frame.number <= newer_than:
+                frame = self.next_frame()
+            return frame
 
     def region(self, position: str, frame: Frame | None = None) -> Crop:
         region = self._regions.get(position)
@@ -387,37 +391,47 @@ class SimulatedCamera:
 
     def deal(self, position: str, card: Card, face_down: bool = False) -> None:
         """Lay ``card`` at ``position``, on top of any card it overlaps."""
-        spot = self._layout.spots.get(position)
-        if spot is None:
-            raise ConfigurationError(f"no position {position!r} in the {self._layout.game} layout")
-        if position in self._positions.values():
-            raise DeviceError(f"position {position!r} already holds a card")
-        self._deals += 1
-        rng = np.random.default_rng([self._seed, 1, self._deals])
-        self._scene.cards.append(
-            _Placed(card, face_down, self._card_matrix(spot, rng), self._deals)
-        )
-        self._positions[self._deals] = position
-        self._changed = True
+        with self._lock:
+            spot = self._spot(position)
+            if self._placed(position) is not None:
+                raise DeviceError(f"position {position!r} already holds a card")
+            self._scene.cards.append(_Placed(position, card, face_down, self._place(spot)))
+            self._changed = True
+
+    def move(self, source: str, target: str) -> None:
+        """Move the card at ``source`` to the empty ``target`` (a split: the second card of
+        ``box2.hand1`` becomes ``box2.hand2.card1``); it lands on top, freshly perturbed."""
+        with self._lock:
+            placed = self._placed(source)
+            if placed is None:
+                raise DeviceError(f"no card at position {source!r}")
+            spot = self._spot(target)
+            if self._placed(target) is not None:
+                raise DeviceError(f"position {target!r} already holds a card")
+            self._scene.cards.remove(placed)
+            placed.position, placed.matrix = target, self._place(spot)
+            self._scene.cards.append(placed)
+            self._changed = True
 
     def reveal(self, position: str, card: Card) -> None:
         """Turn the face-down card at ``position`` face up (the dealer's hole card)."""
-        for placed in self._scene.cards:
-            if self._position_of(placed) == position:
-                placed.card, placed.face_down = card, False
-                self._changed = True
-                return
-        raise DeviceError(f"no card at position {position!r}")
+        with self._lock:
+            placed = self._placed(position)
+            if placed is None:
+                raise DeviceError(f"no card at position {position!r}")
+            placed.card, placed.face_down = card, False
+            self._changed = True
 
     def clear(self) -> None:
         """Collect every card (the end of a round)."""
-        self._scene.cards.clear()
-        self._positions.clear()
-        self._changed = True
+        with self._lock:
+            self._scene.cards.clear()
+            self._changed = True
 
     def dealt(self) -> dict[str, Card]:
         """The cards on the table by position."""
-        return {self._position_of(p): p.card for p in self._scene.cards}
+        with self._lock:
+            return {placed.position: placed.card for placed in self._scene.cards}
 
     def camera_config(self, source: int | str, **settings: Any) -> CameraConfig:
         """The camera config that reads this simulator's frames from ``source`` (a video file
@@ -434,6 +448,10 @@ class SimulatedCamera:
 
     def next_frame(self) -> Frame:
         """Take a new picture of the table as it is now."""
+        with self._lock:
+            return self._take_picture()
+
+    def _take_picture(self) -> Frame:
         cv2 = _cv2()
         if self._changed or self._composite is None:
             self._composite = self._compose()
@@ -497,8 +515,19 @@ class SimulatedCamera:
 
     # Inside.
 
-    def _position_of(self, placed: _Placed) -> str:
-        return self._positions[placed.deal_number]
+    def _spot(self, position: str) -> Spot:
+        spot = self._layout.spots.get(position)
+        if spot is None:
+            raise ConfigurationError(f"no position {position!r} in the {self._layout.game} layout")
+        return spot
+
+    def _placed(self, position: str) -> _Placed | None:
+        return next((p for p in self._scene.cards if p.position == position), None)
+
+    def _place(self, spot: Spot) -> np.ndarray:
+        # Each card lying down gets its own perturbation, from the seed and the deal count.
+        self._deals += 1
+        return self._card_matrix(spot, np.random.default_rng([self._seed, 1, self._deals]))
 
     def _build_scene(self) -> _Scene:
         cv2 = _cv2()

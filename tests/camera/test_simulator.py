@@ -293,3 +293,22 @@ def test_sim_camera_command_refuses_bad_requests(
     assert "nothing to write" in capsys.readouterr().err
     assert main([*base, "--video", str(tmp_path / "v.gif")]) == 1
     assert "use one of .avi, .mkv, .mp4" in capsys.readouterr().err
+
+
+def test_a_split_moves_the_second_card_to_the_new_hand() -> None:
+    camera = _camera(6, "blackjack-classic", perturbations=Perturbations.none())
+    empty = camera.region("box2.hand2.card1").image
+    camera.deal(card_slot("box2", 1), parse_card("8H"))
+    camera.deal(card_slot("box2", 2), parse_card("8S"))
+    camera.move("box2.hand1.card2", card_slot("box2.hand2", 1))
+    assert camera.dealt() == {
+        "box2.hand1.card1": parse_card("8H"),
+        "box2.hand2.card1": parse_card("8S"),
+    }
+    moved = camera.region("box2.hand2.card1").image
+    card_area = camera.layout.card_width * camera.layout.card_height
+    assert _changed_mask(moved, empty).sum() > 0.6 * card_area
+    with pytest.raises(DeviceError, match="no card at position"):
+        camera.move("box2.hand1.card2", "box2.hand2.card2")
+    with pytest.raises(DeviceError, match="already holds a card"):
+        camera.move("box2.hand1.card1", "box2.hand2.card1")
