@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from controller.errors import RulesError
 from controller.games.baccarat import (
@@ -15,7 +17,7 @@ from controller.games.baccarat import (
     play_baccarat,
 )
 from controller.games.base import CardNeeded, LiveRound
-from controller.games.cards import parse_card, parse_cards
+from controller.games.cards import ALL_FACES, Card, parse_card, parse_cards
 
 
 def _drive(round_: BaccaratRound, texts: list[str]) -> list[str]:
@@ -185,3 +187,36 @@ def test_bet_availability_by_round_number() -> None:
         bet_available("dragon", 1)
     with pytest.raises(RulesError):
         available_bets(0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    cards=st.lists(st.sampled_from(ALL_FACES), min_size=6, max_size=6),
+    mode=st.sampled_from(["traditional", "no-commission"]),
+    round_number=st.integers(min_value=1, max_value=80),
+)
+def test_driving_the_live_round_equals_play_baccarat(
+    cards: list[Card], mode: str, round_number: int
+) -> None:
+    round_ = BaccaratRound(mode, round_number)
+    dealt = 0
+    views = []
+    while (step := round_.next_step()) is not None:
+        assert step in (PLAYER_CARD, BANKER_CARD)
+        # The first four cards alternate Player, Banker; later ones are third cards.
+        if dealt < 4:
+            assert step.position == ("player", "banker")[dealt % 2]
+        round_.deal(cards[dealt])
+        dealt += 1
+        views.append(round_.public_view())
+    assert 4 <= dealt <= 6
+    assert round_.complete
+    assert round_.cards_used == dealt
+    # Every card dealt is visible in the view at once, in the hand it went to.
+    assert [len(v["player"]) + len(v["banker"]) for v in views] == list(range(1, dealt + 1))
+    result = play_baccarat(cards, mode, round_number)
+    assert round_.settlement() == result.as_dict()
+    assert set(result.bets) == set(available_bets(round_number))
+    assert round_.public_view()["winner"] == result.winner
+    with pytest.raises(RulesError):
+        round_.deal(cards[0])

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
 import subprocess
 import sys
 import types
@@ -209,3 +211,39 @@ def test_rtp_needs_a_method() -> None:
     result = _run(["rtp", "--game", "baccarat"])
     assert result.returncode == 2
     assert "--exact" in result.stderr
+
+
+def test_rtp_draws_a_progress_bar_when_stderr_is_a_terminal() -> None:
+    """The bar goes to stderr on a real pty; stdout keeps only the result."""
+    master, slave = pty.openpty()
+    try:
+        process = subprocess.Popen(
+            [*LIVETABLE, "rtp", "--game", "baccarat", "--rounds", "3000", "--json"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=slave,
+            text=True,
+            cwd=REPO_ROOT,
+        )
+        os.close(slave)
+        slave = -1
+        stdout, _ = process.communicate(timeout=TIMEOUT_S)
+        terminal = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: the child has closed the terminal and all was read
+                break
+            if not chunk:
+                break
+            terminal += chunk
+    finally:
+        if slave != -1:
+            os.close(slave)
+        os.close(master)
+    assert process.returncode == 0
+    assert json.loads(stdout)["rounds"] == 3000
+    text = terminal.decode()
+    assert "3000/3000" in text
+    assert "100.0%" in text
+    assert "[" + "#" * 40 + "]" in text
