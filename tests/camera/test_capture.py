@@ -80,7 +80,9 @@ def test_capture_reconnects_with_doubling_backoff_when_the_file_disappears_and_r
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="drivers.camera")
     video = tmp_path / "table.mkv"
-    write_video(video, numbered_frames(10), fps=50)
+    # One second of video: it is still playing when the file is deleted, however slow the
+    # machine, so the outage begins at its end.
+    write_video(video, numbered_frames(10), fps=10)
     events: queue.Queue[CameraEvent] = queue.Queue()
     with CameraCapture(_config(video), events) as camera:
         assert isinstance(_next_event(events, CameraOnline), CameraOnline)

@@ -210,15 +210,16 @@ def test_end_to_end_simulator_video_capture_thread_region_crop(tmp_path: Path) -
     """simulator -> video file -> cv2.VideoCapture -> capture thread -> region crop."""
     simulator = _camera(5)
     video = tmp_path / "round.avi"
+    written = []
     with simulator.open_video(video, fps=50) as recorder:
         for frame in simulator.frames(10):  # the empty table
             recorder.write(frame)
-        empty_crop = simulator.region("player.card2").image
+            written.append(frame)
         simulator.deal("player.card1", parse_card("8S"))
         simulator.deal("player.card2", parse_card("QD"))
         for frame in simulator.frames(30):
             recorder.write(frame)
-        dealt_crop = simulator.region("player.card2").image
+            written.append(frame)
     config = simulator.camera_config(str(video), timeout_s=2.0)
     assert config.source == str(video)
     events: queue.Queue[CameraEvent] = queue.Queue()
@@ -228,17 +229,21 @@ def test_end_to_end_simulator_video_capture_thread_region_crop(tmp_path: Path) -
         assert (online.width, online.height) == (640, 360)
         frame = camera.wait_for_frame(timeout=TIMEOUT_S)
         # Wait until the capture has reached the part of the video with the cards dealt.
-        while frame is not None and frame.number < 15:
+        while frame is not None and (frame.number - 1) % len(written) < 15:
             frame = camera.wait_for_frame(newer_than=frame.number, timeout=TIMEOUT_S)
         assert frame is not None
         crop = camera.region("player.card2", frame).image
+    # The capture numbers frames from 1 and keeps counting when the file replays.
+    sent = written[(frame.number - 1) % len(written)]
+    dealt_crop = simulator.region("player.card2", sent).image
+    empty_crop = simulator.region("player.card2", written[5]).image
     assert crop.shape == dealt_crop.shape
     # MJPG round trip: the captured crop is the simulator's own, within compression error,
     # and far from the felt that lay there before the card was dealt.
     to_dealt = np.abs(crop.astype(np.int16) - dealt_crop).mean()
     to_empty = np.abs(crop.astype(np.int16) - empty_crop).mean()
-    assert to_dealt < 6, to_dealt
-    assert to_empty > 4 * to_dealt + 10, (to_empty, to_dealt)
+    assert to_dealt < 4, to_dealt
+    assert to_empty > 5 * to_dealt + 10, (to_empty, to_dealt)
 
 
 def test_sim_camera_command_writes_video_crops_and_a_config_that_calibrate_reads(
