@@ -16,6 +16,7 @@ or test on it by accident.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -59,16 +60,21 @@ def _is_reserved(name: str) -> bool:
 
 
 def _design_files() -> dict[str, Path]:
+    return dict(_scan(AISLERIOT_DIR, KDE_DIR))
+
+
+@functools.lru_cache(maxsize=4)
+def _scan(aisleriot_dir: Path, kde_dir: Path) -> tuple[tuple[str, Path], ...]:
     designs: dict[str, Path] = {}
-    if AISLERIOT_DIR.is_dir():
-        for path in sorted(AISLERIOT_DIR.glob("*.svgz")):
+    if aisleriot_dir.is_dir():
+        for path in sorted(aisleriot_dir.glob("*.svgz")):
             designs[path.name.removesuffix(".svgz")] = path
-    if KDE_DIR.is_dir():
-        for directory in sorted(KDE_DIR.glob("svg-*")):
+    if kde_dir.is_dir():
+        for directory in sorted(kde_dir.glob("svg-*")):
             files = sorted(directory.glob("*.svgz")) + sorted(directory.glob("*.svg"))
             if files:
                 designs[KDE_PREFIX + directory.name.removeprefix("svg-")] = files[0]
-    return {name: path for name, path in designs.items() if not _is_reserved(name)}
+    return tuple((name, path) for name, path in designs.items() if not _is_reserved(name))
 
 
 def list_designs() -> list[str]:

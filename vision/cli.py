@@ -1,0 +1,183 @@
+"""``livetable vision``: classify images, evaluate on a labelled folder, enrol a deck, and
+synthesise test images.
+
+OpenCV and the model are imported inside the commands, never at module level, so building
+the CLI parser (``livetable rules ...``) does not load them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from controller.errors import ConfigurationError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    vision = subparsers.add_parser(
+        "vision",
+        help="card recognition from camera images",
+        description="Recognise cards in images; abstain rather than guess.",
+    )
+    commands = vision.add_subparsers(dest="vision_command", metavar="WHAT")
+    vision.set_defaults(func=lambda _args: _help(vision))
+
+    def model_options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--deck", type=Path, help="an enrolled deck file (from `livetable vision enrol`)"
+        )
+        parser.add_argument(
+            "--model", type=Path, help="another exported model (default: the shipped one)"
+        )
+        parser.add_argument(
+            "--threshold", type=float, help="override the calibrated abstention threshold"
+        )
+
+    classify = commands.add_parser(
+        "classify",
+        help="print the card in each image",
+        description="Print the card in each "
+        "image as JSON lines: file, card (null when abstaining) and confidence.",
+    )
+    classify.add_argument("images", nargs="+", type=Path, metavar="IMAGE")
+    classify.add_argument("--json", action="store_true", help="one JSON object per line")
+    model_options(classify)
+    classify.set_defaults(func=run_classify)
+
+    evaluate = commands.add_parser(
+        "eval",
+        help="measure accuracy on a folder of <CARD>_<anything>.png",
+        description="Accuracy, abstention rate, wrong answers and ms per image on a labelled "
+        "folder (files named like QH_0007.png).",
+    )
+    evaluate.add_argument("directory", type=Path, metavar="DIR")
+    evaluate.add_argument("--json", action="store_true", help="print the report as JSON")
+    evaluate.add_argument("--limit", type=int, help="only the first N images")
+    model_options(evaluate)
+    evaluate.set_defaults(func=run_eval)
+
+    enrol = commands.add_parser(
+        "enrol",
+        help="adapt the recogniser to the studio's deck",
+        description="Fit a deck-specific head from labelled pictures of the studio's cards "
+        "(a folder of <CARD>_<anything>.png, every face at least once, a few of each is "
+        "better) and save it for --deck.",
+    )
+    enrol.add_argument("directory", type=Path, metavar="DIR")
+    enrol.add_argument("-o", "--output", type=Path, required=True, help="deck file to write")
+    enrol.add_argument("--name", default="", help="a name for the deck, kept in the file")
+    enrol.add_argument(
+        "--model", type=Path, help="another exported model (default: the shipped one)"
+    )
+    enrol.add_argument("--threshold", type=float, help="abstention threshold stored in the deck")
+    enrol.set_defaults(func=run_enrol)
+
+    synth = commands.add_parser(
+        "synth",
+        help="write synthetic images of one design for eval/enrol",
+        description="Render COUNT images of DESIGN on a table (any rotation, perspective, "
+        "light, blur, glare, noise, partial cover) as DIR/<CARD>_<n>.png.",
+    )
+    synth.add_argument("design", help="an installed card design (see --list)", nargs="?")
+    synth.add_argument("directory", type=Path, metavar="DIR", nargs="?")
+    synth.add_argument("--count", type=int, default=520)
+    synth.add_argument("--seed", type=int, default=1)
+    synth.add_argument("--list", action="store_true", help="list the installed designs")
+    synth.set_defaults(func=run_synth)
+
+
+def _help(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def _recogniser(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from vision.deck import EnrolledDeck
+    from vision.model import DEFAULT_MODEL
+    from vision.recognise import Recogniser
+
+    deck = EnrolledDeck.load(args.deck) if getattr(args, "deck", None) else None
+    return Recogniser(args.model or DEFAULT_MODEL, deck=deck, threshold=args.threshold)
+
+
+def run_classify(args: argparse.Namespace) -> int:
+    from vision.enrol import read_image
+
+    recogniser = _recogniser(args)
+    for path in args.images:
+        result = recogniser.recognise(read_image(path))
+        answer = {
+            "file": str(path),
+            "card": str(result.card) if result.card is not None else None,
+            "confidence": round(result.confidence, 4),
+        }
+        if args.json:
+            print(json.dumps(answer), flush=True)
+        else:
+            card = answer["card"] or f"-- ({result.reason}; best {result.best})"
+            print(f"{path}: {card} {answer['confidence']:.4f}", flush=True)
+    return 0
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    from vision.enrol import labelled_images, read_image
+    from vision.evaluate import evaluate
+
+    recogniser = _recogniser(args)
+    images = labelled_images(args.directory)
+    if args.limit is not None:
+        images = images[: args.limit]
+    examples = ((item.path.name, item.card, read_image(item.path)) for item in images)
+    report = evaluate(recogniser, examples)
+    if args.json:
+        print(json.dumps({"directory": str(args.directory), **report.as_dict()}, indent=1))
+        return 0
+    print(
+        f"{args.directory}: {report.total} images, "
+        f"correct {report.correct} ({report.accuracy:.2%}), "
+        f"abstained {report.abstained} ({report.abstention_rate:.2%}), "
+        f"wrong {report.wrong}; "
+        f"ms per image p50 {report.percentile_ms(50):.1f}, p99 {report.percentile_ms(99):.1f}"
+    )
+    for name, truth, answer, confidence in report.wrong_answers:
+        print(f"  WRONG {name}: {truth} read as {answer} ({confidence:.4f})")
+    return 0
+
+
+def run_enrol(args: argparse.Namespace) -> int:
+    from vision.enrol import enrol, labelled_images, read_image
+    from vision.model import DEFAULT_MODEL, CornerClassifier
+
+    classifier = CornerClassifier(args.model or DEFAULT_MODEL)
+    images = labelled_images(args.directory)
+    deck = enrol(
+        classifier,
+        ((item.card, read_image(item.path)) for item in images),
+        name=args.name or args.directory.name,
+        threshold=args.threshold,
+    )
+    deck.save(args.output)
+    print(
+        f"enrolled {len(images)} images ({deck.info['index_samples']} index corners) "
+        f"into {args.output}"
+    )
+    return 0
+
+
+def run_synth(args: argparse.Namespace) -> int:
+    from vision.artwork import list_designs
+    from vision.synth import write_dataset
+
+    if args.list:
+        for design in list_designs():
+            print(design)
+        return 0
+    if args.design is None or args.directory is None:
+        raise ConfigurationError("vision synth needs DESIGN and DIR (or --list)")
+    if args.count < 1:
+        raise ConfigurationError("--count must be at least 1")
+    paths = write_dataset(args.directory, args.design, args.count, args.seed)
+    print(f"wrote {len(paths)} images of {args.design} to {args.directory}")
+    return 0

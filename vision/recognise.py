@@ -1,0 +1,139 @@
+"""Recognise the card in an image region, or abstain.
+
+Every corner candidate found by :mod:`vision.locate` is read by the corner classifier (or by
+an enrolled deck's head). Each candidate gives a probability for each of the 52 faces; the
+candidates are combined by noisy-OR (a card is there if any of its index corners says so),
+so a card whose two index corners both read the same face scores higher than either alone.
+
+The answer is the best face only if its score reaches the calibrated threshold **and** no
+other face is also supported (score 0.5 or more): two index corners that disagree mean a
+neighbouring card's index is in view, or a misread, and a wrong card is far worse than none.
+Across consecutive frames of the same position, :meth:`Recogniser.recognise_frames` combines
+the per-frame scores by their mean.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from controller.games.cards import ALL_FACES, RANKS, SUITS, Card
+from vision.locate import cut_patch, find_corners, normalise_patches
+from vision.model import DEFAULT_MODEL, CornerClassifier
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from vision.deck import EnrolledDeck
+
+# A second face with this much support makes the answer ambiguous.
+CONFLICT_SCORE: Final = 0.5
+
+# Faces in ALL_FACES order as (rank index, suit index) into the network's heads.
+_FACE_RANK: Final = tuple(RANKS.index(card.rank) for card in ALL_FACES)
+_FACE_SUIT: Final = tuple(SUITS.index(card.suit) for card in ALL_FACES)
+
+
+@dataclass(frozen=True, slots=True)
+class Recognition:
+    """The answer for one image: a card, or None when the recogniser abstains."""
+
+    card: Card | None
+    confidence: float  # the best face's score, 0..1 (also when abstaining)
+    reason: str  # "recognised", "no card found", "below threshold", "ambiguous"
+    best: Card | None = None  # the best face even when abstaining, for diagnostics
+    corners: int = 0
+    scores: np.ndarray | None = field(default=None, repr=False)  # (52,) per face
+
+
+class Recogniser:
+    """Reads rank and suit of the card in an image; thread-unsafe, one per worker."""
+
+    def __init__(
+        self,
+        model_path: Path = DEFAULT_MODEL,
+        deck: EnrolledDeck | None = None,
+        threshold: float | None = None,
+    ) -> None:
+        from controller.errors import ConfigurationError
+
+        self.classifier = CornerClassifier(model_path)
+        self.deck = deck
+        if deck is not None and deck.model_digest != self.classifier.digest:
+            raise ConfigurationError(
+                "the enrolled deck was made with another vision model; enrol the deck again"
+            )
+        if threshold is not None:
+            self.threshold = threshold
+        elif deck is not None:
+            self.threshold = deck.threshold
+        else:
+            self.threshold = self.classifier.threshold
+
+    def face_probabilities(self, image: np.ndarray) -> np.ndarray:
+        """(candidates, 52) probability of each face at each corner candidate."""
+        import numpy as np
+
+        if image is None or image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
+            from controller.errors import ConfigurationError
+
+            raise ConfigurationError("an image must be a BGR uint8 array")
+        candidates = find_corners(image)
+        if not candidates:
+            return np.zeros((0, len(ALL_FACES)))
+        patches = np.stack([cut_patch(image, candidate) for candidate in candidates])
+        prediction = self.classifier.predict(normalise_patches(patches))
+        if self.deck is not None:
+            return self.deck.probabilities(prediction.embedding)[:, : len(ALL_FACES)]
+        return prediction.rank[:, _FACE_RANK] * prediction.suit[:, _FACE_SUIT]
+
+    def scores(self, image: np.ndarray) -> np.ndarray:
+        """(52,) noisy-OR score of each face over the image's corner candidates."""
+        import numpy as np
+
+        probabilities = self.face_probabilities(image)
+        return 1.0 - np.prod(1.0 - probabilities, axis=0)
+
+    def decide(self, scores: np.ndarray, corners: int = 0) -> Recognition:
+        """Turn face scores into an answer: the best face, or an abstention."""
+        import numpy as np
+
+        order = np.argsort(scores)[::-1]
+        best, runner_up = int(order[0]), int(order[1])
+        confidence = float(scores[best])
+        best_card = ALL_FACES[best]
+        if confidence <= 0.0:
+            reason = "no card found"
+        elif scores[runner_up] >= CONFLICT_SCORE:
+            reason = "ambiguous"
+        elif confidence < self.threshold:
+            reason = "below threshold"
+        else:
+            return Recognition(best_card, confidence, "recognised", best_card, corners, scores)
+        return Recognition(None, confidence, reason, best_card, corners, scores)
+
+    def recognise(self, image: np.ndarray) -> Recognition:
+        """The card in ``image`` (BGR uint8), or None with the reason for abstaining."""
+        probabilities = self.face_probabilities(image)
+        import numpy as np
+
+        if len(probabilities) == 0:
+            return Recognition(None, 0.0, "no card found", None, 0, np.zeros(len(ALL_FACES)))
+        scores = 1.0 - np.prod(1.0 - probabilities, axis=0)
+        return self.decide(scores, len(probabilities))
+
+    def recognise_frames(self, images: list[np.ndarray]) -> Recognition:
+        """One answer from consecutive frames of the same card position (voting)."""
+        import numpy as np
+
+        # The mean, not noisy-OR: frames of a still card are not independent evidence, and a
+        # design misread the same way in every frame must not become confident by repetition.
+        combined = np.zeros(len(ALL_FACES))
+        corners = 0
+        for image in images:
+            probabilities = self.face_probabilities(image)
+            corners += len(probabilities)
+            if len(probabilities):
+                combined += 1.0 - np.prod(1.0 - probabilities, axis=0)
+        return self.decide(combined / max(len(images), 1), corners)

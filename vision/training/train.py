@@ -1,0 +1,199 @@
+"""Train the index-corner classifier and export it to ONNX (training needs torch; running
+the recogniser does not: OpenCV's dnn module runs the exported file).
+
+    .venv/bin/pip install torch==2.13.0 onnx          # training only
+    .venv/bin/python -m vision.training.make_patches --out build/patches
+    .venv/bin/python -m vision.training.train --patches build/patches \\
+        --out vision/models/generic.onnx [--exclude-family standard ...]
+
+The network reads one 52 x 32 BGR patch cut at a corner candidate and answers with two
+heads: the rank (13 ranks, plus class 13 "no index here") and the suit. Its 64-value
+penultimate layer is exported too: enrolment fits a deck-specific head on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from vision.designs import FAMILIES, family_of
+from vision.locate import PATCH_HEIGHT, PATCH_WIDTH, normalise_patches
+
+NO_INDEX = 13
+EMBEDDING_SIZE = 64
+
+
+def build_network():  # type: ignore[no-untyped-def]
+    import torch
+    from torch import nn
+
+    class CornerNet(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+
+            def block(inputs: int, outputs: int) -> nn.Sequential:
+                return nn.Sequential(
+                    nn.Conv2d(inputs, outputs, 3, padding=1, bias=False),
+                    nn.BatchNorm2d(outputs),
+                    nn.ReLU(inplace=True),
+                )
+
+            self.features = nn.Sequential(
+                block(3, 16),
+                nn.MaxPool2d(2),  # 26 x 16
+                block(16, 32),
+                nn.MaxPool2d(2),  # 13 x 8
+                block(32, 64),
+                nn.MaxPool2d(2),  # 6 x 4
+                block(64, 64),
+            )
+            self.embed = nn.Sequential(
+                nn.Flatten(),
+                nn.Linear(64 * 6 * 4, EMBEDDING_SIZE),
+                nn.ReLU(inplace=True),
+            )
+            self.dropout = nn.Dropout(0.3)
+            self.rank = nn.Linear(EMBEDDING_SIZE, 14)
+            self.suit = nn.Linear(EMBEDDING_SIZE, 4)
+
+        def forward(self, patch: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            embedding = self.embed(self.features(patch))
+            hidden = self.dropout(embedding)
+            return self.rank(hidden), self.suit(hidden), embedding
+
+    return CornerNet()
+
+
+def load_patches(
+    directory: Path, exclude_families: set[str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    patches, ranks, suits, used = [], [], [], []
+    for path in sorted(directory.glob("*.npz")):
+        design = path.stem
+        family = family_of(design)
+        if family is None or family in exclude_families:
+            continue
+        data = np.load(path)
+        patches.append(data["patches"])
+        ranks.append(data["ranks"])
+        suits.append(data["suits"])
+        used.append(design)
+    if not patches:
+        raise SystemExit(f"no patch files for training in {directory}")
+    return np.concatenate(patches), np.concatenate(ranks), np.concatenate(suits), used
+
+
+def _augment(batch: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Shift patches by up to two pixels: the locator's corners are that exact."""
+    shifted = np.empty_like(batch)
+    for i, patch in enumerate(batch):
+        dy, dx = rng.integers(-2, 3, size=2)
+        shifted[i] = np.roll(patch, (int(dy), int(dx)), axis=(0, 1))
+    return shifted
+
+
+def train(
+    patches: np.ndarray,
+    ranks: np.ndarray,
+    suits: np.ndarray,
+    epochs: int,
+    seed: int,
+    threads: int,
+):  # type: ignore[no-untyped-def]
+    import torch
+    from torch import nn
+
+    torch.manual_seed(seed)
+    torch.set_num_threads(threads)
+    rng = np.random.default_rng(seed)
+    network = build_network()
+    optimiser = torch.optim.AdamW(network.parameters(), lr=3e-3, weight_decay=1e-4)
+    batch_size = 256
+    steps = epochs * (len(patches) // batch_size)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimiser, max_lr=3e-3, total_steps=steps)
+    rank_loss = nn.CrossEntropyLoss(label_smoothing=0.02)
+    suit_loss = nn.CrossEntropyLoss(ignore_index=-1, label_smoothing=0.02)
+    step = 0
+    for epoch in range(epochs):
+        network.train()
+        order = rng.permutation(len(patches))
+        started = time.monotonic()
+        total, correct_rank, seen = 0.0, 0, 0
+        for first in range(0, len(order) - batch_size + 1, batch_size):
+            chosen = order[first : first + batch_size]
+            inputs = torch.from_numpy(normalise_patches(_augment(patches[chosen], rng)))
+            rank_target = torch.from_numpy(ranks[chosen].astype(np.int64))
+            suit_target = torch.from_numpy(suits[chosen].astype(np.int64))
+            rank_logits, suit_logits, _ = network(inputs)
+            loss = rank_loss(rank_logits, rank_target) + suit_loss(suit_logits, suit_target)
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+            schedule.step()
+            step += 1
+            total += float(loss) * len(chosen)
+            correct_rank += int((rank_logits.argmax(1) == rank_target).sum())
+            seen += len(chosen)
+        print(
+            f"epoch {epoch + 1}/{epochs}: loss {total / seen:.4f}, "
+            f"rank accuracy {correct_rank / seen:.4f}, {time.monotonic() - started:.0f} s",
+            flush=True,
+        )
+    network.eval()
+    return network
+
+
+def export(network, path: Path) -> None:  # type: ignore[no-untyped-def]
+    import torch
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    dummy = torch.zeros(1, 3, PATCH_HEIGHT, PATCH_WIDTH)
+    torch.onnx.export(
+        network,
+        (dummy,),
+        str(path),
+        input_names=["patch"],
+        output_names=["rank", "suit", "embedding"],
+        dynamic_axes={"patch": {0: "n"}, "rank": {0: "n"}, "suit": {0: "n"}, "embedding": {0: "n"}},
+        opset_version=13,
+        dynamo=False,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--patches", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True, help="the .onnx file to write")
+    parser.add_argument("--exclude-family", action="append", default=[], choices=sorted(FAMILIES))
+    parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args(argv)
+    excluded = set(args.exclude_family)
+    patches, ranks, suits, designs = load_patches(args.patches, excluded)
+    print(
+        f"{len(patches)} patches ({int((ranks != NO_INDEX).sum())} index) "
+        f"from {len(designs)} designs; excluded families: {sorted(excluded) or 'none'}",
+        flush=True,
+    )
+    network = train(patches, ranks, suits, args.epochs, args.seed, args.threads)
+    export(network, args.out)
+    meta = {
+        "trained_on": designs,
+        "excluded_families": sorted(excluded),
+        "patches": len(patches),
+        "epochs": args.epochs,
+        "seed": args.seed,
+    }
+    args.out.with_suffix(".training.json").write_text(json.dumps(meta, indent=1) + "\n")
+    print(f"wrote {args.out}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
