@@ -30,6 +30,7 @@ import random
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from fractions import Fraction
+from functools import lru_cache
 from typing import Final
 
 from controller.errors import RulesError
@@ -131,6 +132,12 @@ def _perfect_pair_share(ranks: tuple[int, int, int, int]) -> Fraction:
 def exact_outcomes() -> dict[Outcome, int]:
     """Every outcome of a first round off a full 8-deck shoe, with its weight: the number of
     ordered draws of the first six cards that produce it (they sum to EXACT_DENOMINATOR)."""
+    return dict(_exact_outcomes())
+
+
+@lru_cache(maxsize=1)
+def _exact_outcomes() -> tuple[tuple[Outcome, int], ...]:
+    # Computed once per process (about a second): both modes and every caller share it.
     # Step 1: the first four cards by rank -> weight per (values, player pair, banker pair,
     # perfect pair), each weight counted over the ordered draws of those four cards.
     first_four: dict[tuple[int, int, int, int], dict[tuple[bool, bool, bool], int]] = defaultdict(
@@ -188,7 +195,7 @@ def exact_outcomes() -> dict[Outcome, int]:
                     p_total, b_total, p_cards, b_cards, player_pair, banker_pair, perfect
                 )
                 outcomes[outcome] += pair_weight * hand_weight
-    return dict(outcomes)
+    return tuple(outcomes.items())
 
 
 def exact_rtp(mode: str = "traditional") -> dict[str, Fraction]:
