@@ -1,0 +1,143 @@
+"""The table's TOML configuration and the `livetable journal` commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from controller.cli import main
+from controller.errors import ConfigurationError
+from controller.table.table import JournaledTable
+from controller.table_config import TableConfig, load_table_config, table_config_from_mapping
+from tests.table.driver import Driver, config_for
+
+GOOD = """
+[table]
+id = "t7"
+game = "blackjack-classic"
+betting_s = 12
+decision_s = 9.5
+rounds_after_cut_card = 1
+dealer_idle_s = 45
+camera_cross_check = true
+journal_path = "journal/t7.sqlite"
+"""
+
+
+def test_a_full_toml_file_loads(tmp_path: Path) -> None:
+    path = tmp_path / "table.toml"
+    path.write_text(GOOD)
+    config = load_table_config(path, environ={})
+    assert config == TableConfig(
+        table_id="t7",
+        game="blackjack-classic",
+        betting_s=12,
+        decision_s=9.5,
+        rounds_after_cut_card=1,
+        dealer_idle_s=45,
+        camera_cross_check=True,
+        journal_path=tmp_path / "journal" / "t7.sqlite",
+    )
+    with pytest.raises(AttributeError):
+        config.game = "baccarat"  # type: ignore[misc]
+
+
+def test_the_environment_overrides_the_journal_path(tmp_path: Path) -> None:
+    path = tmp_path / "table.toml"
+    path.write_text(GOOD)
+    config = load_table_config(path, environ={"LIVETABLE_JOURNAL_PATH": "/data/t7.journal"})
+    assert config.journal_path == Path("/data/t7.journal")
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('game = "poker"', "unknown game"),
+        ("betting_s = 0", "betting_s must be a positive"),
+        ("decision_s = -1", "decision_s must be a positive"),
+        ('dealer_idle_s = "soon"', "dealer_idle_s must be a positive"),
+        ("rounds_after_cut_card = 2", "rounds_after_cut_card must be 0"),
+        ('camera_cross_check = "yes"', "camera_cross_check must be true or false"),
+        ('baccarat_mode = "cheap"', "unknown baccarat_mode"),
+        ("colour = 3", "unknown keys in \\[table\\]: colour"),
+        ('id = ""', "table id"),
+    ],
+)
+def test_bad_settings_are_refused_with_a_clear_error(line: str, message: str) -> None:
+    import tomllib
+
+    base = "" if line.startswith("game") else 'game = "baccarat"\n'
+    data = tomllib.loads(f"[table]\n{base}{line}\n")
+    with pytest.raises(ConfigurationError, match=message):
+        table_config_from_mapping(data, environ={})
+
+
+def test_unreadable_or_invalid_files(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="cannot read"):
+        load_table_config(tmp_path / "missing.toml")
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[table\n")
+    with pytest.raises(ConfigurationError, match="not valid TOML"):
+        load_table_config(broken)
+    empty = tmp_path / "empty.toml"
+    empty.write_text("")
+    with pytest.raises(ConfigurationError, match=r"no \[table\]"):
+        load_table_config(empty)
+
+
+@pytest.fixture
+def journal_with_two_rounds(tmp_path: Path) -> Path:
+    config = config_for("baccarat", tmp_path)
+    table, _ = JournaledTable.open(config, at=1.0)
+    driver = Driver(table)
+    try:
+        driver.new_shoe()
+        for cards in (("9S", "TD", "KC", "3H"), ("8S", "TC", "KD", "3D")):
+            driver.open_and_close_betting()
+            driver.draw(*cards)
+    finally:
+        table.close()
+    return config.journal_path
+
+
+def test_journal_verify(journal_with_two_rounds: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["journal", "verify", str(journal_with_two_rounds)]) == 0
+    assert "rows, hash chain intact" in capsys.readouterr().out
+
+
+def test_journal_verify_reports_a_broken_chain(
+    journal_with_two_rounds: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sqlite3
+
+    with sqlite3.connect(journal_with_two_rounds) as db:
+        db.execute("UPDATE events SET body = replace(body, 'KC', 'KH') WHERE kind = 'CardDrawn'")
+    assert main(["journal", "verify", str(journal_with_two_rounds)]) == 1
+    assert "was altered" in capsys.readouterr().err
+
+
+def test_journal_export_prints_one_round(
+    journal_with_two_rounds: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["journal", "export", str(journal_with_two_rounds), "--round", "2"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    cards = [line["event"]["card"] for line in lines if line["kind"] == "CardDrawn"]
+    assert cards == ["8S", "TC", "KD", "3D"]
+    settled = [
+        effect
+        for line in lines
+        for effect in line["effects"]
+        if effect.get("name") == "round_settled"
+    ]
+    assert settled[0]["payload"]["round_id"] == 2
+
+
+def test_journal_export_of_an_unknown_round_or_file(
+    journal_with_two_rounds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["journal", "export", str(journal_with_two_rounds), "--round", "9"]) == 1
+    assert "round 9 is not in" in capsys.readouterr().err
+    assert main(["journal", "verify", str(tmp_path / "nothing")]) == 1
+    assert "no journal" in capsys.readouterr().err
