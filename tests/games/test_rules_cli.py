@@ -247,3 +247,30 @@ def test_rtp_draws_a_progress_bar_when_stderr_is_a_terminal() -> None:
     assert "3000/3000" in text
     assert "100.0%" in text
     assert "[" + "#" * 40 + "]" in text
+
+
+def test_replay_mixes_games_with_the_real_blackjack_rules() -> None:
+    classic = {
+        "game": "blackjack-classic",
+        "cards": ["TS", "9H", "7D", "KC", "5S"],
+        "boxes": 1,
+        "insurance": [False],
+        "decisions": [["S"]],
+    }
+    lines = [
+        json.dumps(classic),
+        json.dumps(BACCARAT_LINE),
+        json.dumps({**classic, "decisions": [["Z"]]}),
+        json.dumps({**classic, "game": "blackjack-boundless", "cards": ["TS", "9H"]}),
+        json.dumps(BACCARAT_LINE),
+    ]
+    result = _run(["rules", "replay"], "\n".join(lines) + "\n")
+    assert result.returncode == 0, result.stderr
+    answers = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(answers) == 5
+    assert set(answers[0]) >= {"boxes", "dealer", "cards_used"}
+    assert answers[0]["boxes"][0]["hands"] == [["TS", "7D"]]
+    assert answers[1]["winner"] == "banker"
+    assert "error" in answers[2]
+    assert "error" in answers[3]  # two cards cannot finish a boundless round
+    assert answers[4] == answers[1]
