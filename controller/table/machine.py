@@ -1215,5 +1215,5 @@ def mermaid_diagram() -> str:
                 edges.setdefault((phase.name, target.name), []).append(kind)
     for (source, target), kinds in sorted(edges.items()):
         lines.append(f"    {source} --> {target}: {', '.join(sorted(set(kinds)))}")
-    lines.append("    PAUSED --> [*]: command.resume returns to the phase it paused")
+    lines.append("    note right of PAUSED: command.resume returns to the phase that was paused")
     return "\n".join(lines)
