@@ -41,6 +41,7 @@ NATIVE_HEARTBEAT_S: Final = 0.2
 NATIVE_HOLD_MAX: Final = 10_000  # events kept for retransmission until acknowledged
 BYTEWISE_GAP_S: Final = 0.0005  # between single-byte writes, so the reader sees them apart
 LOOP_S: Final = 0.05
+PULL_AFTER_S: Final = 0.01  # a scheduled cable pull waits this long after the card's frame
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,6 +264,7 @@ class ShoeSimulator:
             else:
                 emitted = self._emit("card", card=card, target=target, index=index)
         if faults.pull_every and self._cards_drawn % faults.pull_every == 0:
+            time.sleep(PULL_AFTER_S)  # the cable comes out between two cards, not inside one
             self.unplug(faults.pull_seconds)
         return emitted
 
@@ -322,9 +324,9 @@ class ShoeSimulator:
         with self._write_lock:
             master, slave = self._master, self._slave
             self._master = self._slave = None
-        for fd in (master, slave):
-            if fd is not None:
-                os.close(fd)
+            for fd in (master, slave):
+                if fd is not None:
+                    os.close(fd)
         with contextlib.suppress(FileNotFoundError):
             self.link.unlink()
 

@@ -37,7 +37,10 @@ class Rig:
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise AssertionError(f"no matching event in {timeout} s; saw {self.seen[-10:]}")
+                raise AssertionError(
+                    f"no matching event in {timeout} s; saw {self.seen[-10:]}; the shoe sent "
+                    f"{self.simulator.truth[-5:]}, plugged={self.simulator.plugged}"
+                )
             try:
                 event = self.next_event(left)
             except queue.Empty:
