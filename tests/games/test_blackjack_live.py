@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from controller.errors import RulesError
@@ -86,3 +88,39 @@ def test_decision_before_cards_raises() -> None:
         BlackjackRound("blackjack-21", boxes=8)
     with pytest.raises(RulesError, match="unknown blackjack game"):
         BlackjackRound("blackjack-spanish", boxes=1)
+
+
+def test_settlement_and_views_are_json_ready() -> None:
+    round_ = BlackjackRound("blackjack-classic", boxes=2)
+    with pytest.raises(RulesError, match="not complete"):
+        round_.settlement()
+    deal(round_, "8S", "AS", "9D", "8D", "2C", "AH")  # box1 8-8, box2 A-2 vs an Ace up
+    assert round_.next_step() == DecisionNeeded("insurance", 1, 1, frozenset("YN"), "N")
+    round_.decide(1, 1, "Y")
+    round_.decide(2, 1, "n")
+    round_.decide(1, 1, "P")
+    json.dumps(round_.public_view())
+    assert round_.public_view()["next"] == {"card": "box1.hand1", "face_down": False}
+    deal(round_, "TC")
+    round_.decide(1, 1, "S")
+    deal(round_, "9C")
+    round_.decide(1, 2, "S")
+    round_.decide(2, 1, "D")
+    deal(round_, "7C")  # A-2-7: soft 20 after the double; the dealer's 9+A = soft 20 stands
+    assert round_.complete
+    settlement = round_.settlement()
+    json.dumps(settlement)
+    assert settlement["dealer"] == {
+        "cards": ["9D", "AH"],
+        "total": 20,
+        "blackjack": False,
+        "busted": False,
+    }
+    first, second = settlement["boxes"]
+    assert [hand["cards"] for hand in first["hands"]] == [["8S", "TC"], ["8D", "9C"]]
+    assert [hand["result"] for hand in first["hands"]] == ["lose", "lose"]
+    assert first["insurance_net"] == -0.5
+    assert first["net"] == -2.5
+    assert second["hands"][0]["doubled"]
+    assert second["hands"][0]["result"] == "push"
+    assert second["net"] == 0.0
