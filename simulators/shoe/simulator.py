@@ -163,6 +163,8 @@ class ShoeSimulator:
         self._replug_at: float | None = None
         self._silent_until = 0.0
         self._last_sent = 0.0
+        self.last_write_end = 0.0
+        """time.perf_counter() when the last byte of the latest write was handed to the pty."""
         self._wake_r, self._wake_w = -1, -1
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -516,6 +518,7 @@ class ShoeSimulator:
                         self.wire.overflow_lost += 1
                         return False
                     view = view[written:]
+            self.last_write_end = time.perf_counter()
             return True
 
     # -- protocol: host commands ------------------------------------------------------------

@@ -1,0 +1,104 @@
+"""The shoe commands (sim, monitor, bench) and the simulator's control language."""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from controller.cli import main
+from drivers.shoe import bench
+from drivers.shoe.driver import ShoeConfig, ShoeDriver
+from drivers.shoe.events import CardDrawn, ShoeEvent, ShoeLockChanged, ShoeOnline
+from simulators.shoe import ShoeSimulator
+from simulators.shoe.control import execute
+
+
+def test_control_language(tmp_path: Path) -> None:
+    with ShoeSimulator("angel-eye", tmp_path / "shoe", seed=4, decks=1, cut_card_depth=50) as sim:
+        answer = execute(sim, "draw 2 banker 3")
+        assert answer == f"ok 1 card {sim.truth[0].card}; 2 card {sim.truth[1].card}"
+        assert execute(sim, "key lock") == "ok 3 lock" and sim.locked
+        assert execute(sim, "status").startswith("ok protocol=angel-eye plugged=True")
+        assert execute(sim, "unplug") == "ok unplugged" and not sim.plugged
+        assert execute(sim, "replug").startswith("ok plugged /dev/pts/")
+        assert execute(sim, "draw 1").endswith("cut_card")
+        assert execute(sim, "draw lots").startswith("error")
+        assert execute(sim, "fault x").startswith("error")
+        assert execute(sim, 'draw "unclosed').startswith("error")
+        assert execute(sim, "").startswith("ok")
+
+
+def test_sim_shoe_command_driven_by_stdin(tmp_path: Path) -> None:
+    link, truth = tmp_path / "shoe", tmp_path / "truth.jsonl"
+    command = [sys.executable, "-m", "controller.cli", "sim", "shoe", "--protocol", "native"]
+    command += ["--link", str(link), "--seed", "9", "--truth", str(truth)]
+    process = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=Path.cwd()
+    )
+    events: queue.Queue[ShoeEvent] = queue.Queue()
+    try:
+        assert process.stdout is not None and process.stdin is not None
+        assert "shoe (native) on" in process.stdout.readline()
+        with ShoeDriver(ShoeConfig(str(link), "native", reconnect_initial_s=0.05), events):
+            assert isinstance(events.get(timeout=10), ShoeOnline)
+            process.stdin.write("draw 3\n")
+            process.stdin.flush()
+            answer = process.stdout.readline()
+            drawn = [events.get(timeout=10) for _ in range(3)]
+            process.stdin.write("quit\n")
+            process.stdin.flush()
+            assert process.wait(timeout=10) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for stream in (process.stdin, process.stdout):
+            if stream is not None:
+                stream.close()
+    records = [json.loads(line) for line in truth.read_text().splitlines()]
+    assert answer.startswith("ok 1 card")
+    assert [(e.sequence, str(e.card)) for e in drawn if isinstance(e, CardDrawn)] == [
+        (r["sequence"], r["card"]) for r in records
+    ]
+    assert not link.exists()
+
+
+def test_shoe_monitor_prints_json_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    link = tmp_path / "shoe"
+    with ShoeSimulator("angel-eye", link, seed=1) as sim:
+        arguments = ["shoe", "monitor", "--port", str(link), "--protocol", "angel-eye"]
+        arguments += ["--json", "--count", "3", "--seconds", "20"]
+        status: list[int] = []
+        monitor = threading.Thread(target=lambda: status.append(main(arguments)))
+        monitor.start()
+        time.sleep(0.5)
+        first, second = sim.draw(), sim.draw("banker", 1)
+        monitor.join(30)
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert status == [0]
+    assert [line["event"] for line in lines] == ["ShoeOnline", "CardDrawn", "CardDrawn"]
+    assert [(line["card"], line["position"]) for line in lines[1:]] == [
+        (first.card, "player"),
+        (second.card, "banker"),
+    ]
+
+
+def test_shoe_monitor_text_lines() -> None:
+    from drivers.shoe.cli import event_line
+
+    line = event_line(ShoeLockChanged(True, 1_700_000_000.25))
+    assert line.endswith("ShoeLockChanged locked=True")
+
+
+@pytest.mark.parametrize("protocol", ["angel-eye", "native"])
+def test_bench_measures_every_frame(protocol: str) -> None:
+    figures = bench.measure(protocol, 40)
+    assert figures["frames"] == 40
+    assert 0 < figures["p50_ms"] <= figures["p99_ms"] <= figures["max_ms"]
