@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sys
 import time
 import tomllib
 from pathlib import Path
@@ -66,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
+    parser.print_help(sys.stderr)
     return 2
 
 

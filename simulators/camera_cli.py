@@ -17,6 +17,7 @@ from typing import Any
 
 from controller.errors import ConfigurationError
 
+# The simulator's games, repeated here so that building the CLI does not import the simulator.
 GAMES = ("baccarat", "blackjack-classic", "blackjack-21", "blackjack-boundless")
 
 

@@ -284,6 +284,12 @@ def test_sim_camera_command_writes_video_crops_and_a_config_that_calibrate_reads
     assert cv2.imread(str(snapshot)).shape == (360, 640, 3)
 
 
+def test_the_command_line_offers_every_simulated_game() -> None:
+    from simulators import camera_cli
+
+    assert camera_cli.GAMES == GAMES
+
+
 def test_sim_camera_command_refuses_bad_requests(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
