@@ -426,9 +426,13 @@ _DEALER_DRAW: Final = CardNeeded("dealer")
 _HOLE: Final = CardNeeded("dealer", face_down=True)
 _SHARED_PLAYER: Final = CardNeeded("player")
 
-_DEAL_PLANS: dict[tuple[BlackjackRules, int], list[tuple[CardNeeded, int]]] = {}
+_DEAL_PLANS: dict[tuple[int, int], tuple[BlackjackRules, list[tuple[CardNeeded, int]]]] = {}
 _decision_cache: dict[tuple[str, int, int, frozenset[str], str], DecisionNeeded] = {}
 _card_needed_cache: dict[str, CardNeeded] = {}
+
+
+_MORE_CARDS_DEFAULT_YES: Final = DecisionNeeded(MORE_CARDS, 1, 1, YES_NO, YES)
+_MORE_CARDS_DEFAULT_NO: Final = DecisionNeeded(MORE_CARDS, 1, 1, YES_NO, NO)
 
 
 def _decision(kind: str, box: int, hand: int, options: frozenset[str], default: str) -> Step:
@@ -444,6 +448,9 @@ def _card_needed(position: str) -> CardNeeded:
     if step is None:
         step = _card_needed_cache[position] = CardNeeded(position)
     return step
+
+
+_BOX_POSITIONS: Final = {box: _card_needed(f"box{box}") for box in range(1, 8)}
 
 
 class BlackjackRound:
@@ -484,11 +491,12 @@ class BlackjackRound:
         self.insurance: list[bool | None] = [None] * boxes
         self.plays: list[BoxPlay] = []
         self._phase = _DEAL
-        plan_key = (rules, boxes)
-        plan = _DEAL_PLANS.get(plan_key)
-        if plan is None:
-            plan = _DEAL_PLANS[plan_key] = self._build_deal_plan()
-        self._deal_plan = plan
+        # Keyed by identity (hashing the frozen rules costs more than a round's deal); the
+        # entry keeps its rules object alive, so the id cannot be reused by another one.
+        cached = _DEAL_PLANS.get((id(rules), boxes))
+        if cached is None or cached[0] is not rules:
+            cached = _DEAL_PLANS[(id(rules), boxes)] = (rules, self._build_deal_plan())
+        self._deal_plan = cached[1]
         self._deal_index = 0
         self._offers: list[tuple[str, int]] = []
         self._offer_index = 0
@@ -650,7 +658,7 @@ class BlackjackRound:
                 box = index + 1
                 if play.needs_card:
                     if len(play.hands) == 1:
-                        self._pending = _card_needed(f"box{box}")
+                        self._pending = _BOX_POSITIONS.get(box) or _card_needed(f"box{box}")
                     else:
                         self._pending = _card_needed(f"box{box}.hand{play.current + 1}")
                 else:
@@ -665,9 +673,10 @@ class BlackjackRound:
 
     def _ask_more_cards(self) -> None:
         self._phase = _MORE
-        total = self.common_hand.total
-        default = YES if total <= AUTO_PLAY_HITS_UP_TO else NO
-        self._pending = _decision(MORE_CARDS, 1, 1, YES_NO, default)
+        if self.common_hand.total <= AUTO_PLAY_HITS_UP_TO:
+            self._pending = _MORE_CARDS_DEFAULT_YES
+        else:
+            self._pending = _MORE_CARDS_DEFAULT_NO
 
     def _start_dealer(self) -> None:
         self.hole_revealed = True
