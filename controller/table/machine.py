@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from controller.errors import RulesError, TableError, TransitionError
 from controller.games.base import CardNeeded, DecisionNeeded, LiveRound
-from controller.games.cards import Card, ShoeCount
+from controller.games.cards import RANKS, Card, ShoeCount
 from controller.games.shoe import burn_count, final_round_number
 from controller.table import games
 from controller.table.effects import (
@@ -89,6 +89,13 @@ DRAWING_PHASES: Final = frozenset({P.BURN_REVEAL, P.BURNING, P.DEALING})
 ACTIVE_PHASES: Final = ROUND_PHASES | BURN_PHASES
 
 SUPERVISOR_ROLE: Final = "supervisor"
+# What a pause's ``unread`` says when the misread card is the dealer's hole card.
+HOLE_UNREAD: Final = "the dealer's hole card"
+# Stands in for a misread hole card in the live round until the card is read at its reveal.
+# Any face would do: the machine checks, after every step, that the round would have gone
+# exactly the same whatever the hole card is (see TableMachine._hole_matters).
+HOLE_PLACEHOLDER: Final = Card("2", "S")
+HOLE_CANDIDATES: Final = tuple(Card(rank, "S") for rank in RANKS)
 RESOLUTIONS: Final = ("", "accept", "burn", "enter_card")
 
 
@@ -172,6 +179,7 @@ class TableState:
     next_timer_id: int = 1
     cross_checks: tuple[tuple[str, Card], ...] = ()  # face-up cards awaiting the camera
     reading: str | None = None  # position whose misread card the camera is asked for
+    hole_unread: int | None = None  # index in round_log of a misread hole card's stand-in
     pause: Pause | None = None
     shoe_online: bool = True
     shoe_locked: bool = True  # what the machine asked of the shoe
@@ -212,7 +220,7 @@ _ALWAYS: Final[dict[str, Callable[[Phase], Transition]]] = {
     "command.pause": lambda phase: _t("on_pause_command", P.PAUSED),
 }
 _AFTER_ROUND: Final = (P.SHOE_READY, P.AWAITING_SHUFFLE)
-_ADVANCE: Final = (P.DEALING, P.DECIDING, *_AFTER_ROUND)
+_ADVANCE: Final = (P.DEALING, P.DECIDING, P.READING, *_AFTER_ROUND)
 
 _BY_PHASE: Final[dict[Phase, dict[str, Transition]]] = {
     P.AWAITING_SHUFFLE: {
@@ -271,7 +279,7 @@ _BY_PHASE: Final[dict[Phase, dict[str, Transition]]] = {
     },
     P.DEALING: {
         "card": _t("on_card", *_ADVANCE, P.PAUSED),
-        "misread": _t("on_misread", P.READING, P.PAUSED),
+        "misread": _t("on_misread", *_ADVANCE, P.PAUSED),
         "cut_card": _t("on_cut_card", P.DEALING),
         "camera": _t("on_cross_check", P.DEALING, P.PAUSED),
         "cards_lost": _t("on_cards_lost", P.PAUSED),
@@ -381,6 +389,12 @@ def _step_data(step: object) -> dict[str, Any] | None:
     return None
 
 
+def _revealed(live: LiveRound | None) -> bool:
+    # The LiveRound contract does not say when a face-down card is turned over; the
+    # blackjack round exposes it as ``hole_revealed``.
+    return bool(getattr(live, "hole_revealed", False))
+
+
 def _card_text(card: Card | None) -> str | None:
     return None if card is None else str(card)
 
@@ -481,14 +495,56 @@ class TableMachine:
             self.config.game, state.round_number, state.boxes, self.config.baccarat_mode
         )
 
-    def _rebuild_round(self, state: TableState) -> LiveRound:
+    def _rebuild_round(
+        self, state: TableState, log: tuple[tuple[Any, ...], ...] | None = None
+    ) -> LiveRound:
         live = self._new_round(state)
-        for entry in state.round_log:
+        for entry in state.round_log if log is None else log:
             if entry[0] == "card":
                 live.deal(entry[2])
             else:
                 live.decide(entry[1], entry[2], entry[3])
         return live
+
+    def _log_with_hole(self, state: TableState, hole: Card) -> tuple[tuple[Any, ...], ...]:
+        index = state.hole_unread
+        assert index is not None
+        kind, position, _, face_down = state.round_log[index]
+        return (
+            *state.round_log[:index],
+            (kind, position, hole, face_down),
+            *state.round_log[index + 1 :],
+        )
+
+    def _hole_matters(self, state: TableState) -> bool:
+        """Whether the round would have gone differently had the unread hole card been any
+        other rank: then the rules need it now (a peek), before it is turned over."""
+        outcomes = set()
+        for candidate in HOLE_CANDIDATES:
+            try:
+                live = self._rebuild_round(state, self._log_with_hole(state, candidate))
+            except RulesError:
+                return True
+            step = _step_data(live.next_step())
+            outcomes.add(repr((step, live.complete, _revealed(live))))
+        return len(outcomes) > 1
+
+    def _fill_hole(self, state: TableState, card: Card, at: float, source: str) -> list[Effect]:
+        """Put the hole card, read at last, in place of its stand-in (already counted)."""
+        index = state.hole_unread
+        assert index is not None
+        log = self._log_with_hole(state, card)
+        state.round = self._rebuild_round(state, log)
+        state.round_log = log
+        state.hole_unread = None
+        payload: dict[str, Any] = {
+            "round_id": state.round_id,
+            "position": log[index][1],
+            "source": source,
+        }
+        if _revealed(state.round):
+            payload["card"] = str(card)
+        return [PublishEvent("hole_card_read", payload), *self._advance(state, at)]
 
     def _timer(self, state: TableState, purpose: str, duration: float, at: float) -> Effect:
         timer_id = state.next_timer_id
@@ -529,6 +585,10 @@ class TableMachine:
             "round": None if state.round is None else dict(state.round.public_view()),
         }
 
+    @staticmethod
+    def _reading_hole(state: TableState) -> bool:
+        return state.hole_unread is not None and _revealed(state.round)
+
     def _publish(self, state: TableState) -> Effect:
         return PublishState(self.public_state(state))
 
@@ -558,9 +618,13 @@ class TableMachine:
             )
             effects.append(self._timer(state, "dealer_idle", self.config.dealer_idle_s, at))
         elif phase is P.READING:
-            effects.append(AskCamera(state.reading, "misread"))  # type: ignore[arg-type]
+            if self._reading_hole(state):
+                effects.append(AskCamera(state.reading, "hole_reveal"))  # type: ignore[arg-type]
+                effects.append(TellDealer("reveal", "turn the hole card over for the camera"))
+            else:
+                effects.append(AskCamera(state.reading, "misread"))  # type: ignore[arg-type]
+                effects.append(TellDealer("wait", "the card is being read by the camera"))
             effects.append(self._timer(state, "camera", self.config.dealer_idle_s, at))
-            effects.append(TellDealer("wait", "the card is being read by the camera"))
         elif phase is P.DECIDING:
             step = state.round.next_step()  # type: ignore[union-attr]
             assert isinstance(step, DecisionNeeded)
@@ -593,6 +657,20 @@ class TableMachine:
 
     def _advance(self, state: TableState, at: float) -> list[Effect]:
         """Ask the round what it needs next and go there (or settle it)."""
+        if state.hole_unread is not None:
+            if _revealed(state.round):
+                # The dealer turns the hole card over now: the camera can read it.
+                state.reading = state.round_log[state.hole_unread][1]
+                return self._enter(state, P.READING, at)
+            if self._hole_matters(state):
+                return self._pause(
+                    state,
+                    PauseReason.HOLE_CARD_MISREAD,
+                    at,
+                    "the rules need it before its reveal: the supervisor reads it privately "
+                    "and enters it by hand",
+                    unread=HOLE_UNREAD,
+                )
         step = state.round.next_step()  # type: ignore[union-attr]
         if isinstance(step, CardNeeded):
             return self._enter(state, P.DEALING, at)
@@ -615,6 +693,7 @@ class TableMachine:
         state.round_log = ()
         state.cross_checks = ()
         state.reading = None
+        state.hole_unread = None
         state.pause = None
         if state.final_round is not None and state.round_number >= state.final_round:
             return self._end_shoe(state, at, "the final round after the cut card was played")
@@ -633,6 +712,7 @@ class TableMachine:
         state.round_log = ()
         state.cross_checks = ()
         state.reading = None
+        state.hole_unread = None
         state.pause = None
         return effects + self._enter(state, P.AWAITING_SHUFFLE, at)
 
@@ -959,14 +1039,24 @@ class TableMachine:
         step = state.round.next_step()  # type: ignore[union-attr]
         assert isinstance(step, CardNeeded)
         if step.face_down:
-            # The camera cannot see a face-down card; the dealer must not turn it over early.
-            return self._pause(
-                state,
-                PauseReason.HOLE_CARD_MISREAD,
-                event.at,
-                "the supervisor reads it privately and enters it by hand",
-                unread=step.position,
+            # The camera cannot see a face-down card and the dealer must not turn it over
+            # early: play on with a stand-in while its face cannot matter, read it at its
+            # reveal (or pause if the rules need it before).
+            if state.hole_unread is not None:
+                raise TransitionError("a second face-down card misread")  # pragma: no cover
+            state.round.deal(HOLE_PLACEHOLDER)  # type: ignore[union-attr]
+            state.round_log += (("card", step.position, HOLE_PLACEHOLDER, True),)
+            state.hole_unread = len(state.round_log) - 1
+            dealt = PublishEvent(
+                "card_dealt",
+                {
+                    "round_id": state.round_id,
+                    "position": step.position,
+                    "face_down": True,
+                    "source": "unread",
+                },
             )
+            return [dealt, *self._advance(state, event.at)]
         state.reading = step.position
         return self._enter(state, P.READING, event.at)
 
@@ -978,6 +1068,7 @@ class TableMachine:
     def on_camera_read(self, state: TableState, event: CameraRead) -> list[Effect]:
         if event.position != state.reading:
             return self.on_cross_check(state, event)
+        hole = self._reading_hole(state)
         state.reading = None
         if event.card is None:
             return self._pause(
@@ -985,12 +1076,20 @@ class TableMachine:
                 PauseReason.MISREAD,
                 event.at,
                 f"the card for {event.position}",
-                unread=event.position,
+                unread=HOLE_UNREAD if hole else event.position,
             )
+        if hole:
+            try:
+                self._count(state, event.card)
+            except RulesError as error:
+                return self._pause(
+                    state, PauseReason.IMPOSSIBLE_CARD, event.at, str(error), unread=HOLE_UNREAD
+                )
+            return self._fill_hole(state, event.card, event.at, "camera")
         return self._take_card(state, event.card, event.at, "camera")
 
     def on_camera_timeout(self, state: TableState, event: TimerExpired) -> list[Effect]:
-        position = state.reading
+        position = HOLE_UNREAD if self._reading_hole(state) else state.reading
         return self._pause(
             state, PauseReason.MISREAD, event.at, "the camera did not answer", unread=position
         )
@@ -1123,6 +1222,9 @@ class TableMachine:
             self._count_entered(state, dealt_card)
             state.phase = P.BURN_REVEAL
             effects += self._reveal(state, dealt_card, event.at)
+        elif pause.unread == HOLE_UNREAD:
+            self._count_entered(state, dealt_card)
+            effects += self._fill_hole(state, dealt_card, event.at, "supervisor")
         else:
             if resolution == "enter_card":
                 self._count_entered(state, dealt_card)
@@ -1145,6 +1247,8 @@ class TableMachine:
         return self._enter(state, phase, at)
 
     def _enter_reading_again(self, state: TableState, at: float) -> list[Effect]:
+        if self._reading_hole(state):
+            return self._advance(state, at)
         step = state.round.next_step()  # type: ignore[union-attr]
         assert isinstance(step, CardNeeded)
         state.reading = step.position
@@ -1181,6 +1285,7 @@ class TableMachine:
             "next_timer_id": state.next_timer_id,
             "cross_checks": [[position, str(card)] for position, card in state.cross_checks],
             "reading": state.reading,
+            "hole_unread": state.hole_unread,
             "pause": None
             if pause is None
             else {

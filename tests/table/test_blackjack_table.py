@@ -8,9 +8,10 @@ import json
 
 import pytest
 
+from controller.games.base import DecisionNeeded
 from controller.games.blackjack import BlackjackRound
 from controller.games.cards import parse_card
-from controller.table.effects import PublishEvent, PublishState, StartTimer
+from controller.table.effects import AskCamera, PublishEvent, PublishState, StartTimer
 from controller.table.machine import Phase
 from tests.table.driver import Driver, deal_until_settled, shuffled_shoe
 
@@ -258,24 +259,89 @@ def test_the_hole_card_appears_in_no_published_effect_before_the_reveal(game: st
     assert driver.published_events("round_settled")
 
 
-@pytest.mark.parametrize("ending", ["enter_card", "cancel"])
-def test_a_misread_hole_card_is_entered_privately_by_the_supervisor(ending: str) -> None:
+def no_published_hole(driver: Driver, start: int) -> None:
+    for effect in driver.effects[start:]:
+        if isinstance(effect, PublishState | PublishEvent):
+            assert f'"{HOLE}"' not in json.dumps(effect.to_dict()), effect
+
+
+def rules_result(game: str, cards: list[str], decisions: list[tuple[int, int, str]]) -> dict:
+    """The settlement a fresh rules round gives for these cards and decisions."""
+    rules = BlackjackRound(game, 1)
+    cards_left, decisions_left = list(cards), list(decisions)
+    while not rules.complete:
+        if isinstance(rules.next_step(), DecisionNeeded):
+            rules.decide(*decisions_left.pop(0))
+        else:
+            rules.deal(parse_card(cards_left.pop(0)))
+    return json.loads(json.dumps(rules.settlement()))
+
+
+def test_a_misread_hole_card_is_read_by_the_camera_when_the_dealer_reveals_it() -> None:
+    driver = table_for("blackjack-boundless")
+    driver.open_and_close_betting()
+    driver.draw("5S", "6H", "3C")  # P 5, D-up 6: no dealer blackjack is possible
+    start = len(driver.effects)
+    driver.misread()  # the hole card
+    assert driver.phase is Phase.DECIDING  # play goes on
+    driver.decide("more_cards", 1, 1, "Y")
+    driver.draw("9D")
+    effects = driver.decide("more_cards", 1, 1, "N")
+    assert driver.phase is Phase.READING
+    assert AskCamera("dealer", "hole_reveal") in effects
+    no_published_hole(driver, start)
+    driver.camera("dealer", HOLE)  # 6 + Q = 16: the dealer draws
+    assert driver.published_events("hole_card_read")[-1]["card"] == HOLE
+    assert driver.expected_position() == "dealer"
+    driver.draw("8C")
+    settled = driver.published_events("round_settled")[-1]["result"]
+    assert settled == rules_result(
+        "blackjack-boundless", ["5S", "6H", "3C", HOLE, "9D", "8C"], [(1, 1, "Y"), (1, 1, "N")]
+    )
+    assert driver.machine.state.count.seen[parse_card(HOLE)] == 1
+
+
+@pytest.mark.parametrize(("hole", "dealer_blackjack"), [("AD", True), (HOLE, False)])
+def test_a_misread_hole_card_the_peek_needs_is_entered_by_the_supervisor(
+    hole: str, dealer_blackjack: bool
+) -> None:
     driver = table_for("blackjack-classic")
     driver.open_and_close_betting(boxes=1)
     driver.draw("5S")
-    assert driver.expected_position() == "dealer"
     start = len(driver.effects)
-    driver.misread()
+    driver.misread()  # the hole card, dealt second in classic
+    assert driver.phase is Phase.DEALING
+    driver.draw("3C", "KH")  # up card K: the rules peek, so the hole matters now
     assert driver.phase is Phase.PAUSED
-    assert driver.machine.state.pause.reason.value == "hole_card_misread"
-    assert driver.machine.state.pause.unread == "dealer"
+    pause = driver.machine.state.pause
+    assert pause.reason.value == "hole_card_misread"
+    assert not driver.command("resume").ok
+    assert driver.command("resume", resolution="enter_card", card=hole).ok
+    no_published_hole(driver, start)
+    if dealer_blackjack:
+        settled = driver.published_events("round_settled")[-1]["result"]
+        assert settled["dealer"]["blackjack"] is True
+        assert settled == rules_result("blackjack-classic", ["5S", hole, "3C", "KH"], [])
+    else:
+        assert driver.phase is Phase.DECIDING
+
+
+@pytest.mark.parametrize("ending", ["enter_card", "cancel"])
+def test_a_hole_card_the_camera_cannot_read_at_its_reveal(ending: str) -> None:
+    driver = table_for("blackjack-21")
+    driver.open_and_close_betting(boxes=1)
+    driver.draw("TS", "6H", "9C")
+    driver.misread()
+    driver.decide("play", 1, 1, "S")
+    assert driver.phase is Phase.READING
+    driver.camera("dealer", None)
+    assert driver.phase is Phase.PAUSED
+    assert driver.machine.state.pause.unread == "the dealer's hole card"
     if ending == "cancel":
         assert driver.command("cancel").ok
         assert driver.published_events("round_voided")
         return
-    assert driver.command("resume", resolution="enter_card", card=HOLE).ok
-    driver.draw("3C", "6H")
-    for effect in driver.effects[start:]:
-        if isinstance(effect, PublishState | PublishEvent):
-            assert f'"{HOLE}"' not in json.dumps(effect.to_dict()), effect
-    assert driver.phase is Phase.DECIDING
+    assert driver.command("resume", resolution="enter_card", card="5D").ok
+    driver.draw("8C")  # 6 + 5 + 8 = 19
+    settled = driver.published_events("round_settled")[-1]["result"]
+    assert settled == rules_result("blackjack-21", ["TS", "6H", "9C", "5D", "8C"], [(1, 1, "S")])
