@@ -196,7 +196,7 @@ def simulate(
         round_, resolver = play_round(rules.game, shoe, strategy)
         if boundless:
             player = _seated_player(round_, resolver)
-            main.add(player.result(round_.dealer).net)
+            main.add(player.net(round_.dealer))
             results = side_bet_results(round_.common[:2], round_.dealer)
             for bet in SIDE_BETS:
                 if side_bet_available(bet, round_in_shoe):
@@ -224,7 +224,7 @@ def play_rounds(game: str, rounds: int, seed: int = 0, strategy: bool = True) ->
         shoe.start_round()
         round_, resolver = play_round(rules.game, shoe, player)
         if rules.game == BOUNDLESS:
-            _seated_player(round_, resolver).result(round_.dealer)
+            _seated_player(round_, resolver).net(round_.dealer)
         else:
             round_.box_net(1)
         played += 1

@@ -282,3 +282,13 @@ def test_side_bet_limits_by_round_in_the_shoe(bet: str) -> None:
 def test_unknown_side_bet() -> None:
     with pytest.raises(RulesError, match="unknown Boundless side bet"):
         side_bet_available("perfect_pairs", 1)
+
+
+def test_net_is_the_result_net() -> None:
+    common = cards("8S 8D 3C TH 9D 2S")
+    for dealer in (cards("7C TC"), cards("AC KC"), cards("AC 6C")):
+        for tokens, insurance in ((["S"], True), (["P", "D", "H", "S"], False), (["H"], True)):
+            resolver = PlayerResolver(common[:2], dealer[0], tokens, insurance)
+            if dealer[1].rank != "K":
+                resolver.advance(common)
+            assert resolver.net(dealer) == resolver.result(dealer).net
