@@ -1,8 +1,18 @@
-"""A shoe simulator on a real pty with the real driver reading it, for contract tests."""
+"""A shoe simulator on a real pty with the real driver reading it, for contract tests.
+
+Transports: ``pty`` (the driver opens the simulator's symlink) and ``tcp`` (the driver opens
+``socket://127.0.0.1:PORT`` served by :class:`SerialServer`, which plays a MOXA NPort in TCP
+server mode: raw bytes both ways between one TCP client and the serial line).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import queue
+import select
+import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -61,6 +71,59 @@ class Rig:
                 return events
 
 
+class SerialServer:
+    """A serial-to-Ethernet server for tests: relays one TCP client to the tty at ``link``."""
+
+    def __init__(self, link: Path) -> None:
+        self.link = link
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, name="serial-server", daemon=True)
+
+    def __enter__(self) -> SerialServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join(5.0)
+        self._listener.close()
+
+    def _serve(self) -> None:
+        self._listener.settimeout(0.05)
+        while not self._stop.is_set():
+            try:
+                client, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            with client:
+                self._relay(client)
+
+    def _relay(self, client: socket.socket) -> None:
+        try:
+            tty = os.open(self.link, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
+        except OSError:
+            return  # no serial line: drop the client, it will reconnect
+        try:
+            while not self._stop.is_set():
+                readable, _, _ = select.select([client, tty], [], [], 0.05)
+                if tty in readable:
+                    data = os.read(tty, 4096)
+                    if not data:
+                        return
+                    client.sendall(data)
+                if client in readable:
+                    data = client.recv(4096)
+                    if not data:
+                        return
+                    os.write(tty, data)
+        except OSError:
+            return  # the serial side went away (cable pulled): the TCP session ends too
+        finally:
+            os.close(tty)
+
+
 @contextmanager
 def shoe_rig(
     tmp_path: Path,
@@ -71,6 +134,7 @@ def shoe_rig(
     cut_card_depth: int = 14,
     wait_online: bool = True,
     bcc_includes_stx: bool | None = None,
+    transport: str = "pty",
     **config: object,
 ) -> Iterator[Rig]:
     link = tmp_path / f"shoe-{protocol}"
@@ -87,8 +151,13 @@ def shoe_rig(
     )
     settings: dict[str, object] = {"reconnect_initial_s": 0.05, "reconnect_max_s": 0.4}
     settings.update(config)
-    driver = ShoeDriver(ShoeConfig(str(link), protocol, **settings), events)  # type: ignore[arg-type]
-    with simulator, driver:
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(simulator)
+        port = str(link)
+        if transport == "tcp":
+            port = f"socket://127.0.0.1:{stack.enter_context(SerialServer(link)).port}"
+        driver = ShoeDriver(ShoeConfig(port, protocol, **settings), events)  # type: ignore[arg-type]
+        stack.enter_context(driver)
         rig = Rig(simulator, driver, events)
         if wait_online:
             rig.wait_online()

@@ -30,6 +30,7 @@ from tests.shoe.rig import Rig, shoe_rig
 ALL = ["angel-eye", "ascii", "native"]
 SEQUENCED = ["angel-eye", "native"]
 WITH_COMMANDS = ["angel-eye", "native"]
+TRANSPORTS = ["pty", "tcp"]  # tcp: socket:// through a serial-to-Ethernet server
 
 
 def cards_of(events: list[ShoeEvent]) -> list[tuple[int | None, str]]:
@@ -45,9 +46,10 @@ def expected_cards(rig: Rig, protocol: str) -> list[tuple[int | None, str]]:
     ]
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("protocol", ALL)
-def test_every_card_arrives_once_in_order(tmp_path: Path, protocol: str) -> None:
-    with shoe_rig(tmp_path, protocol) as rig:
+def test_every_card_arrives_once_in_order(tmp_path: Path, protocol: str, transport: str) -> None:
+    with shoe_rig(tmp_path, protocol, transport=transport) as rig:
         for _ in range(30):
             rig.simulator.draw()
         rig.wait_for(lambda e: isinstance(e, CardDrawn) and len(cards_of(rig.seen)) == 30)
@@ -58,9 +60,10 @@ def test_every_card_arrives_once_in_order(tmp_path: Path, protocol: str) -> None
         ]
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("protocol", ALL)
-def test_frames_written_one_byte_at_a_time(tmp_path: Path, protocol: str) -> None:
-    with shoe_rig(tmp_path, protocol, FaultPlan(bytewise_rate=1.0)) as rig:
+def test_frames_written_one_byte_at_a_time(tmp_path: Path, protocol: str, transport: str) -> None:
+    with shoe_rig(tmp_path, protocol, FaultPlan(bytewise_rate=1.0), transport=transport) as rig:
         for _ in range(5):
             rig.simulator.draw()
         rig.wait_for(lambda e: len(cards_of(rig.seen)) == 5)
@@ -141,9 +144,10 @@ def test_cable_pull_offline_then_online_behind_the_same_link(tmp_path: Path, pro
         assert tty_before is not None and rig.driver.connects >= 2
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("protocol", SEQUENCED)
-def test_duplicates_are_dropped(tmp_path: Path, protocol: str) -> None:
-    with shoe_rig(tmp_path, protocol, FaultPlan(duplicate_rate=1.0)) as rig:
+def test_duplicates_are_dropped(tmp_path: Path, protocol: str, transport: str) -> None:
+    with shoe_rig(tmp_path, protocol, FaultPlan(duplicate_rate=1.0), transport=transport) as rig:
         for _ in range(12):  # past the Angel Eye digit wrap
             rig.simulator.draw()
         rig.wait_for(lambda e: len(cards_of(rig.seen)) == 12)
@@ -187,9 +191,10 @@ def test_ascii_garbage_becomes_a_misread_not_a_card(tmp_path: Path) -> None:
         assert len(misreads) >= 1
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("protocol", WITH_COMMANDS)
-def test_lock_unlock_and_clear_error(tmp_path: Path, protocol: str) -> None:
-    with shoe_rig(tmp_path, protocol) as rig:
+def test_lock_unlock_and_clear_error(tmp_path: Path, protocol: str, transport: str) -> None:
+    with shoe_rig(tmp_path, protocol, transport=transport) as rig:
         rig.driver.lock()
         assert rig.wait_for(lambda e: isinstance(e, ShoeLockChanged)) == ShoeLockChanged(
             True, rig.seen[-1].at
