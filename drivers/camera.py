@@ -66,14 +66,18 @@ _FALLBACK_FILE_FPS: Final = 25.0
 
 def _redact_url(url: str) -> str:
     """``url`` with its password replaced by ``***``, for logs and events."""
-    parts = urlsplit(url)
-    if parts.password is None:
+    try:
+        parts = urlsplit(url)
+        password, user, hostname, port = parts.password, parts.username, parts.hostname, parts.port
+    except ValueError:
+        # Malformed (a bad port, an unclosed IPv6 bracket): redact by pattern instead.
+        return re.sub(r"(//[^/@:]*:)[^/@]*@", r"\1***@", url)
+    if password is None:
         return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    host = hostname or ""
+    if port is not None:
+        host = f"{host}:{port}"
+    return urlunsplit(parts._replace(netloc=f"{user or ''}:***@{host}"))
 
 
 def _is_number(value: object) -> bool:
@@ -389,8 +393,19 @@ def _parse_source(value: object) -> int | str:
                 f"camera.source: unsupported URL scheme {scheme!r} in "
                 f"{_redact_url(text)!r}; use rtsp, http(s), a V4L2 index or a file path"
             )
+        try:
+            parts = urlsplit(text)
+            parts.port  # noqa: B018 - parsing the port is what validates it
+        except ValueError as error:
+            raise ConfigurationError(
+                f"camera.source: malformed URL {_redact_url(text)!r}: {error}"
+            ) from error
         if scheme == "file":
-            return urlsplit(text).path
+            if not parts.path:
+                raise ConfigurationError(f"camera.source: no file path in {text!r}")
+            return parts.path
+        if not parts.hostname:
+            raise ConfigurationError(f"camera.source: no host in {_redact_url(text)!r}")
     return text
 
 
