@@ -89,6 +89,8 @@ DRAWING_PHASES: Final = frozenset({P.BURN_REVEAL, P.BURNING, P.DEALING})
 ACTIVE_PHASES: Final = ROUND_PHASES | BURN_PHASES
 
 SUPERVISOR_ROLE: Final = "supervisor"
+# Published with an impossible card: without its face, which may be a burn card's.
+NINTH_COPY: Final = "all 8 copies of that face were already drawn"
 # What a pause's ``unread`` says when the misread card is the dealer's hole card.
 HOLE_UNREAD: Final = "the dealer's hole card"
 # Stands in for a misread hole card in the live round until the card is read at its reveal.
@@ -768,7 +770,10 @@ class TableMachine:
         try:
             live.deal(card)  # type: ignore[union-attr]
         except RulesError as error:
-            return self._pause(state, PauseReason.RULES_REFUSED, at, str(error), held=(card,))
+            logger.error("the rules refused a card at %s: %s", step.position, error)
+            return self._pause(
+                state, PauseReason.RULES_REFUSED, at, f"at {step.position}", held=(card,)
+            )
         state.round_log += (("card", step.position, card, step.face_down),)
         payload: dict[str, Any] = {
             "round_id": state.round_id,
@@ -788,8 +793,8 @@ class TableMachine:
         """A card for the round from the shoe or the camera: count it, check it, deal it."""
         try:
             self._count(state, card)
-        except RulesError as error:
-            return self._pause(state, PauseReason.IMPOSSIBLE_CARD, at, str(error))
+        except RulesError:
+            return self._pause(state, PauseReason.IMPOSSIBLE_CARD, at, NINTH_COPY)
         return self._deal(state, card, at, source)
 
     # -- handlers: one per row of TRANSITIONS -------------------------------------------------
@@ -896,8 +901,8 @@ class TableMachine:
     def _reveal(self, state: TableState, card: Card, at: float) -> list[Effect]:
         try:
             self._count(state, card)
-        except RulesError as error:
-            return self._pause(state, PauseReason.IMPOSSIBLE_CARD, at, str(error))
+        except RulesError:
+            return self._pause(state, PauseReason.IMPOSSIBLE_CARD, at, NINTH_COPY)
         state.burn_cards = (card,)
         state.burn_left = burn_count(card)
         # The revealed card's face is on the table for all to see, but it is a burn card: it
@@ -912,8 +917,8 @@ class TableMachine:
         if card is not None:
             try:
                 self._count(state, card)
-            except RulesError as error:
-                return self._pause(state, PauseReason.IMPOSSIBLE_CARD, event.at, str(error))
+            except RulesError:
+                return self._pause(state, PauseReason.IMPOSSIBLE_CARD, event.at, NINTH_COPY)
         state.burn_cards += (card,)
         state.burn_left -= 1
         if state.burn_left > 0:
@@ -933,8 +938,8 @@ class TableMachine:
         if card is not None and state.count is not None:
             try:
                 self._count(state, card)
-            except RulesError as error:
-                return self._pause(state, PauseReason.IMPOSSIBLE_CARD, event.at, str(error))
+            except RulesError:
+                return self._pause(state, PauseReason.IMPOSSIBLE_CARD, event.at, NINTH_COPY)
         return self._pause(
             state,
             PauseReason.CARD_OUT_OF_TURN,
@@ -967,8 +972,8 @@ class TableMachine:
         if card is not None and state.count is not None:
             try:
                 self._count(state, card)
-            except RulesError as error:
-                return self._pause(state, PauseReason.IMPOSSIBLE_CARD, event.at, str(error))
+            except RulesError:
+                return self._pause(state, PauseReason.IMPOSSIBLE_CARD, event.at, NINTH_COPY)
         return self._pause(
             state, PauseReason.CARD_OUT_OF_TURN, event.at, "while the table was paused", (card,)
         )
@@ -1081,9 +1086,9 @@ class TableMachine:
         if hole:
             try:
                 self._count(state, event.card)
-            except RulesError as error:
+            except RulesError:
                 return self._pause(
-                    state, PauseReason.IMPOSSIBLE_CARD, event.at, str(error), unread=HOLE_UNREAD
+                    state, PauseReason.IMPOSSIBLE_CARD, event.at, NINTH_COPY, unread=HOLE_UNREAD
                 )
             return self._fill_hole(state, event.card, event.at, "camera")
         return self._take_card(state, event.card, event.at, "camera")
@@ -1236,7 +1241,7 @@ class TableMachine:
         try:
             self._count(state, card)
         except RulesError as error:
-            raise TransitionError(f"cannot enter {card}: {error}") from error
+            raise TransitionError(f"cannot enter that card: {NINTH_COPY}") from error
 
     def _resume_into(self, state: TableState, phase: Phase, at: float) -> list[Effect]:
         if phase is P.READING:

@@ -182,3 +182,19 @@ def test_round_and_shoe_ids_never_repeat_within_a_run(table: Driver) -> None:
     shoe_ids = [payload["shoe_id"] for payload in table.published_events("shoe_started")]
     assert round_ids == [1, 2, 3]
     assert shoe_ids == [1, 2]
+
+
+def test_a_ninth_copy_in_the_burn_pauses_without_publishing_its_face() -> None:
+    driver = Driver.for_game("baccarat")
+    driver.command("new_shoe")
+    start = len(driver.effects)
+    driver.draw("TS", *["AS"] * 9)
+    assert driver.phase is Phase.PAUSED
+    assert driver.machine.state.pause.reason.value == "impossible_card"
+    assert driver.machine.state.burn_left == 2  # the ninth copy was not counted
+    for effect in driver.effects[start:]:
+        text = card_faces_in(effect)
+        assert '"TS"' not in text and "AS" not in text, effect
+    assert driver.command("resume").ok
+    driver.draw("2C", "3C")
+    assert driver.phase is Phase.SHOE_READY
