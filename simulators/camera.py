@@ -317,6 +317,10 @@ class SimulatedCamera:
         fps: float = 25.0,
         clock: Callable[[], float] | None = None,
     ) -> None:
+        if seed < 0:
+            raise ConfigurationError(f"the simulator's seed is a non-negative integer, got {seed}")
+        if not fps > 0:
+            raise ConfigurationError(f"the simulator's frame rate must be positive, got {fps}")
         if faces is None:
             if design is None:
                 raise ConfigurationError("the camera simulator needs a card design or faces")

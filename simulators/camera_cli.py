@@ -152,7 +152,6 @@ def run(args: argparse.Namespace) -> int:
     if args.frames_per_card < 1:
         raise ConfigurationError("--frames-per-card must be at least 1")
     layout = layout_for(args.game, width, height)
-    deals = _deals(args, layout.deal_order)
     camera = SimulatedCamera(
         args.game,
         args.design,
@@ -161,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
         perturbations=Perturbations.none() if args.clean else None,
         fps=args.fps,
     )
-    return _render(args, camera, deals)
+    return _render(args, camera, _deals(args, layout.deal_order))
 
 
 def _no_faces(_card: Any, _height: int) -> Any:

@@ -170,6 +170,8 @@ def test_the_reserved_design_and_unknown_games_are_refused() -> None:
         SimulatedCamera("poker", DESIGNS[0])
     with pytest.raises(ConfigurationError, match="needs a card design"):
         SimulatedCamera("baccarat")
+    with pytest.raises(ConfigurationError, match="non-negative"):
+        SimulatedCamera("baccarat", DESIGNS[0], seed=-1)
 
 
 def test_a_face_provider_can_replace_the_artwork() -> None:
