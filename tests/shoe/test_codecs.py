@@ -317,3 +317,33 @@ def test_ascii_cards_among_garbage_lines_decode_exactly(
     chunks = [stream[i : i + 1] for i in range(len(stream))] if bytewise else [stream]
     got = [f for chunk in chunks for f in decoder.feed(chunk)]
     assert [f for f in got if isinstance(f, ascii_lines.CardLine)] == frames
+
+
+FRAME_PARSERS: list[Callable[[bytes], object]] = [
+    angel_eye.EventFrame.from_bytes,
+    angel_eye.ReplyFrame.from_bytes,
+    angel_eye.Ack.from_bytes,
+    angel_eye.Nak.from_bytes,
+    angel_eye.HostCommand.from_bytes,
+    ascii_lines.CardLine.from_bytes,
+    native.NativeFrame.from_bytes,
+]
+
+
+@PROPERTY
+@given(data=st.binary(max_size=40), parser=st.sampled_from(FRAME_PARSERS))
+def test_from_bytes_raises_only_our_protocol_error(
+    data: bytes, parser: Callable[[bytes], object]
+) -> None:
+    try:
+        frame = parser(data)
+    except ShoeProtocolError:
+        return
+    # Whatever parses is a frame we can write back and read again unchanged.
+    assert parser(frame.to_bytes()) == frame  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("protocol", sorted(DECODERS))
+def test_decoders_refuse_what_is_not_bytes(protocol: str) -> None:
+    with pytest.raises(ShoeProtocolError):
+        DECODERS[protocol]().feed("SA\r\n")  # type: ignore[attr-defined]
