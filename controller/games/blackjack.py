@@ -470,9 +470,35 @@ class BlackjackRound:
     hand the table can compute without the players' choices).
     """
 
+    __slots__ = (
+        "_box_index",
+        "_deal_index",
+        "_deal_plan",
+        "_offer_index",
+        "_offers",
+        "_pending",
+        "_phase",
+        "box_count",
+        "common",
+        "common_hand",
+        "dealer",
+        "dealer_blackjack",
+        "dealer_hand",
+        "game",
+        "hole_card",
+        "hole_revealed",
+        "initial_hands",
+        "insurance",
+        "plays",
+        "rules",
+        "up_card",
+    )
+
     def __init__(self, game: str | BlackjackRules = CLASSIC, boxes: int = 1) -> None:
-        rules = rules_for(game)
-        if not isinstance(boxes, int) or isinstance(boxes, bool) or boxes < 1:
+        rules = PRESETS.get(game) if game.__class__ is str else None  # type: ignore[call-overload]
+        if rules is None:
+            rules = rules_for(game)
+        if boxes.__class__ is not int or boxes < 1:
             raise RulesError(f"a round needs at least one box, not {boxes!r}")
         if boxes > rules.max_boxes:
             raise RulesError(f"{rules.game} has at most {rules.max_boxes} boxes, not {boxes}")
@@ -498,7 +524,7 @@ class BlackjackRound:
             cached = _DEAL_PLANS[(id(rules), boxes)] = (rules, self._build_deal_plan())
         self._deal_plan = cached[1]
         self._deal_index = 0
-        self._offers: list[tuple[str, int]] = []
+        self._offers: Sequence[tuple[str, int]] = ()
         self._offer_index = 0
         self._box_index = 0
         self._pending: Step = self._deal_plan[0][0]
