@@ -23,6 +23,7 @@ TOP_LEVEL_MODULES: tuple[str, ...] = (
     "vision.cli",  # vision classify / eval / enrol / train
     "drivers.camera_cli",  # camera calibrate
     "controller.journal_cli",  # journal verify / export
+    "controller.demo",  # demo: a whole simulated table
 )
 
 # Commands grouped under a shared word: `livetable sim shoe`, `livetable bench rules`.

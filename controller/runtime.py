@@ -1,0 +1,138 @@
+"""Carry out what the table's state machine asks: one queue in, one thread, effects out.
+
+:class:`TableRuntime` is the part of the daemon that is not MQTT: devices and people put
+events on :attr:`TableRuntime.events` (from any thread); :meth:`TableRuntime.run` takes them
+one at a time, hands each to the journaled table (journal first, then the machine) and carries
+out the effects in order through an :class:`EffectHandler` — publish, tell the dealer, lock
+the shoe, ask the camera. Timers are kept here, in a heap, and become ``TimerExpired`` events
+on the same queue: there is no timer thread, and the machine never reads a clock.
+
+The demo plugs simulated devices into it; ``livetable run`` will plug MQTT and the real
+drivers into the same object.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from controller.errors import TableError
+from controller.table.effects import (
+    AskCamera,
+    CommandAnswered,
+    Effect,
+    EventRejected,
+    LockShoe,
+    PublishEvent,
+    PublishState,
+    StartTimer,
+    TellDealer,
+    UnlockShoe,
+)
+from controller.table.events import TimerExpired
+from controller.table.table import JournaledTable
+
+logger = logging.getLogger(__name__)
+
+Published = PublishState | PublishEvent | CommandAnswered | EventRejected
+"""The effects that go to the platform and the supervisors' console."""
+
+# How long `run` waits on the queue when no timer is due: bounds how late `stop` is seen.
+IDLE_WAIT_S = 0.2
+
+
+class EffectHandler(Protocol):
+    """Where the runtime sends each kind of effect. Methods must not block for long: they
+    run on the table's only thread (hand slow work, like a camera read, to another thread and
+    put its answer on the queue)."""
+
+    def publish(self, effect: Published) -> None: ...
+
+    def tell_dealer(self, effect: TellDealer) -> None: ...
+
+    def lock_shoe(self, locked: bool) -> None: ...
+
+    def ask_camera(self, effect: AskCamera) -> None: ...
+
+
+class TableRuntime:
+    """The table's event loop. Not re-entrant: one thread calls :meth:`run` or :meth:`step`."""
+
+    def __init__(
+        self,
+        table: JournaledTable,
+        handler: EffectHandler,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.table = table
+        self.handler = handler
+        self.clock = clock
+        self.events: queue.Queue[object] = queue.Queue()
+        self._timers: list[tuple[float, int]] = []
+        self.events_handled = 0
+
+    def submit(self, event: object) -> None:
+        """Put an event on the table's queue; safe from any thread."""
+        self.events.put(event)
+
+    def carry_out(self, effects: list[Effect]) -> None:
+        """Carry out effects in order; a failing effect is logged and the rest still run."""
+        for effect in effects:
+            try:
+                self._carry_out(effect)
+            except TableError as error:
+                logger.error("could not carry out %s: %s", type(effect).__name__, error)
+
+    def _carry_out(self, effect: Effect) -> None:
+        if isinstance(effect, Published):
+            self.handler.publish(effect)
+        elif isinstance(effect, TellDealer):
+            self.handler.tell_dealer(effect)
+        elif isinstance(effect, LockShoe | UnlockShoe):
+            self.handler.lock_shoe(isinstance(effect, LockShoe))
+        elif isinstance(effect, AskCamera):
+            self.handler.ask_camera(effect)
+        elif isinstance(effect, StartTimer):
+            heapq.heappush(self._timers, (effect.due_at, effect.timer_id))
+        else:  # pragma: no cover - a new effect type must be wired here
+            raise TypeError(f"no handler for effect {effect!r}")
+
+    def handle(self, event: object) -> None:
+        """Journal and apply one event, then carry out its effects."""
+        try:
+            effects = self.table.handle(event)
+        except TableError as error:
+            # The journal could not take it (disk full, ...): nothing changed; say so loudly.
+            logger.error("event %r not taken: %s", event, error)
+            effects = [EventRejected(type(event).__name__, str(error))]
+        self.events_handled += 1
+        self.carry_out(effects)
+
+    def _fire_due_timers(self) -> None:
+        now = self.clock()
+        while self._timers and self._timers[0][0] <= now:
+            _due, timer_id = heapq.heappop(self._timers)
+            self.handle(TimerExpired(timer_id, now))
+
+    def step(self, max_wait_s: float = IDLE_WAIT_S) -> None:
+        """Fire due timers, then handle at most one queued event (waiting up to
+        ``max_wait_s``, or until the next timer is due)."""
+        self._fire_due_timers()
+        wait = max_wait_s
+        if self._timers:
+            wait = max(0.0, min(wait, self._timers[0][0] - self.clock()))
+        try:
+            event = self.events.get(timeout=wait)
+        except queue.Empty:
+            return
+        self.handle(event)
+
+    def run(self, stop: threading.Event) -> None:
+        """Loop until ``stop`` is set."""
+        while not stop.is_set():
+            self.step()
