@@ -12,13 +12,14 @@ becomes :class:`DeviceError` or a :class:`ShoeOffline` event.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import serial
 
@@ -77,6 +78,36 @@ class ShoeConfig:
             raise ConfigurationError("read timeout must be in (0, 0.5] s to report offline in 1 s")
         if not 0 < self.reconnect_initial_s <= self.reconnect_max_s:
             raise ConfigurationError("reconnect delays must satisfy 0 < initial <= max")
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[str, Any]) -> ShoeConfig:
+        """Build from a TOML table (``[shoe]``); :class:`ConfigurationError` names the key."""
+        if not isinstance(mapping, Mapping):
+            raise ConfigurationError("[shoe] must be a table")
+        fields = {field.name: field for field in dataclasses.fields(cls)}
+        unknown = sorted(set(mapping) - set(fields))
+        if unknown:
+            raise ConfigurationError(f"[shoe] has unknown keys: {', '.join(unknown)}")
+        if "port" not in mapping:
+            raise ConfigurationError("[shoe] needs a port")
+        expected: dict[str, tuple[type, ...]] = {
+            "port": (str,),
+            "protocol": (str,),
+            "baudrate": (int,),
+            "bytesize": (int,),
+            "parity": (str,),
+            "stopbits": (int, float),
+            "read_timeout_s": (int, float),
+            "reconnect_initial_s": (int, float),
+            "reconnect_max_s": (int, float),
+            "command_bcc_includes_stx": (bool,),
+        }
+        for key, value in mapping.items():
+            types = expected[key]
+            if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
+                names = " or ".join(t.__name__ for t in types)
+                raise ConfigurationError(f"[shoe] {key} must be {names}, not {value!r}")
+        return cls(**mapping)
 
     def make_session(self) -> ShoeSession:
         if self.protocol == AngelEyeSession.name:
@@ -238,7 +269,6 @@ class ShoeDriver:
             self._write(port, session.opened(last_heard))
             if heartbeat_timeout is None:
                 self._set_online(True)
-                self._delay = self.config.reconnect_initial_s
             while not self._stop.is_set():
                 while True:
                     try:
@@ -257,9 +287,11 @@ class ShoeDriver:
                     reaction = session.receive(data, self._clock(), now)
                     if reaction.frames:
                         last_heard = now
+                        # Only a talking shoe resets the back-off: a port that opens and
+                        # fails at once (a flapping link) keeps doubling the delay.
+                        self._delay = self.config.reconnect_initial_s
                         if not self._online:
                             self._set_online(True)
-                            self._delay = self.config.reconnect_initial_s
                     for event in reaction.events:
                         self._emit(event)
                     self._write(port, reaction.to_send)

@@ -287,3 +287,20 @@ def test_config_and_port_errors_are_ours(tmp_path: Path) -> None:
         open_port(ShoeConfig(str(tmp_path / "absent")))
     with pytest.raises(DeviceError):
         open_port(ShoeConfig("socket://127.0.0.1:1"))
+
+
+def test_config_from_a_toml_table() -> None:
+    config = ShoeConfig.from_mapping(
+        {"port": "socket://10.0.0.5:4001", "protocol": "angel-eye", "baudrate": 9600}
+    )
+    assert config.effective_baudrate == 9600
+    assert ShoeConfig.from_mapping({"port": "/dev/ttyUSB0"}).effective_baudrate == 4800
+    for bad in (
+        {"port": "/dev/ttyUSB0", "baud": 4800},
+        {"protocol": "ascii"},
+        {"port": "/dev/ttyUSB0", "baudrate": "fast"},
+        {"port": "/dev/ttyUSB0", "baudrate": True},
+        {"port": "/dev/ttyUSB0", "command_bcc_includes_stx": 1},
+    ):
+        with pytest.raises(ConfigurationError):
+            ShoeConfig.from_mapping(bad)
