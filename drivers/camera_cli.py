@@ -122,7 +122,10 @@ def run_calibrate(args: argparse.Namespace) -> int:
     taken = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     caption = f"{origin}  {width}x{height}  {taken}  {len(config.regions)} regions"
     snapshot = draw_regions(image, config, caption)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ConfigurationError(f"cannot write the snapshot {args.output}: {error}") from error
     if not cv2.imwrite(str(args.output), snapshot):
         raise ConfigurationError(f"cannot write the snapshot {args.output}")
     scaled = (width, height) != (config.width, config.height)

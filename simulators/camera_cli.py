@@ -160,11 +160,20 @@ def run(args: argparse.Namespace) -> int:
         perturbations=Perturbations.none() if args.clean else None,
         fps=args.fps,
     )
-    return _render(args, camera, _deals(args, layout.deal_order))
+    deals = _deals(args, layout.deal_order)
+    try:
+        return _render(args, camera, deals)
+    except OSError as error:
+        raise ConfigurationError(f"cannot write the output: {error}") from error
 
 
 def _no_faces(_card: Any, _height: int) -> Any:
     raise ConfigurationError("--list-positions renders no card")
+
+
+def _write_image(cv2: Any, path: Path, image: Any) -> None:
+    if not cv2.imwrite(str(path), image):
+        raise ConfigurationError(f"cannot write {path}")
 
 
 def _render(args: argparse.Namespace, camera: Any, deals: list[tuple[str, Any, bool]]) -> int:
@@ -185,14 +194,14 @@ def _render(args: argparse.Namespace, camera: Any, deals: list[tuple[str, Any, b
                 if args.frames_dir:
                     args.frames_dir.mkdir(parents=True, exist_ok=True)
                     path = args.frames_dir / f"frame-{frame.number:06d}.png"
-                    cv2.imwrite(str(path), frame.image)
+                    _write_image(cv2, path, frame.image)
                     frame_paths.append(str(path))
             if step is not None and args.crops_dir and not step[2]:
                 args.crops_dir.mkdir(parents=True, exist_ok=True)
                 crop = camera.region(step[0])
                 name = f"{step[1]}_{args.game}-s{args.seed}-{step[0]}-f{crop.number:06d}.png"
                 path = args.crops_dir / name
-                cv2.imwrite(str(path), crop.image)
+                _write_image(cv2, path, crop.image)
                 crop_paths.append(str(path))
     finally:
         if video is not None:

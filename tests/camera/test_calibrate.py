@@ -122,6 +122,14 @@ def test_calibrate_explains_a_bad_config(
     config.write_text("[camera\n")
     assert main(["camera", "calibrate", "--config", str(config)]) == 1
     assert "is not valid TOML" in capsys.readouterr().err
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    image = tmp_path / "frame.png"
+    cv2.imwrite(str(image), np.zeros((360, 640, 3), np.uint8))
+    config.write_text("[camera]\nsource = 0\nresolution = [640, 360]\n")
+    command = ["camera", "calibrate", "--config", str(config), "--image", str(image)]
+    assert main([*command, "--output", str(blocker / "snap.png")]) == 1
+    assert "cannot write the snapshot" in capsys.readouterr().err
     config.write_text("[table]\nid = 't1'\n")
     assert main(["camera", "calibrate", "--config", str(config)]) == 1
     assert "has no [camera] table" in capsys.readouterr().err

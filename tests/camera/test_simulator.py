@@ -306,6 +306,11 @@ def test_sim_camera_command_refuses_bad_requests(
     assert "nothing to write" in capsys.readouterr().err
     assert main([*base, "--video", str(tmp_path / "v.gif")]) == 1
     assert "use one of .avi, .mkv, .mp4" in capsys.readouterr().err
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    crops = ["--random", "1", "--frames-per-card", "1", "--crops-dir", str(blocker / "crops")]
+    assert main(["sim", "camera", "--design", DESIGNS[0], *crops]) == 1
+    assert "cannot write the output" in capsys.readouterr().err
 
 
 def test_a_split_moves_the_second_card_to_the_new_hand() -> None:
