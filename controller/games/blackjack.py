@@ -596,12 +596,14 @@ class BlackjackRound:
                 f"the decision asked is for box {pending.box} hand {pending.hand}, "
                 f"not box {box} hand {hand}"
             )
-        if not isinstance(token, str) or token.upper() not in pending.options:
-            raise RulesError(
-                f"{token!r} is not a legal {pending.kind} decision for box {box} hand {hand} "
-                f"now: legal are {' '.join(sorted(pending.options))}"
-            )
-        token = token.upper()
+        if token.__class__ is not str or token not in pending.options:
+            normalised = token.upper() if isinstance(token, str) else None
+            if normalised not in pending.options:
+                raise RulesError(
+                    f"{token!r} is not a legal {pending.kind} decision for box {box} hand "
+                    f"{hand} now: legal are {' '.join(sorted(pending.options))}"
+                )
+            token = normalised  # type: ignore[assignment]
         phase = self._phase
         if phase == _PLAY:
             self.plays[self._box_index].decide(token)

@@ -72,6 +72,8 @@ def test_illegal_decision_raises_and_changes_nothing() -> None:
     assert before.options == frozenset("HSD")
     with pytest.raises(RulesError, match="not a legal"):
         round_.decide(1, 1, "P")
+    with pytest.raises(RulesError, match="not a legal"):
+        round_.decide(1, 1, ["S"])  # type: ignore[arg-type]
     with pytest.raises(RulesError, match="box 1 hand 1"):
         round_.decide(2, 1, "S")
     with pytest.raises(RulesError, match="no card expected"):
