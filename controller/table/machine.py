@@ -275,13 +275,15 @@ _BY_PHASE: Final[dict[Phase, dict[str, Transition]]] = {
         "cards_lost": _t("on_cards_lost", P.PAUSED),
         "shoe_fault": _t("on_shoe_fault", P.PAUSED),
         "shoe_offline": _t("on_shoe_offline", P.PAUSED),
-        "timer.betting": _t("on_betting_closed", *_ADVANCE, P.PAUSED),
+        "timer.betting": _t("on_betting_closed", P.DEALING, P.DECIDING),
         "started": _t("on_started", P.PAUSED),
         "command.cancel": _t("on_cancel", *_AFTER_ROUND),
     },
     P.DEALING: {
         "card": _t("on_card", *_ADVANCE, P.PAUSED),
-        "misread": _t("on_misread", *_ADVANCE, P.PAUSED),
+        # A misread hole card is played on with a stand-in; the round cannot end before
+        # its reveal, which goes to READING.
+        "misread": _t("on_misread", P.READING, P.DEALING, P.DECIDING, P.PAUSED),
         "cut_card": _t("on_cut_card", P.DEALING),
         "camera": _t("on_cross_check", P.DEALING, P.PAUSED),
         "cards_lost": _t("on_cards_lost", P.PAUSED),

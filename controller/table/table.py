@@ -93,7 +93,12 @@ class JournaledTable:
 
     def handle(self, event: object) -> list[Effect]:
         """Journal ``event``, then apply it. An event that cannot be journaled faithfully is
-        refused before it reaches the journal or the machine, and so changes nothing."""
+        refused before it reaches the journal or the machine, and so changes nothing.
+
+        Raises :class:`~controller.errors.JournalError` if the journal cannot be written
+        (disk full, a second process appending): the event is then not applied either, and
+        the daemon must stop rather than run on without a record.
+        """
         try:
             check_event(event)
         except JournalError as error:
