@@ -330,3 +330,20 @@ def test_a_split_moves_the_second_card_to_the_new_hand() -> None:
         camera.move("box2.hand1.card2", "box2.hand2.card2")
     with pytest.raises(DeviceError, match="already holds a card"):
         camera.move("box2.hand1.card1", "box2.hand2.card1")
+
+
+def test_neighbouring_cards_overlap_on_the_layout() -> None:
+    perturbations = dataclasses.replace(Perturbations(), jpeg_quality=None)
+    overlapping = 0
+    for seed in range(4):
+        empty = _camera(seed, perturbations=perturbations).next_frame().image
+        masks = []
+        for position in ("player.card1", "player.card2"):
+            camera = _camera(seed, perturbations=perturbations)
+            camera.deal(position, parse_card("AH"))
+            masks.append(_changed_mask(camera.next_frame().image, empty))
+        # Where both cards would lie, the second (dealt later) covers the first.
+        shared = int((masks[0] & masks[1]).sum())
+        overlapping += shared > 50
+    # The seeds are fixed: seed 3's two player cards share about a hundred pixels.
+    assert overlapping >= 1
