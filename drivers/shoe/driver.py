@@ -246,6 +246,14 @@ class ShoeDriver:
             self.connects += 1
             try:
                 self._serve(port)
+            except Exception as error:
+                # A bug in a session must not silently kill the only reader of the shoe:
+                # the table hears that the shoe is offline, the log has the traceback, and
+                # the driver starts again on a fresh connection.
+                logger.exception("shoe driver failed on %s", self.config.port)
+                self._set_online(False, f"driver error: {error!r}")
+                self._stop.wait(self._delay)
+                self._delay = min(self._delay * 2, self.config.reconnect_max_s)
             finally:
                 self.session.closed()
                 with contextlib.suppress(serial.SerialException, OSError):

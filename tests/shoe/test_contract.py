@@ -304,3 +304,23 @@ def test_config_from_a_toml_table() -> None:
     ):
         with pytest.raises(ConfigurationError):
             ShoeConfig.from_mapping(bad)
+
+
+def test_a_session_bug_reports_offline_and_the_driver_recovers(tmp_path: Path) -> None:
+    with shoe_rig(tmp_path, "angel-eye") as rig:
+        session = rig.driver.session
+        original = session.receive
+        failures = iter([True])
+
+        def failing_once(data: bytes, at: float, now: float):  # type: ignore[no-untyped-def]
+            if next(failures, False):
+                raise RuntimeError("a bug")
+            return original(data, at, now)
+
+        session.receive = failing_once  # type: ignore[method-assign]
+        rig.simulator.draw()
+        offline = rig.wait_for(lambda e: isinstance(e, ShoeOffline))
+        assert isinstance(offline, ShoeOffline) and "a bug" in offline.reason
+        rig.wait_online()
+        card = rig.simulator.draw()
+        rig.wait_for(lambda e: isinstance(e, CardDrawn) and str(e.card) == card.card)
