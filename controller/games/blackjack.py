@@ -505,7 +505,6 @@ class BlackjackRound:
         self.rules = rules
         self.game = rules.game
         self.box_count = boxes
-        self.initial_hands = [Hand() for _ in range(boxes)]
         self.dealer_hand = Hand()
         self.dealer: list[Card] = self.dealer_hand.cards  # in the order dealt
         self.up_card: Card | None = None
@@ -514,6 +513,12 @@ class BlackjackRound:
         self.dealer_blackjack = False
         self.common_hand = Hand()  # Boundless: the shared player cards, in order
         self.common: list[Card] = self.common_hand.cards
+        if rules.shared_hand:
+            # The shared initial hand is the start of the common sequence; it only takes
+            # more cards when it is not a BJ, and then nothing reads it as a hand again.
+            self.initial_hands = [self.common_hand]
+        else:
+            self.initial_hands = [Hand() for _ in range(boxes)]
         self.insurance: list[bool | None] = [None] * boxes
         self.plays: list[BoxPlay] = []
         self._phase = _DEAL
@@ -566,9 +571,6 @@ class BlackjackRound:
             elif target == _DEALER_HOLE:
                 self.hole_card = card
                 self.dealer_hand.add(card)
-            elif self.rules.shared_hand:
-                self.common_hand.add(card)
-                self.initial_hands[0].add(card)
             else:
                 self.initial_hands[target].add(card)
             self._deal_index += 1
