@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from controller.errors import RulesError
 from controller.games.base import CardNeeded
@@ -19,7 +21,7 @@ from controller.games.boundless import (
     side_bet_available,
     side_bet_results,
 )
-from controller.games.cards import parse_card, parse_cards
+from controller.games.cards import ALL_FACES, parse_card, parse_cards
 
 BOUNDLESS = "blackjack-boundless"
 
@@ -292,3 +294,61 @@ def test_net_is_the_result_net() -> None:
             if dealer[1].rank != "K":
                 resolver.advance(common)
             assert resolver.net(dealer) == resolver.result(dealer).net
+
+
+# -- side bets against a brute-force reference ---------------------------------------------
+
+RANK_ORDER = "A23456789TJQK"
+
+
+def reference_lucky_trio(three: list) -> float:
+    """Every pattern the three cards match, written from RULES.md's table; the best pays."""
+    suited = len({card.suit for card in three}) == 1
+    ranks = sorted(card.rank for card in three)
+    values = [min(RANK_ORDER.index(card.rank) + 1, 10) for card in three]
+    total = sum(values) + (10 if 1 in values and sum(values) + 10 <= 21 else 0)
+    pays = [-1.0]
+    if total in (19, 20):
+        pays.append(2.0)
+    if total == 21:
+        pays.append(10.0 if suited else 3.0)
+    if ranks == ["6", "7", "8"]:
+        pays.append(100.0 if suited else 30.0)
+    if ranks == ["7", "7", "7"]:
+        pays.append(200.0 if suited else 50.0)
+    return max(pays)
+
+
+def reference_poker_trio(three: list) -> float:
+    suited = len({card.suit for card in three}) == 1
+    indexes = sorted(RANK_ORDER.index(card.rank) for card in three)  # A = 0
+    runs = [[i, i + 1, i + 2] for i in range(11)] + [[0, 11, 12]]  # A-2-3 .. J-Q-K, Q-K-A
+    straight = indexes in runs
+    trips = indexes[0] == indexes[2]
+    pays = [-1.0]
+    if suited:
+        pays.append(5.0)
+    if straight:
+        pays.append(40.0 if suited else 10.0)
+    if trips:
+        pays.append(100.0 if suited else 30.0)
+    return max(pays)
+
+
+def reference_pair(two: list) -> float:
+    first, second = two
+    if first.rank != second.rank:
+        return -1.0
+    if first.suit == second.suit:
+        return 30.0
+    return 10.0 if (first.suit in "HD") == (second.suit in "HD") else 5.0
+
+
+@settings(max_examples=400, deadline=None)
+@given(three=st.lists(st.sampled_from(ALL_FACES), min_size=3, max_size=3))
+def test_three_card_side_bets_match_the_reference(three: list) -> None:
+    dealer = [three[2], parse_card("TC")]
+    results = side_bet_results(three[:2], dealer)
+    assert results["lucky_trio"] == reference_lucky_trio(three)
+    assert results["poker_trio"] == reference_poker_trio(three)
+    assert results["pair"] == reference_pair(three[:2])
