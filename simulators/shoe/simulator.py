@@ -483,8 +483,11 @@ class ShoeSimulator:
             spoilt = False
             if faults.garbage_rate and rng.random() < faults.garbage_rate:
                 stats.garbage += 1
-                piece = self._garbage(rng.randint(1, 8)) + piece
-                spoilt = self.protocol == "ascii"
+                noise = self._garbage(rng.randint(1, 8))
+                piece = noise + piece
+                # Noise after its last line break joins the card's line and spoils it.
+                tail = noise.replace(b"\r", b"\n").rsplit(b"\n", 1)[-1]
+                spoilt = self.protocol == "ascii" and bool(tail)
             if copy == 0 and faults.corrupt_rate and rng.random() < faults.corrupt_rate:
                 stats.corrupted += 1
                 piece = piece[: len(piece) - len(raw)] + self._corrupt(raw)
