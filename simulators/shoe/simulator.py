@@ -163,8 +163,9 @@ class ShoeSimulator:
         self._replug_at: float | None = None
         self._silent_until = 0.0
         self._last_sent = 0.0
-        self.last_write_end = 0.0
-        """time.perf_counter() when the last byte of the latest write was handed to the pty."""
+        self.last_write_at = 0.0
+        """time.perf_counter() just before the write() that handed the latest bytes to the
+        pty (an upper bound on when the frame's last byte was on the line)."""
         self._wake_r, self._wake_w = -1, -1
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -515,13 +516,15 @@ class ShoeSimulator:
                     time.sleep(BYTEWISE_GAP_S)
                 view = memoryview(chunk)
                 while view:
+                    # Stamped before the call that hands the bytes over: the reader may
+                    # decode them before this thread returns from write().
+                    self.last_write_at = time.perf_counter()
                     try:
                         written = os.write(master, view)
                     except BlockingIOError:
                         self.wire.overflow_lost += 1
                         return False
                     view = view[written:]
-            self.last_write_end = time.perf_counter()
             return True
 
     # -- protocol: host commands ------------------------------------------------------------
