@@ -328,9 +328,6 @@ class BoxPlay:
         hand = self.hands[self.current]
         hand.add(card)
         self.needs_card = False
-        if len(hand.cards) == 1:
-            # Cannot happen: a split hand's first card is already there.
-            raise RulesError("internal error: a hand with one card after a deal")
         total = hand.total
         if total > 21:
             hand.state = BUSTED
