@@ -352,3 +352,23 @@ def test_three_card_side_bets_match_the_reference(three: list) -> None:
     assert results["lucky_trio"] == reference_lucky_trio(three)
     assert results["poker_trio"] == reference_poker_trio(three)
     assert results["pair"] == reference_pair(three[:2])
+
+
+def test_replay_boundless_insurance_is_each_players_own() -> None:
+    line = {
+        "game": BOUNDLESS,
+        "cards": ["TS", "AD", "9H", "KC"],  # shared 19 against a dealer BJ with the Ace up
+        "boxes": 3,
+        "insurance": [True, False, True],
+        "decisions": [["S"], ["H"], []],
+    }
+    result = replay(line)
+    assert [box["net"] for box in result["boxes"]] == [0.0, -1.0, 0.0]
+    assert result["cards_used"] == 4
+    assert result["dealer"] == ["AD", "KC"]
+    # Without a dealer BJ the insurance is lost and play goes on.
+    line["cards"] = ["TS", "AD", "9H", "7C", "2S"]
+    result = replay(line)
+    # Box 1 stands on 19 against soft 18: +1 - 0.5; box 2 hits 2 = 21: +1; box 3 auto-stands.
+    assert [box["net"] for box in result["boxes"]] == [0.5, 1.0, 0.5]
+    assert result["boxes"][1]["hands"] == [["TS", "9H", "2S"]]
