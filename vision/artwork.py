@@ -194,8 +194,15 @@ def _read_cropped(png: Path) -> np.ndarray:
     import numpy as np
 
     image = cv2.imread(str(png), cv2.IMREAD_UNCHANGED)
-    if image is None or image.ndim != 3 or image.shape[2] != 4:
+    if image is None:
         raise ConfigurationError(f"rsvg-convert wrote an unreadable image {png}")
+    # rsvg-convert leaves out the alpha channel when every pixel is opaque.
+    if image.ndim == 2:
+        image = cv2.cvtColor(image, cv2.COLOR_GRAY2BGRA)
+    elif image.shape[2] == 3:
+        image = cv2.cvtColor(image, cv2.COLOR_BGR2BGRA)
+    if image.shape[2] != 4:
+        raise ConfigurationError(f"rsvg-convert wrote an image of unexpected shape {png}")
     rows = np.flatnonzero(image[:, :, 3].max(axis=1) > 0)
     cols = np.flatnonzero(image[:, :, 3].max(axis=0) > 0)
     if rows.size == 0:

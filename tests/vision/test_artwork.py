@@ -90,3 +90,10 @@ def test_every_face_of_a_design_has_an_element() -> None:
 
     for card in ALL_FACES:
         assert f'id="{artwork.element_id("anglo", card)}"' in text
+
+
+def test_fully_opaque_render_without_alpha_channel_is_accepted() -> None:
+    # rsvg-convert writes RGB, not RGBA, for some plastic cards (no transparent pixel).
+    image = artwork.render_card_bgra("plastic", Card("5", "H"), 150)
+    assert image.shape[0] == 150 and image.shape[2] == 4
+    assert (image[:, :, 3] == 255).mean() > 0.9
