@@ -100,12 +100,19 @@ def _serve_control(
 def _serve_client(
     connection: socket.socket, simulator: ShoeSimulator, lock: threading.Lock
 ) -> None:
-    with connection, connection.makefile("rw", encoding="utf-8", newline="\n") as stream:
-        for line in stream:
+    connection.settimeout(None)  # not the listener's accept timeout: a person may type slowly
+    # Two streams: writing through a read/write text stream drops what it has read ahead,
+    # which would lose the second of two commands sent together.
+    with (
+        connection,
+        connection.makefile("r", encoding="utf-8", newline="\n") as commands,
+        connection.makefile("w", encoding="utf-8", newline="\n") as answers,
+    ):
+        for line in commands:
             with lock:
                 answer = execute(simulator, line)
-            stream.write(answer + "\n")
-            stream.flush()
+            answers.write(answer + "\n")
+            answers.flush()
 
 
 def run(args: argparse.Namespace) -> int:

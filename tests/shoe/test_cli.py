@@ -102,3 +102,44 @@ def test_bench_measures_every_frame(protocol: str) -> None:
     figures = bench.measure(protocol, 40)
     assert figures["frames"] == 40
     assert 0 < figures["p50_ms"] <= figures["p99_ms"] <= figures["max_ms"]
+
+
+def test_sim_shoe_control_socket_and_sigterm(tmp_path: Path) -> None:
+    import signal
+    import socket
+
+    link, control = tmp_path / "shoe", tmp_path / "shoe.ctl"
+    command = [sys.executable, "-m", "controller.cli", "sim", "shoe", "--protocol", "angel-eye"]
+    command += ["--link", str(link), "--control", str(control), "--no-stdin", "--seed", "3"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    events: queue.Queue[ShoeEvent] = queue.Queue()
+    try:
+        assert process.stdout is not None
+        assert "shoe (angel-eye) on" in process.stdout.readline()
+        deadline = time.monotonic() + 10
+        while not control.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with (
+            ShoeDriver(ShoeConfig(str(link), "angel-eye"), events),
+            socket.socket(socket.AF_UNIX) as client,
+        ):
+            assert isinstance(events.get(timeout=10), ShoeOnline)
+            client.settimeout(10)  # a missing answer fails the test instead of hanging it
+            client.connect(str(control))
+            stream = client.makefile("rw")
+            stream.write("draw 2\nbogus\n")
+            stream.flush()
+            answers = [stream.readline().strip(), stream.readline().strip()]
+            drawn = [events.get(timeout=10), events.get(timeout=10)]
+            stream.close()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=10) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+    assert answers[0].startswith("ok 1 card") and answers[1].startswith("error unknown command")
+    assert [e.sequence for e in drawn if isinstance(e, CardDrawn)] == [1, 2]
+    assert not link.exists() and not control.exists()
