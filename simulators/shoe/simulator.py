@@ -106,7 +106,11 @@ class WireStats:
 
 
 class ShoeSimulator:
-    """A shoe on a pty behind ``link``; start it, draw cards, stop it (or use ``with``)."""
+    """A shoe on a pty behind ``link``; start it, draw cards, stop it (or use ``with``).
+
+    Drive it from one thread at a time (the CLI serialises stdin and socket commands with a
+    lock); its own background thread only answers the host and sends heartbeats.
+    """
 
     def __init__(
         self,
