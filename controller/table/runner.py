@@ -100,19 +100,26 @@ def next_event(machine: TableMachine, seed: int, seq: int) -> object:
     raise AssertionError(f"the runner has no move in {phase}")  # pragma: no cover
 
 
+def say(line: str) -> None:
+    """One line on stdout in one write(2): a SIGKILL cannot cut it in half. (print() may
+    write the text and the newline separately, and a kill between them glues this line to
+    whatever the zygote prints next.)"""
+    os.write(sys.stdout.fileno(), (line + "\n").encode())
+
+
 def run(journal_path: Path, config: TableConfig, seed: int, limit: int | None) -> int:
-    print(f"pid {os.getpid()}", flush=True)
+    say(f"pid {os.getpid()}")
     journal = Journal(journal_path)
     try:
         bind_config(journal, config)
         machine = replay(journal, config)
-        print(f"replayed {journal.last_seq} {snapshot_digest(machine)}", flush=True)
+        say(f"replayed {journal.last_seq} {snapshot_digest(machine)}")
         table = JournaledTable(config, journal, machine)
         event: object = ControllerStarted(START_TIME + journal.last_seq + 1)
         done = 0
         while limit is None or done < limit:
             table.handle(event)
-            print(f"ack {journal.last_seq} {journal.last_hash}", flush=True)
+            say(f"ack {journal.last_seq} {journal.last_hash}")
             done += 1
             event = next_event(machine, seed, journal.last_seq + 1)
     finally:
@@ -141,10 +148,10 @@ def zygote(journal_path: Path, config: TableConfig, seed: int, limit: int | None
                     os._exit(status)
         elif command == "reap" and child:
             _, wait_status = os.waitpid(child, 0)
-            print(f"exit {child} {_returncode(wait_status)}", flush=True)
+            say(f"exit {child} {_returncode(wait_status)}")
             child = 0
         else:
-            print(f"error unknown command {command!r}", flush=True)
+            say(f"error unknown command {command!r}")
     return 0
 
 

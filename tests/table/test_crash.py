@@ -9,8 +9,10 @@ own SQLite connection, killed for real; the zygote only spares 200 interpreter s
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+import select
 import signal
 import subprocess
 import sys
@@ -28,6 +30,8 @@ KILLS = 200
 GAME = "blackjack-classic"
 SEED = 29
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# A line from the runner is a few milliseconds' work; this only turns a hang into a failure.
+LINE_DEADLINE_S = 60.0
 
 
 class Shadow:
@@ -50,8 +54,12 @@ class Shadow:
 
 
 class Zygote:
+    """The runner in ``--zygote`` mode, talked to line by line with a deadline per line."""
+
     def __init__(self, path: Path, stderr_path: Path) -> None:
         self.stderr_path = stderr_path
+        self.buffer = b""
+        self.seen: list[str] = []
         with open(stderr_path, "a") as stderr:
             self.process = subprocess.Popen(
                 [
@@ -69,18 +77,32 @@ class Zygote:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
-                text=True,
                 cwd=REPO_ROOT,
             )
 
     def send(self, command: str) -> None:
-        self.process.stdin.write(command + "\n")  # type: ignore[union-attr]
+        self.seen.append(f"> {command}")
+        self.process.stdin.write(command.encode() + b"\n")  # type: ignore[union-attr]
         self.process.stdin.flush()  # type: ignore[union-attr]
 
     def read(self) -> list[str]:
-        line = self.process.stdout.readline()  # type: ignore[union-attr]
-        assert line, f"the runner died on its own:\n{self.stderr_path.read_text()[-3000:]}"
-        return line.split()
+        fd = self.process.stdout.fileno()  # type: ignore[union-attr]
+        deadline = time.monotonic() + LINE_DEADLINE_S
+        while b"\n" not in self.buffer:
+            remaining = deadline - time.monotonic()
+            ready, _, _ = select.select([fd], [], [], max(remaining, 0))
+            if not ready:
+                raise AssertionError(
+                    f"no line from the runner in {LINE_DEADLINE_S} s; last lines:\n"
+                    + "\n".join(self.seen[-20:])
+                    + f"\npartial: {self.buffer!r}"
+                )
+            chunk = os.read(fd, 65536)
+            assert chunk, "the runner died on its own:\n" + self.stderr_path.read_text()[-3000:]
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        self.seen.append(line.decode())
+        return line.decode().split()
 
     def close(self) -> None:
         try:
@@ -143,7 +165,8 @@ def test_sigkill_at_200_random_points_loses_no_acknowledged_event(tmp_path: Path
         assert shadow.advance_to(int(seq)) == digest
     finally:
         if pid:  # never leave a table running on its own
-            os.kill(int(pid), signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
             zygote.send("reap")
         zygote.close()
     assert restarts_compared >= 150 and killed_during_start >= 5
