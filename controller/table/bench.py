@@ -1,0 +1,129 @@
+"""`livetable bench table`: how long the table takes per event, and per journaled event.
+
+Three figures, each as percentiles from one run (the machine is shared and noisy):
+
+- ``handle``: one :meth:`TableMachine.handle` call, for each game, over a long scripted
+  session (the crash runner's well-behaved table: shoes, burns, rounds, decisions, cut
+  cards, a few pauses); choosing the next event is outside the timed region;
+- ``append``: one journal append committed with ``synchronous=FULL`` (what the disk's
+  flush costs; run it where the real journal lives with ``--dir``);
+- ``replay``: journal rows replayed per second at start-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from controller.table_config import GAME_IDS
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "table",
+        help="state machine time per event, journal append latency, replay rate",
+        description=(
+            "Time per event through the table's state machine (per game), journal append "
+            "latency with synchronous=FULL, and the replay rate, as percentiles of one run."
+        ),
+    )
+    parser.add_argument("--events", type=int, default=20_000, help="events per game")
+    parser.add_argument("--appends", type=int, default=300, help="journal appends timed")
+    parser.add_argument("--dir", type=Path, default=None, help="where the test journal goes")
+    parser.add_argument("--game", action="append", choices=GAME_IDS, help="only this game")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.set_defaults(func=run)
+
+
+def percentiles(samples: list[float], scale: float) -> dict[str, float]:
+    ordered = sorted(samples)
+
+    def at(fraction: float) -> float:
+        return round(ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] * scale, 2)
+
+    return {"p50": at(0.50), "p90": at(0.90), "p99": at(0.99), "max": round(ordered[-1] * scale, 2)}
+
+
+def bench_handle(game: str, events: int, seed: int) -> dict[str, Any]:
+    from controller.table.events import ControllerStarted
+    from controller.table.machine import TableMachine
+    from controller.table.runner import next_event
+    from controller.table_config import TableConfig
+
+    machine = TableMachine(TableConfig(table_id="bench", game=game))
+    event: object = ControllerStarted(0.0)
+    samples = []
+    for seq in range(1, events + 1):
+        start = time.perf_counter()
+        machine.handle(event)
+        samples.append(time.perf_counter() - start)
+        event = next_event(machine, seed, seq + 1)
+    return {
+        "game": game,
+        "events": events,
+        "rounds": machine.state.rounds_started,
+        "handle_us": percentiles(samples, 1e6),
+    }
+
+
+def bench_journal(directory: Path, appends: int, seed: int) -> dict[str, Any]:
+    from controller.table.events import ControllerStarted
+    from controller.table.journal import Journal
+    from controller.table.machine import TableMachine
+    from controller.table.runner import next_event
+    from controller.table.table import replay
+    from controller.table_config import TableConfig
+
+    config = TableConfig(table_id="bench", game="baccarat", journal_path=directory / "bench.db")
+    machine = TableMachine(config)
+    samples = []
+    with Journal(config.journal_path) as journal:
+        event: object = ControllerStarted(0.0)
+        for seq in range(1, appends + 1):
+            start = time.perf_counter()
+            journal.append(event)
+            samples.append(time.perf_counter() - start)
+            machine.handle(event)
+            event = next_event(machine, seed, seq + 1)
+        start = time.perf_counter()
+        replay(journal, config)
+        replay_s = time.perf_counter() - start
+    return {
+        "appends": appends,
+        "append_ms": percentiles(samples, 1e3),
+        "replay_rows_per_s": round(appends / replay_s),
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    games = args.game or list(GAME_IDS)
+    results: dict[str, Any] = {
+        "handle": [bench_handle(game, args.events, args.seed) for game in games]
+    }
+    with tempfile.TemporaryDirectory(dir=args.dir) as directory:
+        results["journal"] = bench_journal(Path(directory), args.appends, args.seed)
+    if args.json:
+        json.dump(results, sys.stdout, indent=2)
+        print()
+        return 0
+    for row in results["handle"]:
+        figures = row["handle_us"]
+        print(
+            f"handle {row['game']:<20} {row['events']} events, {row['rounds']} rounds: "
+            f"p50 {figures['p50']} us, p90 {figures['p90']} us, p99 {figures['p99']} us, "
+            f"max {figures['max']} us"
+        )
+    journal = results["journal"]
+    figures = journal["append_ms"]
+    print(
+        f"journal append (synchronous=FULL) x{journal['appends']}: p50 {figures['p50']} ms, "
+        f"p90 {figures['p90']} ms, p99 {figures['p99']} ms, max {figures['max']} ms"
+    )
+    print(f"replay: {journal['replay_rows_per_s']} rows/s")
+    return 0
