@@ -141,3 +141,16 @@ def test_journal_export_of_an_unknown_round_or_file(
     assert "round 9 is not in" in capsys.readouterr().err
     assert main(["journal", "verify", str(tmp_path / "nothing")]) == 1
     assert "no journal" in capsys.readouterr().err
+
+
+def test_bench_table_reports_percentiles_without_judging_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["bench", "table", "--events", "300", "--appends", "10", "--dir", str(tmp_path)]
+    assert main([*argv, "--game", "baccarat", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    (handle,) = report["handle"]
+    assert handle["game"] == "baccarat" and handle["events"] == 300 and handle["rounds"] > 0
+    assert set(handle["handle_us"]) == {"p50", "p90", "p99", "max"}
+    assert report["journal"]["appends"] == 10
+    assert list(tmp_path.iterdir()) == []  # the test journal is gone
