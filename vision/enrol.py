@@ -4,15 +4,16 @@ A studio always deals one known brand, so the recogniser need not read every des
 world, only that one, very reliably. Enrolment reads labelled pictures of the deck (a folder
 of ``<CARD>_<anything>.png``, e.g. frames saved from the table camera with the card named),
 cuts the corner patches exactly as recognition does, embeds them with the generic network
-and fits a 53-class softmax layer (52 faces and "no index") on those embeddings.
+and fine-tunes the network's two linear heads (rank and suit) on those embeddings.
 
-A patch counts as an index of the labelled card when the generic network says it is an index
-(or already reads that very card); as "no index" when it is clearly not one; and is left out
-when in between, so a half-covered corner teaches nothing wrong.
+Each picture holds one card: its likeliest index corner (by the generic network) and the
+likeliest corner facing the other way are labelled with the card, every other corner "no
+index", so the head also learns that this deck's plain pip corners name no card.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Final
 
 from controller.errors import ConfigurationError
 from controller.games.cards import ALL_FACES, RANKS, SUITS, Card, parse_card
-from vision.deck import NO_INDEX_CLASS, EnrolledDeck
+from vision.deck import NO_INDEX_CLASS, EnrolledDeck, Heads
 from vision.locate import cut_patch, find_corners, normalise_patches
 from vision.model import CornerClassifier
 
@@ -29,7 +30,10 @@ if TYPE_CHECKING:
 
 IMAGE_SUFFIXES: Final = frozenset({".png", ".jpg", ".jpeg", ".bmp"})
 _INDEX_LIKELY: Final = 0.5
-_INDEX_UNLIKELY: Final = 0.2
+# The enrolled deck's threshold sits this many log-odds above the best-scoring wrong answer
+# of its own cross-fitted calibration (odds 20 times higher), and never below the minimum.
+ENROLLED_MARGIN: Final = math.log(20.0)
+ENROLLED_MINIMUM_THRESHOLD: Final = 0.9
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,68 +73,91 @@ def read_image(path: Path) -> np.ndarray:
     return image
 
 
-def _samples(
-    classifier: CornerClassifier, examples: Iterable[tuple[Card, np.ndarray]]
+@dataclass(frozen=True)
+class _Picture:
+    """What the generic network made of one enrolment picture."""
+
+    card: Card
+    embedding: np.ndarray  # (candidates, 64)
+    ranks: np.ndarray  # (candidates,) rank label 0..13 per candidate, -1 = left out
+    suits: np.ndarray  # (candidates,) suit label 0..3, -1 = none or left out
+
+
+def _read_picture(classifier: CornerClassifier, card: Card, image: np.ndarray) -> _Picture | None:
+    import numpy as np
+
+    candidates = find_corners(image)
+    if not candidates:
+        return None
+    patches = np.stack([cut_patch(image, candidate) for candidate in candidates])
+    prediction = classifier.predict(normalise_patches(patches))
+    index_probability = 1.0 - prediction.rank[:, NO_INDEX_CLASS]
+    # One card per picture: its index corners are the likeliest candidate and the likeliest
+    # one facing the other way (the second index corner is the first turned half a turn);
+    # the generic network's "is an index" need not be confident on a design it never saw.
+    # Every other corner of the picture is a plain corner or something else: "no index",
+    # which teaches the deck's head that this deck's pip corners name no card.
+    ranked = [int(i) for i in np.argsort(index_probability)[::-1]]
+    index_corners = {ranked[0]}
+    first_axis = np.array(candidates[ranked[0]].x_axis)
+    for i in ranked[1:]:
+        if float(np.array(candidates[i].x_axis) @ first_axis) < -0.5:
+            if index_probability[i] >= _INDEX_LIKELY or index_probability[ranked[0]] < 0.5:
+                index_corners.add(i)
+            break
+    ranks = np.full(len(candidates), NO_INDEX_CLASS, np.int64)
+    suits = np.full(len(candidates), -1, np.int64)
+    for i in index_corners:
+        ranks[i] = RANKS.index(card.rank)
+        suits[i] = SUITS.index(card.suit)
+    return _Picture(card, np.asarray(prediction.embedding, np.float32), ranks, suits)
+
+
+def _samples(pictures: list[_Picture]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(embeddings, rank labels 0..13, suit labels 0..3 or -1) of the usable corners."""
+    import numpy as np
+
+    embeddings = np.concatenate([p.embedding for p in pictures])
+    ranks = np.concatenate([p.ranks for p in pictures])
+    suits = np.concatenate([p.suits for p in pictures])
+    usable = ranks >= 0
+    return embeddings[usable], ranks[usable], suits[usable]
+
+
+def _fit_linear(
+    features: np.ndarray,
+    labels: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray,
+    iterations: int,
+    pull: float,
 ) -> tuple[np.ndarray, np.ndarray]:
+    """Softmax regression from (weight, bias), by full-batch Adam, with an L2 pull back to
+    the starting weights. Classes count equally, however many examples each has."""
     import numpy as np
 
-    face_rank = np.array([RANKS.index(card.rank) for card in ALL_FACES])
-    face_suit = np.array([SUITS.index(card.suit) for card in ALL_FACES])
-    embeddings, labels = [], []
-    for card, image in examples:
-        candidates = find_corners(image)
-        if not candidates:
-            continue
-        patches = np.stack([cut_patch(image, candidate) for candidate in candidates])
-        prediction = classifier.predict(normalise_patches(patches))
-        index_probability = 1.0 - prediction.rank[:, 13]
-        faces = prediction.rank[:, face_rank] * prediction.suit[:, face_suit]
-        reads_this_card = faces.argmax(axis=1) == ALL_FACES.index(card)
-        for i in range(len(candidates)):
-            if index_probability[i] >= _INDEX_LIKELY or reads_this_card[i]:
-                labels.append(ALL_FACES.index(card))
-            elif index_probability[i] < _INDEX_UNLIKELY:
-                labels.append(NO_INDEX_CLASS)
-            else:
-                continue
-            embeddings.append(prediction.embedding[i])
-    if not embeddings:
-        raise ConfigurationError("no card corners were found in the enrolment images")
-    return np.array(embeddings, np.float32), np.array(labels, np.int64)
-
-
-def fit_head(
-    embeddings: np.ndarray, labels: np.ndarray, iterations: int = 600, l2: float = 1e-3
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Softmax regression by full-batch gradient descent (Adam): (weights, bias, mean, scale).
-
-    Classes are weighted equally, so 52 faces with a handful of examples each are not
-    swamped by the many "no index" corners.
-    """
-    import numpy as np
-
-    classes = NO_INDEX_CLASS + 1
-    mean = embeddings.mean(axis=0)
-    scale = embeddings.std(axis=0) + 1e-3
-    features = (embeddings - mean) / scale
+    classes = weight.shape[1]
     counts = np.bincount(labels, minlength=classes).astype(np.float64)
     sample_weight = (1.0 / np.maximum(counts, 1.0))[labels]
     sample_weight /= sample_weight.sum()
     one_hot = np.eye(classes)[labels]
-    weights = np.zeros((features.shape[1], classes))
-    bias = np.zeros(classes)
-    moments = [np.zeros_like(weights), np.zeros_like(bias)]
-    squares = [np.zeros_like(weights), np.zeros_like(bias)]
-    rate, beta1, beta2 = 0.05, 0.9, 0.999
+    start_weight, start_bias = weight.astype(np.float64), bias.astype(np.float64)
+    parameters = [start_weight.copy(), start_bias.copy()]
+    moments = [np.zeros_like(p) for p in parameters]
+    squares = [np.zeros_like(p) for p in parameters]
+    rate, beta1, beta2 = 0.01, 0.9, 0.999
     for step in range(1, iterations + 1):
-        logits = features @ weights + bias
+        logits = features @ parameters[0] + parameters[1]
         logits -= logits.max(axis=1, keepdims=True)
         probabilities = np.exp(logits)
         probabilities /= probabilities.sum(axis=1, keepdims=True)
         error = (probabilities - one_hot) * sample_weight[:, None]
-        gradients = [features.T @ error + l2 * weights, error.sum(axis=0)]
+        gradients = [
+            features.T @ error + pull * (parameters[0] - start_weight),
+            error.sum(axis=0) + pull * (parameters[1] - start_bias),
+        ]
         for parameter, gradient, moment, square in zip(
-            (weights, bias), gradients, moments, squares, strict=True
+            parameters, gradients, moments, squares, strict=True
         ):
             moment *= beta1
             moment += (1 - beta1) * gradient
@@ -138,12 +165,69 @@ def fit_head(
             square += (1 - beta2) * gradient**2
             corrected = moment / (1 - beta1**step)
             parameter -= rate * corrected / (np.sqrt(square / (1 - beta2**step)) + 1e-8)
-    return (
-        weights.astype(np.float32),
-        bias.astype(np.float32),
-        mean.astype(np.float32),
-        scale.astype(np.float32),
+    return parameters[0].astype(np.float32), parameters[1].astype(np.float32)
+
+
+def fine_tune(
+    generic: Heads,
+    embeddings: np.ndarray,
+    ranks: np.ndarray,
+    suits: np.ndarray,
+    iterations: int = 400,
+    pull: float = 1e-3,
+) -> Heads:
+    """The generic heads fitted to one deck's corner embeddings."""
+    rank_weight, rank_bias = _fit_linear(
+        embeddings, ranks, generic.rank_weight, generic.rank_bias, iterations, pull
     )
+    has_suit = suits >= 0
+    suit_weight, suit_bias = _fit_linear(
+        embeddings[has_suit],
+        suits[has_suit],
+        generic.suit_weight,
+        generic.suit_bias,
+        iterations,
+        pull,
+    )
+    return Heads(rank_weight, rank_bias, suit_weight, suit_bias)
+
+
+def _calibrate(
+    generic: Heads, pictures: list[_Picture], minimum: float, margin: float
+) -> tuple[float, dict[str, object]]:
+    """Threshold from two-fold cross-fitting on the enrolment pictures themselves: each half
+    is read by heads fitted on the other half, and the threshold goes above the best score
+    of any wrong answer, plus ``margin`` log-odds (at least ``minimum``)."""
+    import math
+
+    import numpy as np
+
+    from vision.recognise import face_probabilities_from, is_ambiguous
+
+    outcomes: list[tuple[float, bool]] = []
+    halves = (pictures[0::2], pictures[1::2])
+    for fit_on, score_on in (halves, halves[::-1]):
+        embeddings, ranks, suits = _samples(fit_on)
+        heads = fine_tune(generic, embeddings, ranks, suits)
+        for picture in score_on:
+            rank, suit = heads.probabilities(picture.embedding)
+            scores = 1.0 - np.prod(1.0 - face_probabilities_from(rank, suit), axis=0)
+            order = np.argsort(scores)[::-1]
+            if is_ambiguous(float(scores[order[0]]), float(scores[order[1]])):
+                continue  # abstains whatever the threshold
+            outcomes.append((float(scores[order[0]]), ALL_FACES[int(order[0])] == picture.card))
+    wrong = [score for score, right in outcomes if not right]
+    worst = max(wrong, default=0.0)
+    clipped = min(max(worst, 1e-12), 1 - 1e-12)
+    threshold = 1.0 / (1.0 + math.exp(-(math.log(clipped / (1 - clipped)) + margin)))
+    threshold = max(minimum, threshold)
+    kept = sum(1 for score, right in outcomes if right and score >= threshold)
+    return threshold, {
+        "calibration_pictures": len(pictures),
+        "calibration_wrong_without_threshold": len(wrong),
+        "calibration_highest_wrong_score": worst,
+        "calibration_correct_at_threshold": kept / max(len(pictures), 1),
+    }
 
 
 def enrol(
@@ -156,26 +240,37 @@ def enrol(
 
     Every face must appear at least once: a face never seen cannot be read.
     """
-    import numpy as np
 
-    embeddings, labels = _samples(classifier, examples)
-    missing = [str(ALL_FACES[i]) for i in range(52) if not np.any(labels == i)]
+    pictures = [
+        picture
+        for card, image in examples
+        if (picture := _read_picture(classifier, card, image)) is not None
+    ]
+    if not pictures:
+        raise ConfigurationError("no card corners were found in the enrolment images")
+    embeddings, ranks, suits = _samples(pictures)
+    seen = {(int(r), int(s)) for r, s in zip(ranks, suits, strict=True) if s >= 0}
+    missing = [
+        str(card)
+        for card in ALL_FACES
+        if (RANKS.index(card.rank), SUITS.index(card.suit)) not in seen
+    ]
     if missing:
         raise ConfigurationError(
             f"no readable index corner of {', '.join(missing)} in the enrolment images; "
             "add pictures of those cards"
         )
-    weights, bias, mean, scale = fit_head(embeddings, labels)
-    return EnrolledDeck(
-        weights=weights,
-        bias=bias,
-        mean=mean,
-        scale=scale,
-        model_digest=classifier.digest,
-        threshold=classifier.threshold if threshold is None else threshold,
-        info={
-            "name": name,
-            "index_samples": int((labels < NO_INDEX_CLASS).sum()),
-            "no_index_samples": int((labels == NO_INDEX_CLASS).sum()),
-        },
-    )
+    generic = Heads.load(classifier.path.with_suffix(".heads.npz"))
+    heads = fine_tune(generic, embeddings, ranks, suits)
+    info: dict[str, object] = {
+        "name": name,
+        "pictures": len(pictures),
+        "index_samples": int((ranks < NO_INDEX_CLASS).sum()),
+        "no_index_samples": int((ranks == NO_INDEX_CLASS).sum()),
+    }
+    if threshold is None:
+        threshold, calibration = _calibrate(
+            generic, pictures, ENROLLED_MINIMUM_THRESHOLD, ENROLLED_MARGIN
+        )
+        info.update(calibration)
+    return EnrolledDeck(heads=heads, model_digest=classifier.digest, threshold=threshold, info=info)

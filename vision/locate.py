@@ -68,13 +68,15 @@ def foreground_mask(image: np.ndarray) -> np.ndarray:
     difference = cv2.absdiff(image, np.full(image.shape, felt, np.uint8))
     distance = cv2.transform(difference, np.array([[0.5, 0.5, 0.5]], np.float32))
     distance8 = cv2.convertScaleAbs(distance)
-    distance8 = cv2.GaussianBlur(distance8, (5, 5), 0)
     threshold, _ = cv2.threshold(distance8, 0, 255, cv2.THRESH_BINARY + cv2.THRESH_OTSU)
     # Otsu on an empty table splits noise; a card is always far from the felt colour.
     _, mask = cv2.threshold(distance8, max(threshold, 40), 255, cv2.THRESH_BINARY)
-    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (5, 5))
-    mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, kernel)
-    return cv2.morphologyEx(mask, cv2.MORPH_CLOSE, kernel)
+    # Dark ink next to the card's edge (an index printed close to the corner) can look like
+    # felt and bite into the outline; closing fills such bites and leaves convex corners be.
+    # No opening or blurring first: either would wear through the thin paper margin between
+    # the index and the edge and open the bite to the outside.
+    bridge = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (13, 13))
+    return cv2.morphologyEx(mask, cv2.MORPH_CLOSE, bridge)
 
 
 def _line_through(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

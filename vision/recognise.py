@@ -6,14 +6,16 @@ candidates are combined by noisy-OR (a card is there if any of its index corners
 so a card whose two index corners both read the same face scores higher than either alone.
 
 The answer is the best face only if its score reaches the calibrated threshold **and** no
-other face is also supported (score 0.5 or more): two index corners that disagree mean a
-neighbouring card's index is in view, or a misread, and a wrong card is far worse than none.
+other face is also supported (score 0.5 or more, and within a factor 20 in odds of the best):
+two index corners that disagree mean a neighbouring card's index is in view, or a misread,
+and a wrong card is far worse than none.
 Across consecutive frames of the same position, :meth:`Recogniser.recognise_frames` combines
 the per-frame scores by their mean.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -27,12 +29,31 @@ if TYPE_CHECKING:
 
     from vision.deck import EnrolledDeck
 
-# A second face with this much support makes the answer ambiguous.
+# A second face with this much support makes the answer ambiguous, unless the best face is
+# at least this many log-odds ahead (odds 20 times higher): a plain pip corner that half
+# resembles another index must not veto two index corners that agree.
 CONFLICT_SCORE: Final = 0.5
+CONFLICT_MARGIN: Final = math.log(20.0)
 
 # Faces in ALL_FACES order as (rank index, suit index) into the network's heads.
 _FACE_RANK: Final = tuple(RANKS.index(card.rank) for card in ALL_FACES)
 _FACE_SUIT: Final = tuple(SUITS.index(card.suit) for card in ALL_FACES)
+
+
+def _log_odds(probability: float) -> float:
+    clipped = min(max(probability, 1e-6), 1.0 - 1e-6)
+    return math.log(clipped / (1.0 - clipped))
+
+
+def is_ambiguous(best: float, runner_up: float) -> bool:
+    """A second face is supported (score 0.5 or more) and not far less than the best one
+    (within :data:`CONFLICT_MARGIN` log-odds): two cards may be in view, or one is misread."""
+    return runner_up >= CONFLICT_SCORE and _log_odds(best) - _log_odds(runner_up) < CONFLICT_MARGIN
+
+
+def face_probabilities_from(rank: np.ndarray, suit: np.ndarray) -> np.ndarray:
+    """(N, 52) P(face) = P(rank) x P(suit) from the heads' (N, 14) and (N, 4) outputs."""
+    return rank[:, _FACE_RANK] * suit[:, _FACE_SUIT]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,9 +105,10 @@ class Recogniser:
             return np.zeros((0, len(ALL_FACES)))
         patches = np.stack([cut_patch(image, candidate) for candidate in candidates])
         prediction = self.classifier.predict(normalise_patches(patches))
+        rank, suit = prediction.rank, prediction.suit
         if self.deck is not None:
-            return self.deck.probabilities(prediction.embedding)[:, : len(ALL_FACES)]
-        return prediction.rank[:, _FACE_RANK] * prediction.suit[:, _FACE_SUIT]
+            rank, suit = self.deck.heads.probabilities(prediction.embedding)
+        return face_probabilities_from(rank, suit)
 
     def scores(self, image: np.ndarray) -> np.ndarray:
         """(52,) noisy-OR score of each face over the image's corner candidates."""
@@ -105,7 +127,7 @@ class Recogniser:
         best_card = ALL_FACES[best]
         if confidence <= 0.0:
             reason = "no card found"
-        elif scores[runner_up] >= CONFLICT_SCORE:
+        elif is_ambiguous(confidence, float(scores[runner_up])):
             reason = "ambiguous"
         elif confidence < self.threshold:
             reason = "below threshold"

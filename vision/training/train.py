@@ -136,7 +136,7 @@ def train(
             optimiser.step()
             schedule.step()
             step += 1
-            total += float(loss) * len(chosen)
+            total += loss.item() * len(chosen)
             correct_rank += int((rank_logits.argmax(1) == rank_target).sum())
             seen += len(chosen)
         print(
@@ -162,6 +162,14 @@ def export(network, path: Path) -> None:  # type: ignore[no-untyped-def]
         dynamic_axes={"patch": {0: "n"}, "rank": {0: "n"}, "suit": {0: "n"}, "embedding": {0: "n"}},
         opset_version=13,
         dynamo=False,
+    )
+    # The two heads again as plain arrays: enrolment fine-tunes them without torch or onnx.
+    np.savez(
+        path.with_suffix(".heads.npz"),
+        rank_weight=network.rank.weight.detach().numpy().T.astype(np.float32),
+        rank_bias=network.rank.bias.detach().numpy().astype(np.float32),
+        suit_weight=network.suit.weight.detach().numpy().T.astype(np.float32),
+        suit_bias=network.suit.bias.detach().numpy().astype(np.float32),
     )
 
 
