@@ -809,7 +809,11 @@ class TableMachine:
 
     def on_shoe_lock(self, state: TableState, event: ShoeLockChanged) -> list[Effect]:
         state.shoe_reports_locked = bool(event.locked)
-        return []
+        if state.shoe_reports_locked == state.shoe_locked:
+            return []
+        # The gate is not where the table wants it (a confirmation of an older command, or
+        # the shoe changed it by itself): ask again. Its next confirmation settles it.
+        return [LockShoe() if state.shoe_locked else UnlockShoe()]
 
     def on_stale_timer(self, state: TableState, event: TimerExpired) -> list[Effect]:
         return []  # the dealer or the platform was quicker than the timer

@@ -327,3 +327,15 @@ def test_restart_between_rounds_does_not_pause() -> None:
     driver.new_shoe()
     driver.send(ControllerStarted(driver.tick()))
     assert driver.phase is Phase.SHOE_READY
+
+
+def test_a_shoe_that_reports_the_wrong_gate_state_is_asked_again(dealing: Driver) -> None:
+    from controller.table.effects import UnlockShoe
+    from controller.table.events import ShoeLockChanged
+
+    assert dealing.send(ShoeLockChanged(False, dealing.tick())) == []  # as wanted: dealing
+    dealing.command("pause", reason="check")
+    assert dealing.send(ShoeLockChanged(False, dealing.tick())) == [LockShoe()]
+    assert dealing.send(ShoeLockChanged(True, dealing.tick())) == []
+    dealing.command("resume")
+    assert dealing.send(ShoeLockChanged(True, dealing.tick())) == [UnlockShoe()]

@@ -225,3 +225,14 @@ def test_export_gives_a_rounds_whole_history(tmp_path: Path) -> None:
     assert first[-1]["effects"][1]["name"] == "round_settled"
     assert [line["kind"] for line in second][-1] == "SupervisorCommanded"
     assert second[-1]["event"]["by"] == "sam"
+
+
+def test_a_second_writer_on_the_same_journal_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "j.journal"
+    with Journal(path) as first, Journal(path) as second:
+        first.append(ONE_OF_EACH[0])
+        with pytest.raises(JournalError, match="cannot append"):
+            second.append(ONE_OF_EACH[1])
+        first.append(ONE_OF_EACH[1])
+    with Journal(path, read_only=True) as journal:
+        assert journal.verify() == 2
