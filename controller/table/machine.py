@@ -55,6 +55,7 @@ from controller.table.events import (
     PlatformDecided,
     RoundRequested,
     ShoeFault,
+    ShoeFaultCleared,
     ShoeLockChanged,
     ShoeOffline,
     ShoeOnline,
@@ -116,6 +117,7 @@ class PauseReason(enum.Enum):
     DEALER_IDLE = "dealer_idle"  # no card came within the dealer idle deadline
     RULES_REFUSED = "rules_refused"  # the rules refused a card the table expected
     RECOVERED = "recovered"  # the controller restarted in the middle of a round or burn
+    PLATFORM_SILENT = "platform_silent"  # Boundless: no "more cards?" answer in time
 
 
 PAUSE_MESSAGES: Final[Mapping[PauseReason, str]] = {
@@ -131,6 +133,7 @@ PAUSE_MESSAGES: Final[Mapping[PauseReason, str]] = {
     PauseReason.DEALER_IDLE: "no card was drawn within the dealer idle deadline",
     PauseReason.RULES_REFUSED: "the rules refused a card",
     PauseReason.RECOVERED: "the controller restarted during a round or a burn",
+    PauseReason.PLATFORM_SILENT: "the game platform did not say whether players want a card",
 }
 
 
@@ -211,13 +214,16 @@ def _t(handler: str, *targets: Phase) -> Transition:
 
 
 # Every (phase, event kind) the table accepts. Event kinds: "card", "misread", "cut_card",
-# "cards_lost", "shoe_fault", "shoe_online", "shoe_offline", "shoe_lock", "camera",
+# "cards_lost", "shoe_fault", "shoe_fault_cleared", "shoe_online", "shoe_offline",
+# "shoe_lock", "camera",
 # "decision", "round_request", "started", "timer.<purpose>", "command.<name>".
 # A pair that is not here is refused (EventRejected / CommandAnswered ok=False) and changes
 # nothing.
 _ALWAYS: Final[dict[str, Callable[[Phase], Transition]]] = {
     "shoe_online": lambda phase: _t("on_shoe_online", phase),
     "shoe_lock": lambda phase: _t("on_shoe_lock", phase),
+    # A fault's end is news, not a resolution: a pause it caused still needs a supervisor.
+    "shoe_fault_cleared": lambda phase: _t("on_shoe_fault_cleared", phase),
     "timer.stale": lambda phase: _t("on_stale_timer", phase),
     "command.pause": lambda phase: _t("on_pause_command", P.PAUSED),
 }
@@ -368,6 +374,7 @@ _SIMPLE_KINDS: Final[dict[type, str]] = {
     CutCardDrawn: "cut_card",
     CardsLost: "cards_lost",
     ShoeFault: "shoe_fault",
+    ShoeFaultCleared: "shoe_fault_cleared",
     ShoeOnline: "shoe_online",
     ShoeOffline: "shoe_offline",
     ShoeLockChanged: "shoe_lock",
@@ -825,6 +832,9 @@ class TableMachine:
             return [notice, *self._pause(state, PauseReason.SHOE_OFFLINE, event.at, event.reason)]
         return [notice, self._publish(state)]
 
+    def on_shoe_fault_cleared(self, state: TableState, event: ShoeFaultCleared) -> list[Effect]:
+        return [PublishEvent("shoe_fault_cleared", {"code": event.code})]
+
     def on_idle_notice(self, state: TableState, event: ShoeFault | CardsLost) -> list[Effect]:
         if isinstance(event, ShoeFault):
             return [PublishEvent("shoe_fault", {"code": event.code, "message": event.message})]
@@ -1135,6 +1145,18 @@ class TableMachine:
     def on_decision_timeout(self, state: TableState, event: TimerExpired) -> list[Effect]:
         step = state.round.next_step()  # type: ignore[union-attr]
         assert isinstance(step, DecisionNeeded)
+        if step.kind == "more_cards":
+            # Not a player's decision but the platform's summary of every player's: the
+            # players' own timeouts are auto-played by the platform, which holds their
+            # hands. Silence here means the platform is down, and any guess (the shared
+            # cards played as one unsplit hand) can leave a player who split with a hand
+            # the common sequence never finishes. A system problem: pause (seeds 000/003).
+            return self._pause(
+                state,
+                PauseReason.PLATFORM_SILENT,
+                event.at,
+                f"no answer within {self.config.decision_s:g} s",
+            )
         return self._decide(state, step.box, step.hand, step.default, event.at, auto=True)
 
     def _decide(

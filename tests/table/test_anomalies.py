@@ -339,3 +339,19 @@ def test_a_shoe_that_reports_the_wrong_gate_state_is_asked_again(dealing: Driver
     assert dealing.send(ShoeLockChanged(True, dealing.tick())) == []
     dealing.command("resume")
     assert dealing.send(ShoeLockChanged(True, dealing.tick())) == [UnlockShoe()]
+
+
+def test_a_cleared_shoe_fault_is_news_and_leaves_the_pause_to_the_supervisor(
+    dealing: Driver,
+) -> None:
+    from drivers.shoe.events import ShoeFault, ShoeFaultCleared
+
+    driver = dealing
+    driver.send(ShoeFault("E2", "overdraw", driver.tick()))
+    assert driver.phase is Phase.PAUSED
+    effects = driver.send(ShoeFaultCleared("E2", driver.tick()))
+    assert driver.phase is Phase.PAUSED
+    assert driver.published_events("shoe_fault_cleared") == [{"code": "E2"}]
+    assert not [e for e in effects if type(e).__name__ == "EventRejected"]
+    assert driver.command("resume").ok
+    assert driver.phase is Phase.DEALING

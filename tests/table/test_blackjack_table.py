@@ -169,13 +169,37 @@ def test_boundless_more_cards_loop() -> None:
     assert len(driver.published_events("decision_taken")) == 4
 
 
-def test_boundless_more_cards_timeout_uses_the_rules_default() -> None:
+def test_boundless_more_cards_timeout_pauses_instead_of_guessing() -> None:
+    # The platform answers for every player (auto-playing those who time out); its silence
+    # is a system fault. A guess could strand a player who split: pause for the supervisor.
     driver = table_for("blackjack-boundless")
     driver.open_and_close_betting()
-    driver.draw("2S", "9D", "3C", "7H")
-    request = driver.published_events("decision_requested")[-1]
+    driver.draw("8S", "9D", "8C", "7H")  # shared 8 8: players may have split
+    asked = len(driver.published_events("decision_requested"))
     driver.expire("decision")
-    assert driver.published_events("decision_taken")[-1]["decision"] == request["default"] == "Y"
+    assert driver.phase is Phase.PAUSED
+    assert driver.published_events("table_paused")[-1]["reason"] == "platform_silent"
+    assert not driver.published_events("decision_taken")
+    driver.draw("3C")  # a card now changes nothing: it is held out of turn
+    assert driver.phase is Phase.PAUSED
+    assert driver.command("resume", resolution="burn").ok
+    # Resumed: the question is asked again, with a new deadline; the answer is taken.
+    assert driver.phase is Phase.DECIDING
+    assert len(driver.published_events("decision_requested")) == asked + 1
+    driver.decide("more_cards", 1, 1, "N")
+    assert driver.expected_position() == "dealer"
+
+
+def test_boundless_platform_silence_can_be_cancelled_with_every_bet_refunded() -> None:
+    driver = table_for("blackjack-boundless")
+    driver.open_and_close_betting()
+    driver.draw("8S", "9D", "8C", "7H")
+    driver.expire("decision")
+    assert driver.command("cancel", reason="platform down").ok
+    voided = driver.published_events("round_voided")[-1]
+    assert voided["refund"] == "all"
+    assert set(voided["bets"].values()) == {0.0}
+    assert driver.phase is Phase.SHOE_READY
 
 
 def test_classic_split_deals_to_each_hand() -> None:

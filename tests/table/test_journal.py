@@ -22,6 +22,7 @@ from controller.table.events import (
     PlatformDecided,
     RoundRequested,
     ShoeFault,
+    ShoeFaultCleared,
     ShoeLockChanged,
     ShoeOffline,
     ShoeOnline,
@@ -38,10 +39,12 @@ from tests.table.driver import Driver, config_for, shuffled_shoe
 
 ONE_OF_EACH = [
     CardDrawn(parse_card("AS"), 7, 1.5),
+    CardDrawn(parse_card("TD"), 8, 1.6, "banker"),
     CutCardDrawn(None, 2.0),
     CardMisread(3, 2.5),
     CardsLost((4, 5), 3.0),
     ShoeFault("E1", "jam", 3.5),
+    ShoeFaultCleared("E1", 3.7),
     ShoeLockChanged(True, 4.0),
     ShoeOnline("/dev/ttyUSB0", 4.5),
     ShoeOffline("/dev/ttyUSB0", "gone", 5.0),
