@@ -950,19 +950,20 @@ class TableMachine:
     def on_card_out_of_turn(
         self, state: TableState, event: CardDrawn | CardMisread
     ) -> list[Effect]:
+        return self._hold_out_of_turn(state, event, self._why_out_of_turn(state))
+
+    def _hold_out_of_turn(
+        self, state: TableState, event: CardDrawn | CardMisread, why: str
+    ) -> list[Effect]:
+        """Pause and hold a card that came when none was due (counted: a ninth copy is
+        impossible whenever it comes)."""
         card = event.card if isinstance(event, CardDrawn) else None
         if card is not None and state.count is not None:
             try:
                 self._count(state, card)
             except RulesError:
                 return self._pause(state, PauseReason.IMPOSSIBLE_CARD, event.at, NINTH_COPY)
-        return self._pause(
-            state,
-            PauseReason.CARD_OUT_OF_TURN,
-            event.at,
-            self._why_out_of_turn(state),
-            held=(card,),
-        )
+        return self._pause(state, PauseReason.CARD_OUT_OF_TURN, event.at, why, held=(card,))
 
     @staticmethod
     def _why_out_of_turn(state: TableState) -> str:
@@ -984,15 +985,7 @@ class TableMachine:
     def on_card_while_paused(
         self, state: TableState, event: CardDrawn | CardMisread
     ) -> list[Effect]:
-        card = event.card if isinstance(event, CardDrawn) else None
-        if card is not None and state.count is not None:
-            try:
-                self._count(state, card)
-            except RulesError:
-                return self._pause(state, PauseReason.IMPOSSIBLE_CARD, event.at, NINTH_COPY)
-        return self._pause(
-            state, PauseReason.CARD_OUT_OF_TURN, event.at, "while the table was paused", (card,)
-        )
+        return self._hold_out_of_turn(state, event, "while the table was paused")
 
     def on_cut_card_out_of_turn(self, state: TableState, event: CutCardDrawn) -> list[Effect]:
         return self._pause(

@@ -26,7 +26,7 @@ from typing import Final
 
 from controller.errors import RulesError
 from controller.games.cards import Card
-from drivers.shoe.codec import DecoderStats, ShoeProtocolError, require_bytes
+from drivers.shoe.codec import DecoderStats, ShoeProtocolError, hunt_start, require_bytes
 
 STX: Final = 0x02
 ETX: Final = 0x03
@@ -463,15 +463,7 @@ class HostCommandDecoder:
         self._buffer += require_bytes(data)
         commands: list[HostCommand] = []
         buffer = self._buffer
-        while buffer:
-            start = buffer.find(STX)
-            if start < 0:
-                self.stats.garbage_bytes += len(buffer)
-                buffer.clear()
-                break
-            if start:
-                self.stats.garbage_bytes += start
-                del buffer[:start]
+        while buffer and hunt_start(buffer, STX, self.stats):
             if len(buffer) < COMMAND_LENGTH:
                 break
             raw = bytes(buffer[:COMMAND_LENGTH])

@@ -43,3 +43,20 @@ def require_bytes(data: object) -> bytes:
     if isinstance(data, bytearray | memoryview):
         return bytes(data)
     raise ShoeProtocolError(f"a decoder is fed bytes, not {type(data).__name__}")
+
+
+def hunt_start(buffer: bytearray, start_byte: int, stats: DecoderStats) -> bool:
+    """Drop (and count as garbage) everything before the first ``start_byte`` in ``buffer``.
+
+    Returns whether ``buffer`` now begins with it (pymodbus's "hunting mode": after garbage
+    or a broken frame, the next start byte is the next chance of a frame).
+    """
+    start = buffer.find(start_byte)
+    if start < 0:
+        stats.garbage_bytes += len(buffer)
+        buffer.clear()
+        return False
+    if start:
+        stats.garbage_bytes += start
+        del buffer[:start]
+    return True

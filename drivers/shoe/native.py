@@ -18,7 +18,7 @@ import binascii
 from dataclasses import dataclass
 from typing import Final
 
-from drivers.shoe.codec import DecoderStats, ShoeProtocolError, require_bytes
+from drivers.shoe.codec import DecoderStats, ShoeProtocolError, hunt_start, require_bytes
 
 STX: Final = 0x02
 ETX: Final = 0x03
@@ -106,15 +106,7 @@ class NativeDecoder:
         self._buffer += require_bytes(data)
         frames: list[NativeFrame] = []
         buffer = self._buffer
-        while buffer:
-            start = buffer.find(STX)
-            if start < 0:
-                self.stats.garbage_bytes += len(buffer)
-                buffer.clear()
-                break
-            if start:
-                self.stats.garbage_bytes += start
-                del buffer[:start]
+        while buffer and hunt_start(buffer, STX, self.stats):
             outcome = self._frame_end()
             if outcome is None:
                 break
