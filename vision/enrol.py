@@ -14,6 +14,7 @@ index", so the head also learns that this deck's plain pip corners name no card.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,11 +30,16 @@ if TYPE_CHECKING:
     import numpy as np
 
 IMAGE_SUFFIXES: Final = frozenset({".png", ".jpg", ".jpeg", ".bmp"})
-_INDEX_LIKELY: Final = 0.5
+# A corner the generic network gives less than this chance of being an index is not
+# labelled with the card even if it is the picture's likeliest: when both index corners are
+# hidden, the likeliest corner is a plain one, and a court card's plain corner (its artwork)
+# labelled with the card taught the head to tell jacks apart by their portraits.
+_INDEX_POSSIBLE: Final = 0.05
 # The enrolled deck's threshold sits this many log-odds above the best-scoring wrong answer
 # of its own cross-fitted calibration (odds 20 times higher), and never below the minimum.
 ENROLLED_MARGIN: Final = math.log(20.0)
 ENROLLED_MINIMUM_THRESHOLD: Final = 0.9
+_CALIBRATION_FOLDS: Final = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,13 +104,15 @@ def _read_picture(classifier: CornerClassifier, card: Card, image: np.ndarray) -
     # Every other corner of the picture is a plain corner or something else: "no index",
     # which teaches the deck's head that this deck's pip corners name no card.
     ranked = [int(i) for i in np.argsort(index_probability)[::-1]]
-    index_corners = {ranked[0]}
-    first_axis = np.array(candidates[ranked[0]].x_axis)
-    for i in ranked[1:]:
-        if float(np.array(candidates[i].x_axis) @ first_axis) < -0.5:
-            if index_probability[i] >= _INDEX_LIKELY or index_probability[ranked[0]] < 0.5:
-                index_corners.add(i)
-            break
+    index_corners: set[int] = set()
+    if index_probability[ranked[0]] >= _INDEX_POSSIBLE:
+        index_corners.add(ranked[0])
+        first_axis = np.array(candidates[ranked[0]].x_axis)
+        for i in ranked[1:]:
+            if float(np.array(candidates[i].x_axis) @ first_axis) < -0.5:
+                if index_probability[i] >= _INDEX_POSSIBLE:
+                    index_corners.add(i)
+                break
     ranks = np.full(len(candidates), NO_INDEX_CLASS, np.int64)
     suits = np.full(len(candidates), -1, np.int64)
     for i in index_corners:
@@ -195,18 +203,29 @@ def fine_tune(
 def _calibrate(
     generic: Heads, pictures: list[_Picture], minimum: float, margin: float
 ) -> tuple[float, dict[str, object]]:
-    """Threshold from two-fold cross-fitting on the enrolment pictures themselves: each half
-    is read by heads fitted on the other half, and the threshold goes above the best score
-    of any wrong answer, plus ``margin`` log-odds (at least ``minimum``)."""
+    """Threshold from cross-fitting on the enrolment pictures themselves: each quarter is
+    read by heads fitted on the other three, and the threshold goes above the best score of
+    any wrong answer, plus ``margin`` log-odds (at least ``minimum``)."""
     import math
 
     import numpy as np
 
     from vision.recognise import face_probabilities_from, is_ambiguous
 
+    # Each card's pictures are dealt round the folds in turn, so every fold's heads have seen
+    # every card (a card missing from a fold would be misread there for want of examples,
+    # which says nothing about the deck).
+    seen: dict[Card, int] = {}
+    folds = []
+    for picture in pictures:
+        folds.append(seen.get(picture.card, 0) % _CALIBRATION_FOLDS)
+        seen[picture.card] = seen.get(picture.card, 0) + 1
     outcomes: list[tuple[float, bool]] = []
-    halves = (pictures[0::2], pictures[1::2])
-    for fit_on, score_on in (halves, halves[::-1]):
+    for fold in range(_CALIBRATION_FOLDS):
+        fit_on = [p for p, f in zip(pictures, folds, strict=True) if f != fold]
+        score_on = [p for p, f in zip(pictures, folds, strict=True) if f == fold]
+        if not fit_on or not score_on:
+            continue
         embeddings, ranks, suits = _samples(fit_on)
         heads = fine_tune(generic, embeddings, ranks, suits)
         for picture in score_on:
@@ -269,8 +288,17 @@ def enrol(
         "no_index_samples": int((ranks == NO_INDEX_CLASS).sum()),
     }
     if threshold is None:
-        threshold, calibration = _calibrate(
-            generic, pictures, ENROLLED_MINIMUM_THRESHOLD, ENROLLED_MARGIN
-        )
-        info.update(calibration)
+        if min(Counter(p.card for p in pictures).values()) < _CALIBRATION_FOLDS:
+            # Too few pictures of some card to read each one with heads fitted without it:
+            # no calibration is possible, so keep the generic model's (strict) threshold.
+            threshold = classifier.threshold
+            info["calibration"] = (
+                f"none: fewer than {_CALIBRATION_FOLDS} pictures of some card; "
+                "the generic threshold is used"
+            )
+        else:
+            threshold, calibration = _calibrate(
+                generic, pictures, ENROLLED_MINIMUM_THRESHOLD, ENROLLED_MARGIN
+            )
+            info.update(calibration)
     return EnrolledDeck(heads=heads, model_digest=classifier.digest, threshold=threshold, info=info)

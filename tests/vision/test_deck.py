@@ -1,4 +1,4 @@
-"""Enrolled deck files and the enrolment head, without the network."""
+"""Enrolled deck files and the fine-tuning of the heads, without the network."""
 
 from __future__ import annotations
 
@@ -10,43 +10,67 @@ import numpy as np
 import pytest
 
 from controller.errors import ConfigurationError
-from vision.deck import NO_INDEX_CLASS, EnrolledDeck
-from vision.enrol import card_from_filename, fit_head, labelled_images
+from vision.deck import NO_INDEX_CLASS, EnrolledDeck, Heads
+from vision.enrol import card_from_filename, fine_tune, labelled_images
 
 
-def _clusters(rng: np.random.Generator, per_class: int) -> tuple[np.ndarray, np.ndarray]:
-    centres = rng.normal(0, 3, (NO_INDEX_CLASS + 1, 64))
-    labels = np.repeat(np.arange(NO_INDEX_CLASS + 1), per_class)
-    return (centres[labels] + rng.normal(0, 1, (len(labels), 64))).astype(np.float32), labels
+def _clusters(seed: int, per_class: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Embeddings around one centre per (rank, suit) face, plus "no index" ones."""
+    centres = np.random.default_rng(0).normal(0, 3, (52 + 1, 64))
+    rng = np.random.default_rng(seed)
+    labels = np.repeat(np.arange(53), per_class)
+    embeddings = (centres[labels] + rng.normal(0, 1, (len(labels), 64))).astype(np.float32)
+    ranks = np.where(labels < 52, labels % 13, NO_INDEX_CLASS)
+    suits = np.where(labels < 52, labels // 13, -1)
+    return embeddings, ranks, suits, labels
 
 
-def test_head_separates_classes_it_was_fitted_on_and_generalises() -> None:
-    rng = np.random.default_rng(0)
-    features, labels = _clusters(rng, 6)
-    weights, bias, mean, scale = fit_head(features, labels, iterations=300)
-    deck = EnrolledDeck(weights, bias, mean, scale, "digest", 0.9, {})
-    # Fresh samples from the same clusters.
-    rng2 = np.random.default_rng(0)
-    centres = rng2.normal(0, 3, (NO_INDEX_CLASS + 1, 64))
-    fresh = (centres[labels] + np.random.default_rng(1).normal(0, 1, (len(labels), 64))).astype(
-        np.float32
+def _zero_heads() -> Heads:
+    return Heads(
+        np.zeros((64, 14), np.float32),
+        np.zeros(14, np.float32),
+        np.zeros((64, 4), np.float32),
+        np.zeros(4, np.float32),
     )
-    predicted = deck.probabilities(fresh).argmax(axis=1)
-    assert (predicted == labels).mean() > 0.97
+
+
+def test_fine_tuned_heads_read_fresh_samples_of_the_deck() -> None:
+    embeddings, ranks, suits, _ = _clusters(seed=1, per_class=6)
+    heads = fine_tune(_zero_heads(), embeddings, ranks, suits, iterations=300)
+    fresh, fresh_ranks, fresh_suits, _ = _clusters(seed=2, per_class=4)
+    rank, suit = heads.probabilities(fresh)
+    assert (rank.argmax(axis=1) == fresh_ranks).mean() > 0.97
+    has_suit = fresh_suits >= 0
+    assert (suit[has_suit].argmax(axis=1) == fresh_suits[has_suit]).mean() > 0.97
+
+
+def test_no_example_keeps_the_generic_heads() -> None:
+    generic = Heads(
+        np.random.default_rng(3).normal(0, 1, (64, 14)).astype(np.float32),
+        np.zeros(14, np.float32),
+        np.random.default_rng(4).normal(0, 1, (64, 4)).astype(np.float32),
+        np.zeros(4, np.float32),
+    )
+    embeddings, ranks, suits, _ = _clusters(seed=5, per_class=1)
+    tuned = fine_tune(generic, embeddings, ranks, suits, iterations=1)
+    # One small step: the start is the generic heads, not a fresh layer.
+    assert np.allclose(tuned.rank_weight, generic.rank_weight, atol=0.02)
 
 
 def test_deck_file_round_trip(tmp_path: Path) -> None:
-    rng = np.random.default_rng(2)
-    features, labels = _clusters(rng, 3)
-    weights, bias, mean, scale = fit_head(features, labels, iterations=50)
-    deck = EnrolledDeck(weights, bias, mean, scale, "abc123", 0.97, {"name": "studio"})
+    embeddings, ranks, suits, _ = _clusters(seed=6, per_class=2)
+    heads = fine_tune(_zero_heads(), embeddings, ranks, suits, iterations=50)
+    deck = EnrolledDeck(heads, "abc123", 0.97, {"name": "studio"})
     path = tmp_path / "deck.npz"
     deck.save(path)
     loaded = EnrolledDeck.load(path)
     assert loaded.model_digest == "abc123"
     assert loaded.threshold == pytest.approx(0.97)
     assert loaded.info == {"name": "studio"}
-    assert np.allclose(loaded.probabilities(features), deck.probabilities(features), atol=1e-5)
+    for mine, theirs in zip(
+        loaded.heads.probabilities(embeddings), deck.heads.probabilities(embeddings), strict=True
+    ):
+        assert np.allclose(mine, theirs, atol=1e-6)
 
 
 def test_damaged_or_missing_deck_is_a_configuration_error(tmp_path: Path) -> None:
@@ -56,6 +80,17 @@ def test_damaged_or_missing_deck_is_a_configuration_error(tmp_path: Path) -> Non
     damaged.write_bytes(b"PK\x03\x04 not really a zip")
     with pytest.raises(ConfigurationError, match="not a deck file"):
         EnrolledDeck.load(damaged)
+    wrong_shape = tmp_path / "wrong.npz"
+    np.savez(
+        wrong_shape,
+        meta=np.array('{"format": 2, "model_digest": "x", "threshold": 0.9}'),
+        rank_weight=np.zeros((64, 5)),
+        rank_bias=np.zeros(5),
+        suit_weight=np.zeros((64, 4)),
+        suit_bias=np.zeros(4),
+    )
+    with pytest.raises(ConfigurationError, match="not a deck file"):
+        EnrolledDeck.load(wrong_shape)
 
 
 def test_file_names_must_start_with_a_card(tmp_path: Path) -> None:

@@ -1,0 +1,192 @@
+"""The shipped recogniser on real rendered pixels: generic mode on designs it never saw,
+enrolment, abstention, the CLI.
+
+Accuracy bounds are those of issue 5 on smaller samples (the 2,000-image figures come from
+``livetable vision eval`` runs, see docs/vision.md); zero wrong answers is absolute.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from controller.cli import main
+from controller.errors import ConfigurationError
+from controller.games.cards import ALL_FACES
+from vision.designs import FAMILIES, HOLDOUT_FOLDS, family_of
+from vision.enrol import enrol
+from vision.evaluate import EvalReport, evaluate
+from vision.model import DEFAULT_MODEL, load_settings
+from vision.recognise import Recogniser
+from vision.synth import render_scene, write_dataset
+
+SETTINGS = load_settings(DEFAULT_MODEL)
+TRAINED_ON = json.loads(DEFAULT_MODEL.with_suffix(".training.json").read_text())["trained_on"]
+
+
+def _scenes(design: str, count: int, seed: int, start: int = 0):  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(seed)
+    for number in range(start, start + count):
+        card = ALL_FACES[number % len(ALL_FACES)]
+        yield f"{design}-{number}", card, render_scene(design, card, rng).image
+
+
+def _fold_of(design: str) -> str:
+    family = family_of(design)
+    return next(fold for fold, families in HOLDOUT_FOLDS.items() if family in families)
+
+
+@pytest.fixture(scope="module")
+def recogniser() -> Recogniser:
+    return Recogniser()
+
+
+def test_held_out_families_were_not_trained_on() -> None:
+    trained_families = {family_of(design) for design in TRAINED_ON}
+    for families in HOLDOUT_FOLDS.values():
+        for family in families:
+            assert family in FAMILIES
+            assert family not in trained_families
+
+
+UNSEEN_DESIGNS = ("kde-standard", "plastic", "tango", "kde-penguins", "bellot", "kde-nicu-white")
+
+
+@pytest.fixture(scope="module")
+def unseen_reports() -> dict[str, EvalReport]:
+    """The generic model on designs of the six families it was neither trained nor tuned on,
+    each at the threshold calibrated on the other fold's designs."""
+    reports = {}
+    for number, design in enumerate(UNSEEN_DESIGNS):
+        threshold = SETTINGS["holdout_thresholds"][_fold_of(design)]
+        reports[design] = evaluate(
+            Recogniser(threshold=threshold), _scenes(design, 60, seed=4242 + number)
+        )
+    return reports
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("design", UNSEEN_DESIGNS)
+def test_generic_model_on_an_unseen_design_never_answers_wrong(
+    design: str, unseen_reports: dict[str, EvalReport]
+) -> None:
+    report = unseen_reports[design]
+    assert report.wrong == 0, report.wrong_answers
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 5 target NOT met: at a threshold calibrated for zero wrong answers the "
+    "generic model abstains on most images of an unseen design (docs/vision.md, Measured)",
+)
+@pytest.mark.parametrize("design", UNSEEN_DESIGNS)
+def test_generic_model_on_an_unseen_design_reads_97_percent(
+    design: str, unseen_reports: dict[str, EvalReport]
+) -> None:
+    assert unseen_reports[design].accuracy >= 0.97
+
+
+@pytest.fixture(scope="module")
+def enrolled_report(recogniser: Recogniser) -> EvalReport:
+    """kde-standard (a family the generic model never saw) enrolled from 1,040 pictures
+    (twenty of each card, as docs/vision.md recommends), then read on 200 others."""
+    design = "kde-standard"
+    enrolment = ((card, image) for _name, card, image in _scenes(design, 1040, seed=99))
+    deck = enrol(recogniser.classifier, enrolment, name=design)
+    return evaluate(Recogniser(deck=deck), _scenes(design, 200, seed=100, start=7))
+
+
+@pytest.mark.slow
+def test_enrolled_deck_never_answers_wrong(enrolled_report: EvalReport) -> None:
+    assert enrolled_report.wrong == 0, enrolled_report.wrong_answers
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 5 target NOT met: enrolled kde-standard reads 99.35 % with 0.65 % "
+    "abstained on 2,000 images (docs/vision.md, Measured); this sample reads about 97 %",
+)
+def test_enrolled_deck_reads_nearly_everything(enrolled_report: EvalReport) -> None:
+    assert enrolled_report.accuracy >= 0.995, enrolled_report.abstentions
+    assert enrolled_report.abstention_rate <= 0.005
+
+
+def test_empty_table_is_no_card(recogniser: Recogniser) -> None:
+    rng = np.random.default_rng(2)
+    felt = np.clip(rng.normal((40, 110, 30), 5, (360, 360, 3)), 0, 255).astype(np.uint8)
+    result = recogniser.recognise(felt)
+    assert result.card is None
+    assert result.reason == "no card found"
+
+
+def test_frames_are_combined(recogniser: Recogniser) -> None:
+    frames = [image for _name, _card, image in _scenes("anglo", 3, seed=5)]
+    # Three different cards in three frames: the mean support for any one of them stays far
+    # below the threshold, so the answer is an abstention, never one of the three.
+    assert recogniser.recognise_frames(frames).card is None
+    # The same frame three times is exactly that frame's answer.
+    single = recogniser.recognise(frames[0])
+    repeated = recogniser.recognise_frames([frames[0]] * 3)
+    assert repeated.card == single.card
+    assert repeated.best == single.best
+    assert repeated.confidence == pytest.approx(single.confidence)
+
+
+def test_bad_image_is_a_configuration_error(recogniser: Recogniser) -> None:
+    with pytest.raises(ConfigurationError):
+        recogniser.recognise(np.zeros((50, 50), np.uint8))
+
+
+def test_deck_made_with_another_model_is_refused(recogniser: Recogniser) -> None:
+    enrolment = ((card, image) for _name, card, image in _scenes("tango", 52, seed=3))
+    deck = enrol(recogniser.classifier, enrolment)
+    from dataclasses import replace
+
+    with pytest.raises(ConfigurationError, match="another vision model"):
+        Recogniser(deck=replace(deck, model_digest="0" * 64))
+
+
+def test_cli_classify_json_and_eval(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "images"
+    paths = write_dataset(folder, "kde-standard", 6, seed=12)
+    assert main(["vision", "classify", "--json", *map(str, paths)]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["file"] for line in lines] == [str(path) for path in paths]
+    for line, path in zip(lines, paths, strict=True):
+        assert set(line) == {"file", "card", "confidence"}
+        assert 0.0 <= line["confidence"] <= 1.0
+        assert line["card"] in (None, path.name.split("_")[0])
+    assert main(["vision", "eval", str(folder), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["images"] == 6
+    assert report["correct"] + report["abstained"] + report["wrong"] == 6
+    assert report["wrong"] == 0
+
+
+def test_cli_eval_names_a_badly_named_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_dataset(tmp_path, "kde-standard", 1, seed=1)
+    (tmp_path / "holiday.png").write_bytes((tmp_path / "AS_00000.png").read_bytes())
+    assert main(["vision", "eval", str(tmp_path)]) == 1
+    assert "holiday.png" in capsys.readouterr().err
+
+
+def test_cli_enrol_writes_a_deck_that_classify_loads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "deck"
+    write_dataset(folder, "kde-nicu-white", 52, seed=21)
+    deck_file = tmp_path / "studio.npz"
+    assert main(["vision", "enrol", str(folder), "-o", str(deck_file)]) == 0
+    assert deck_file.is_file()
+    probe = write_dataset(tmp_path / "probe", "kde-nicu-white", 2, seed=22)
+    capsys.readouterr()
+    assert main(["vision", "classify", "--json", "--deck", str(deck_file), str(probe[0])]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["card"] in (None, "AS")
