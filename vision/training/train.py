@@ -88,13 +88,37 @@ def load_patches(
     return np.concatenate(patches), np.concatenate(ranks), np.concatenate(suits), used
 
 
-def _augment(batch: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def _shift(batch: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Shift patches by up to two pixels: the locator's corners are that exact."""
     shifted = np.empty_like(batch)
     for i, patch in enumerate(batch):
         dy, dx = rng.integers(-2, 3, size=2)
         shifted[i] = np.roll(patch, (int(dy), int(dx)), axis=(0, 1))
     return shifted
+
+
+def _augment(batch: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Jitter each patch as the locator and the camera would: shift by up to two pixels,
+    scale by up to 12 %, turn by up to 6 degrees, blur a little, change contrast. Designs
+    the network never saw differ from the training designs in just such ways."""
+    import cv2
+
+    augmented = np.empty_like(batch)
+    height, width = batch.shape[1:3]
+    for i, patch in enumerate(batch):
+        scale = rng.uniform(0.88, 1.12)
+        angle = rng.uniform(-6.0, 6.0)
+        matrix = cv2.getRotationMatrix2D((width / 2, height / 2), angle, scale)
+        matrix[:, 2] += rng.uniform(-2.0, 2.0, size=2)
+        moved = cv2.warpAffine(
+            patch, matrix, (width, height), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
+        )
+        if rng.random() < 0.3:
+            moved = cv2.GaussianBlur(moved, (0, 0), rng.uniform(0.4, 1.0))
+        contrast = rng.uniform(0.7, 1.3)
+        moved = np.clip((moved.astype(np.float32) - 128.0) * contrast + 128.0, 0, 255)
+        augmented[i] = moved.astype(np.uint8)
+    return augmented
 
 
 def train(
@@ -104,6 +128,7 @@ def train(
     epochs: int,
     seed: int,
     threads: int,
+    augment: str = "shift",
 ):  # type: ignore[no-untyped-def]
     import torch
     from torch import nn
@@ -126,7 +151,8 @@ def train(
         total, correct_rank, seen = 0.0, 0, 0
         for first in range(0, len(order) - batch_size + 1, batch_size):
             chosen = order[first : first + batch_size]
-            inputs = torch.from_numpy(normalise_patches(_augment(patches[chosen], rng)))
+            jitter = _augment if augment == "full" else _shift
+            inputs = torch.from_numpy(normalise_patches(jitter(patches[chosen], rng)))
             rank_target = torch.from_numpy(ranks[chosen].astype(np.int64))
             suit_target = torch.from_numpy(suits[chosen].astype(np.int64))
             rank_logits, suit_logits, _ = network(inputs)
@@ -181,6 +207,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--augment",
+        choices=("shift", "full"),
+        default="shift",
+        help="shift: +-2 px (the shipped model); full: also scale, turn, blur, contrast",
+    )
     args = parser.parse_args(argv)
     excluded = set(args.exclude_family)
     patches, ranks, suits, designs = load_patches(args.patches, excluded)
@@ -189,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         f"from {len(designs)} designs; excluded families: {sorted(excluded) or 'none'}",
         flush=True,
     )
-    network = train(patches, ranks, suits, args.epochs, args.seed, args.threads)
+    network = train(patches, ranks, suits, args.epochs, args.seed, args.threads, args.augment)
     export(network, args.out)
     meta = {
         "trained_on": designs,
@@ -197,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         "patches": len(patches),
         "epochs": args.epochs,
         "seed": args.seed,
+        "augment": args.augment,
     }
     args.out.with_suffix(".training.json").write_text(json.dumps(meta, indent=1) + "\n")
     print(f"wrote {args.out}", flush=True)
