@@ -108,7 +108,7 @@ class TableRuntime:
             effects = self.table.handle(event)
         except TableError as error:
             # The journal could not take it (disk full, ...): nothing changed; say so loudly.
-            logger.error("event %r not taken: %s", event, error)
+            logger.error("%s event not taken: %s", type(event).__name__, error)
             effects = [EventRejected(type(event).__name__, str(error))]
         self.events_handled += 1
         self.carry_out(effects)

@@ -14,6 +14,7 @@ journal; an object that is not one of these events is refused with a
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from dataclasses import dataclass
@@ -217,7 +218,14 @@ def _decode_value(hint: object, value: object) -> object:
         if not isinstance(value, list):
             raise JournalError(f"expected a list, got {value!r}")
         return tuple(_decode_value(item_hint, item) for item in value)
-    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+    if hint is float:
+        # A NaN or infinite time would start timers that never fire.
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+        ):
+            raise JournalError(f"expected a finite number, got {value!r}")
         return float(value)
     expected = hint if isinstance(hint, type) else object
     if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
@@ -233,7 +241,8 @@ def check_event(event: object) -> None:
     (a field of the wrong type would otherwise replay differently from how it was taken)."""
     kind, fields = encode_event(event)
     if decode_event(kind, fields) != event:
-        raise JournalError(f"{kind} has a field of the wrong type: {event!r}")
+        # Names only: the event's repr would carry its card, and refusals are published.
+        raise JournalError(f"{kind} has a field of the wrong type")
 
 
 def decode_event(kind: str, fields: dict[str, Any]) -> object:

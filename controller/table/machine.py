@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from controller.errors import RulesError, TableError, TransitionError
+from controller.errors import JournalError, RulesError, TableError, TransitionError
 from controller.games.base import CardNeeded, DecisionNeeded, LiveRound
 from controller.games.cards import RANKS, Card, ShoeCount
 from controller.games.shoe import burn_count, final_round_number
@@ -61,6 +61,7 @@ from controller.table.events import (
     ShoeOnline,
     SupervisorCommanded,
     TimerExpired,
+    check_event,
     is_table_event,
 )
 from controller.table_config import TableConfig
@@ -428,6 +429,12 @@ class TableMachine:
         state = self.state
         if not is_table_event(event):
             return [EventRejected(type(event).__name__, "not a table event")]
+        try:
+            # Fields of the wrong type (a card given as text, a time that is not a finite
+            # number) would be taken differently on replay, or break a handler half-way.
+            check_event(event)
+        except JournalError as error:
+            return [EventRejected(type(event).__name__, str(error))]
         kind = event_kind(state, event)
         if kind.startswith("command."):
             refusal = self._check_command(event, kind)  # type: ignore[arg-type]
@@ -440,21 +447,42 @@ class TableMachine:
         handler: Handler = getattr(TableMachine, transition.handler)
         try:
             effects = handler(self, new, event)
+            if new.phase not in transition.targets:  # a bug in this file, not in the input
+                raise AssertionError(
+                    f"{transition.handler} led {state.phase.name} to {new.phase.name}, "
+                    f"which the transition table does not list"
+                )
         except TableError as error:
-            # The handler refused; nothing it did counts. The live round may have taken a
-            # card or a decision before the refusal: rebuild it from the unchanged log.
-            if state.round is not None:
-                state.round = self._rebuild_round(state)
+            # The handler refused; nothing it did counts. The live round (shared with the
+            # copy) may have taken a card or a decision before the refusal: rebuild it from
+            # the unchanged log.
+            self._restore_round(state)
             if isinstance(event, SupervisorCommanded | RoundRequested):
                 return [self._answer(event, False, str(error))]
             return [EventRejected(type(event).__name__, str(error))]
-        if new.phase not in transition.targets:  # a bug in this file, not in the input
-            raise AssertionError(
-                f"{transition.handler} led {state.phase.name} to {new.phase.name}, "
-                f"which the transition table does not list"
+        except Exception as error:
+            # A bug in this file. The event is already journaled, so raising would crash the
+            # daemon again at every replay: refuse it, keep the state, and say so loudly
+            # (the property tests fail on any "internal error" refusal).
+            self._restore_round(state)
+            logger.error(
+                "internal error: %s in %s for a %s event",
+                type(error).__name__,
+                transition.handler,
+                type(event).__name__,
+                exc_info=logger.isEnabledFor(logging.DEBUG),  # a traceback may name cards
             )
+            return [
+                EventRejected(
+                    type(event).__name__, f"internal error ({type(error).__name__}): state kept"
+                )
+            ]
         self.state = new
         return effects
+
+    def _restore_round(self, state: TableState) -> None:
+        if state.round is not None:
+            state.round = self._rebuild_round(state)
 
     def _check_command(
         self, event: SupervisorCommanded | RoundRequested, kind: str
@@ -778,8 +806,9 @@ class TableMachine:
         assert isinstance(step, CardNeeded)
         try:
             live.deal(card)  # type: ignore[union-attr]
-        except RulesError as error:
-            logger.error("the rules refused a card at %s: %s", step.position, error)
+        except RulesError:
+            # Not the rules' message: it names the card, which may be the secret hole card.
+            logger.error("the rules refused the card dealt to %s", step.position)
             return self._pause(
                 state, PauseReason.RULES_REFUSED, at, f"at {step.position}", held=(card,)
             )
