@@ -125,13 +125,15 @@ def test_an_http_camera_that_goes_away_and_comes_back(tmp_path: Path) -> None:
         server.stop()
         # The served file ends (a finite file over HTTP) or the connection drops; reopening
         # then finds nobody listening, and the outage is reported once.
-        last: CameraEvent | None = None
-        while True:  # until the events settle: nothing more for 1.5 s
+        last = events.get(timeout=TIMEOUT_S)
+        while not isinstance(last, CameraOffline):
+            last = events.get(timeout=TIMEOUT_S)
+        while True:  # until the events settle: nothing more for 1.5 s, and no second report
             try:
-                last = events.get(timeout=1.5)
+                extra = events.get(timeout=1.5)
             except queue.Empty:
                 break
-        assert isinstance(last, CameraOffline)
+            assert not isinstance(extra, CameraOffline), "one outage, reported twice"
         assert f"127.0.0.1:{server.port}" in last.source
         assert not camera.online and camera.latest() is None
         server.start()  # the same port again

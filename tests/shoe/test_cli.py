@@ -78,10 +78,15 @@ def test_shoe_monitor_prints_json_lines(tmp_path: Path, capsys: pytest.CaptureFi
         status: list[int] = []
         monitor = threading.Thread(target=lambda: status.append(main(arguments)))
         monitor.start()
-        time.sleep(0.5)
+        # Draw once the monitor has the port open (its ShoeOnline line), not after a guess.
+        output, deadline = "", time.monotonic() + 20
+        while "ShoeOnline" not in output and time.monotonic() < deadline:
+            output += capsys.readouterr().out
+            time.sleep(0.02)
         first, second = sim.draw(), sim.draw("banker", 1)
         monitor.join(30)
-    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    output += capsys.readouterr().out
+    lines = [json.loads(line) for line in output.splitlines()]
     assert status == [0]
     assert [line["event"] for line in lines] == ["ShoeOnline", "CardDrawn", "CardDrawn"]
     assert [(line["card"], line["position"]) for line in lines[1:]] == [
