@@ -40,15 +40,7 @@ GROUP_MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
 
 
 def _register(module_name: str, subparsers: argparse._SubParsersAction) -> None:
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as error:
-        # A command whose module is not part of this build is simply absent; any other
-        # missing import is a real bug and must surface.
-        if error.name is not None and module_name.startswith(error.name):
-            return
-        raise
-    module.register(subparsers)
+    importlib.import_module(module_name).register(subparsers)
 
 
 def build_parser() -> argparse.ArgumentParser:
