@@ -16,7 +16,6 @@ import argparse
 import json
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any, TextIO
@@ -172,13 +171,11 @@ def run_demo(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
                 file=out,
                 flush=True,
             )
-        stop = threading.Event()
         deadline = time.monotonic() + args.timeout_s
         with shoe, driver, dealer:
             runtime.carry_out(start_effects)
             while not platform.done and time.monotonic() < deadline:
                 runtime.step()
-            stop.set()
         table.close()
         if not args.json:
             print(

@@ -426,15 +426,27 @@ class TableMachine:
 
     def handle(self, event: object) -> list[Effect]:
         """Apply ``event``; return the effects. Never raises on a bad or untimely event."""
-        state = self.state
+        refusal = self.refusal(event)
+        return [refusal] if refusal is not None else self.apply(event)
+
+    @staticmethod
+    def refusal(event: object) -> EventRejected | None:
+        """The refusal of something that is not a well-formed table event, else None.
+
+        Fields of the wrong type (a card given as text, a time that is not a finite number)
+        would be taken differently on replay, or break a handler half-way.
+        """
         if not is_table_event(event):
-            return [EventRejected(type(event).__name__, "not a table event")]
+            return EventRejected(type(event).__name__, "not a table event")
         try:
-            # Fields of the wrong type (a card given as text, a time that is not a finite
-            # number) would be taken differently on replay, or break a handler half-way.
             check_event(event)
         except JournalError as error:
-            return [EventRejected(type(event).__name__, str(error))]
+            return EventRejected(type(event).__name__, str(error))
+        return None
+
+    def apply(self, event: object) -> list[Effect]:
+        """Apply an event that :meth:`refusal` accepted (the journal checks it first)."""
+        state = self.state
         kind = event_kind(state, event)
         if kind.startswith("command."):
             refusal = self._check_command(event, kind)  # type: ignore[arg-type]

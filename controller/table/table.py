@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from controller.errors import ConfigurationError, JournalError
-from controller.table.effects import Effect, EventRejected
-from controller.table.events import ControllerStarted, check_event
+from controller.table.effects import Effect
+from controller.table.events import ControllerStarted
 from controller.table.journal import Journal, canonical_json
 from controller.table.machine import TableMachine
 from controller.table_config import TableConfig
@@ -99,12 +99,11 @@ class JournaledTable:
         (disk full, a second process appending): the event is then not applied either, and
         the daemon must stop rather than run on without a record.
         """
-        try:
-            check_event(event)
-        except JournalError as error:
-            return [EventRejected(type(event).__name__, str(error))]
+        refusal = TableMachine.refusal(event)
+        if refusal is not None:
+            return [refusal]
         self.journal.append(event)
-        return self.machine.handle(event)
+        return self.machine.apply(event)
 
     def close(self) -> None:
         self.journal.close()
