@@ -65,10 +65,20 @@ class UnlockShoe(Effect):
 
 @dataclass(frozen=True, slots=True)
 class AskCamera(Effect):
-    """Read the card at ``position`` from the latest frame; the answer is a ``CameraRead``."""
+    """Read a card from the camera; the answer is a ``CameraRead`` naming ``position``.
+
+    ``position`` is the hand as the rules name it (``"player"``, ``"dealer"``, ``"box2"``,
+    ``"box2.hand2"`` after a split); ``card_number`` is the card's place in that hand,
+    counted from 1 in the order the hand holds its cards now, so the camera's region is
+    ``drivers.camera.card_slot(position, card_number)``. ``reason`` is ``"misread"`` (the
+    shoe could not read the card just dealt: the slot it goes to), ``"cross_check"`` (a
+    face-up card the shoe read, to compare) or ``"hole_reveal"`` (the misread hole card,
+    now turned over).
+    """
 
     position: str
     reason: str
+    card_number: int
 
 
 @dataclass(frozen=True, slots=True)

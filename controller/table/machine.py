@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import logging
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -411,6 +412,50 @@ def _card_text(card: Card | None) -> str | None:
     return None if card is None else str(card)
 
 
+_BOX_HAND: Final = re.compile(r"box(\d+)(?:\.hand(\d+))?")
+
+
+def _cards_held(state: TableState, position: str) -> int:
+    """How many cards the hand ``position`` of the live round holds now, the hole card
+    included. The round's public view is asked, not the round log: after a split the box's
+    second card belongs to the new hand, and a resplit renumbers the hands after it, which
+    only the rules know. A view without that hand (a game whose view has another shape)
+    falls back to counting the log, which is right for any hand that never splits."""
+    view = state.round.public_view() if state.round is not None else {}
+    held = _hand_size(view, position)
+    if held is not None:
+        return held
+    return sum(1 for entry in state.round_log if entry[0] == "card" and entry[1] == position)
+
+
+def _hand_size(view: Mapping[str, Any], position: str) -> int | None:
+    cards: object = None
+    box = _BOX_HAND.fullmatch(position)
+    if box is not None:
+        number, hand = int(box[1]), int(box[2] or 1)
+        for entry in view.get("boxes") or ():
+            if isinstance(entry, Mapping) and entry.get("box") == number:
+                hands = entry.get("hands") or ()
+                if 1 <= hand <= len(hands) and isinstance(hands[hand - 1], Mapping):
+                    cards = hands[hand - 1].get("cards")
+    else:
+        entry = view.get(position)
+        # Baccarat's view lists a hand's cards; blackjack's holds them under "cards".
+        cards = entry.get("cards") if isinstance(entry, Mapping) else entry
+    return len(cards) if isinstance(cards, list) else None
+
+
+def _hole_card_number(state: TableState) -> int:
+    """The misread hole card's place in the dealer's hand: the dealer never splits, so the
+    log's cards to that position up to the hole card's stand-in count it exactly."""
+    index = state.hole_unread
+    assert index is not None
+    position = state.round_log[index][1]
+    return sum(
+        1 for entry in state.round_log[: index + 1] if entry[0] == "card" and entry[1] == position
+    )
+
+
 class TableMachine:
     """One table's state machine. ``handle(event) -> effects``; ``state`` is its state.
 
@@ -669,11 +714,14 @@ class TableMachine:
             )
             effects.append(self._timer(state, "dealer_idle", self.config.dealer_idle_s, at))
         elif phase is P.READING:
+            position: str = state.reading  # type: ignore[assignment]
             if self._reading_hole(state):
-                effects.append(AskCamera(state.reading, "hole_reveal"))  # type: ignore[arg-type]
+                effects.append(AskCamera(position, "hole_reveal", _hole_card_number(state)))
                 effects.append(TellDealer("reveal", "turn the hole card over for the camera"))
             else:
-                effects.append(AskCamera(state.reading, "misread"))  # type: ignore[arg-type]
+                # The misread card is not in the round yet: it goes to the next slot.
+                number = _cards_held(state, position) + 1
+                effects.append(AskCamera(position, "misread", number))
                 effects.append(TellDealer("wait", "the card is being read by the camera"))
             effects.append(self._timer(state, "camera", self.config.dealer_idle_s, at))
         elif phase is P.DECIDING:
@@ -836,7 +884,8 @@ class TableMachine:
         effects: list[Effect] = [PublishEvent("card_dealt", payload)]
         if self.config.camera_cross_check and not step.face_down and source == "shoe":
             state.cross_checks += ((step.position, card),)
-            effects.append(AskCamera(step.position, "cross_check"))
+            number = _cards_held(state, step.position)
+            effects.append(AskCamera(step.position, "cross_check", number))
         return effects + self._advance(state, at)
 
     def _take_card(self, state: TableState, card: Card, at: float, source: str) -> list[Effect]:

@@ -174,7 +174,7 @@ def test_misread_resolved_by_the_camera(dealing: Driver) -> None:
     dealing.misread()
     assert dealing.phase is Phase.READING
     asks = [effect for effect in dealing.last if isinstance(effect, AskCamera)]
-    assert asks == [AskCamera("player", "misread")]
+    assert asks == [AskCamera("player", "misread", 2)]
     dealing.camera("player", "KC")
     assert dealing.phase is Phase.DEALING
     dealt = dealing.published_events("card_dealt")[-1]
@@ -211,7 +211,7 @@ def test_camera_and_shoe_disagreeing_when_cross_checking(ending: str) -> None:
     driver.new_shoe()
     driver.open_and_close_betting()
     effects = driver.draw("9S")
-    assert AskCamera("player", "cross_check") in effects
+    assert AskCamera("player", "cross_check", 1) in effects
     driver.camera("player", "9S")  # agreement: nothing happens
     assert driver.phase is Phase.DEALING
     driver.draw("TD")

@@ -312,7 +312,7 @@ def test_a_misread_hole_card_is_read_by_the_camera_when_the_dealer_reveals_it() 
     driver.draw("9D")
     effects = driver.decide("more_cards", 1, 1, "N")
     assert driver.phase is Phase.READING
-    assert AskCamera("dealer", "hole_reveal") in effects
+    assert AskCamera("dealer", "hole_reveal", 2) in effects
     no_published_hole(driver, start)
     driver.camera("dealer", HOLE)  # 6 + Q = 16: the dealer draws
     assert driver.published_events("hole_card_read")[-1]["card"] == HOLE
