@@ -6,6 +6,14 @@ machine, whose effects the runtime carries out: the simulated dealer draws the c
 table asks for, the simulated platform opens rounds and answers decisions, the simulated
 supervisor declares new shoes and resolves pauses. What the table publishes is printed.
 
+With ``--camera`` the table has a camera too: the simulated dealer lays every round card on
+the camera simulator's felt (face down for the hole card, split hands moved apart, cleared at
+the round's end), the shoe misreads some cards (``--misread-rate``), and the table's
+``AskCamera`` questions are answered by the camera reader (``controller/camera_reader.py``)
+from the simulated camera's pixels with an enrolled deck. Without ``--deck`` a deck of the
+chosen ``--design`` is enrolled once from 1,040 rendered pictures and cached under
+``$LIVETABLE_CACHE_DIR/decks`` (default ``~/.cache/livetable/decks``).
+
 (The MQTT daemon, ``livetable run``, is the next step: it will replace the printing and the
 in-process platform with a broker.)
 """
@@ -13,12 +21,14 @@ in-process platform with a broker.)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from controller.runtime import Published
 from controller.table.effects import (
@@ -30,7 +40,16 @@ from controller.table.effects import (
 )
 from controller.table_config import GAME_IDS, TableConfig
 
+if TYPE_CHECKING:
+    from controller.camera_reader import CameraAnswer
+
 QUIET_EVENTS = frozenset({"betting_closed"})
+# The demo's deck: 20 rendered pictures of each card, from the seeds of docs/vision.md
+# ("Enrolled from 1,040 pictures"); fewer read markedly worse.
+DEMO_DECK_SEEDS = (9002, 9004)
+DEMO_DECK_PICTURES_PER_SEED = 520
+# With a camera the shoe misreads this share of round cards, so the camera has work to do.
+DEFAULT_CAMERA_MISREAD_RATE = 0.1
 
 
 class ConsoleTable:
@@ -44,6 +63,9 @@ class ConsoleTable:
         self.shoe_driver: Any = None
         self.submit: Any = None
         self.clock: Any = time.time
+        self.reader: Any = None  # the camera reader, with --camera
+        self.felt: Any = None  # the camera simulator, for checking the camera's answers
+        self.camera_reads = {"read": 0, "abstained": 0, "wrong": 0}
 
     def _print(self, text: str) -> None:
         print(text, file=self.out, flush=True)
@@ -81,11 +103,48 @@ class ConsoleTable:
         driver.send(command)
 
     def ask_camera(self, effect: AskCamera) -> None:
-        # The demo table has no camera: the answer is an abstention, which pauses the round
-        # for the supervisor exactly as a camera that could not read the card would.
+        if self.reader is not None:
+            self.reader.ask(effect)
+            return
+        # Without --camera the table has none: the answer is an abstention, which pauses the
+        # round for the supervisor exactly as a camera that could not read the card would.
         from controller.table.events import CameraRead
 
         self.submit(CameraRead(effect.position, None, self.clock()))
+
+    def camera_answered(self, answer: CameraAnswer) -> None:
+        """The camera reader's answer (on its thread), checked against the simulated felt."""
+        truth = None
+        if self.felt is not None and answer.slot is not None:
+            truth = self.felt.dealt().get(answer.slot)
+        if answer.card is None:
+            self.camera_reads["abstained"] += 1
+        elif answer.card == truth:
+            self.camera_reads["read"] += 1
+        else:
+            self.camera_reads["wrong"] += 1
+        hole = answer.ask.reason == "hole_reveal"
+        if self.as_json:
+            record: dict[str, Any] = {
+                "slot": answer.slot,
+                "reason": answer.ask.reason,
+                "card": None if answer.card is None else str(answer.card),
+                "why": answer.why,
+                "confidence": round(answer.confidence, 4),
+                "correct": None if answer.card is None else answer.card == truth,
+            }
+            self._print(json.dumps({"camera_answer": record}, sort_keys=True))
+            return
+        where = f"at {answer.slot or answer.ask.position} ({answer.ask.reason})"
+        if answer.card is None:
+            self._print(f"camera> abstained {where}: {answer.why}")
+        elif answer.card != truth:
+            self._print(f"camera> WRONG: read {answer.card} {where}, the card there is {truth}")
+        elif hole:
+            # Turned over by now, but the hole card's face is for the table to publish.
+            self._print(f"camera> read the hole card {where}")
+        else:
+            self._print(f"camera> read {answer.card} {where}")
 
 
 def _settled(payload: dict[str, Any]) -> str:
@@ -117,6 +176,58 @@ def _settled(payload: dict[str, Any]) -> str:
 def _summary(payload: dict[str, Any]) -> str:
     text = json.dumps(payload, separators=(", ", ": "), sort_keys=True)
     return text if len(text) <= 160 else text[:157] + "..."
+
+
+def cache_dir() -> Path:
+    """``$LIVETABLE_CACHE_DIR``, else ``~/.cache/livetable`` (as the card artwork's cache)."""
+    configured = os.environ.get("LIVETABLE_CACHE_DIR")
+    return Path(configured) if configured else Path.home() / ".cache" / "livetable"
+
+
+def demo_deck(design: str, out: TextIO) -> Path:
+    """The enrolled deck of ``design`` for the demo: from the cache, or enrolled now (about
+    a minute: 1,040 pictures rendered in memory, as ``vision synth`` + ``vision enrol``
+    would) and cached. The file name carries the model's digest: a retrained model
+    enrols again rather than load a deck it refuses."""
+    import numpy as np
+
+    from controller.games.cards import ALL_FACES
+    from vision.enrol import enrol
+    from vision.model import DEFAULT_MODEL, CornerClassifier
+    from vision.synth import render_scene
+
+    classifier = CornerClassifier(DEFAULT_MODEL)
+    pictures = DEMO_DECK_PICTURES_PER_SEED * len(DEMO_DECK_SEEDS)
+    path = cache_dir() / "decks" / f"{design}-{pictures}-{classifier.digest[:16]}.npz"
+    if path.exists():
+        print(f"livetable demo: using the enrolled {design} deck cached in {path}", file=out)
+        return path
+    print(
+        f"livetable demo: enrolling a {design} deck from {pictures:,} rendered pictures "
+        f"(once: it is cached in {path}) ...",
+        file=out,
+        flush=True,
+    )
+    started = time.monotonic()
+
+    def examples():  # type: ignore[no-untyped-def]
+        for seed in DEMO_DECK_SEEDS:
+            rng = np.random.default_rng(seed)
+            for number in range(DEMO_DECK_PICTURES_PER_SEED):
+                card = ALL_FACES[number % len(ALL_FACES)]
+                yield card, render_scene(design, card, rng).image
+
+    deck = enrol(classifier, examples(), name=f"{design} (livetable demo)")
+    partial = path.with_name(path.name + ".partial")
+    deck.save(partial)
+    partial.replace(path)
+    print(
+        f"livetable demo: enrolled in {time.monotonic() - started:.0f} s "
+        f"(threshold {deck.threshold:.3f})",
+        file=out,
+        flush=True,
+    )
+    return path
 
 
 def run_demo(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
@@ -156,9 +267,20 @@ def run_demo(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         console.submit = runtime.submit
         platform = PlatformSimulator(runtime.submit, time.time, rounds=args.rounds, seed=args.seed)
         supervisor = SupervisorSimulator(runtime.submit, time.time)
-        console.observers = [platform, supervisor]
-        dealer = DealerSimulator(shoe, pace_s=args.pace_s, on_shuffled=supervisor.dealer_shuffled)
+        misread_rate = args.misread_rate
+        if misread_rate is None:
+            misread_rate = DEFAULT_CAMERA_MISREAD_RATE if args.camera else 0.0
+        reader = _camera_reader(args, console, runtime.submit, out) if args.camera else None
+        dealer = DealerSimulator(
+            shoe,
+            pace_s=args.pace_s,
+            on_shuffled=supervisor.dealer_shuffled,
+            felt=console.felt,
+            misread_rate=misread_rate,
+        )
         console.dealer = dealer
+        # The dealer watches the table too: splits, the hole card's reveal, the round's end.
+        console.observers = [platform, supervisor, dealer]
         driver = ShoeDriver(
             ShoeConfig(port=str(work / "shoe"), protocol=args.protocol),
             runtime.events,  # type: ignore[arg-type]
@@ -172,7 +294,10 @@ def run_demo(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
                 flush=True,
             )
         deadline = time.monotonic() + args.timeout_s
-        with shoe, driver, dealer:
+        with contextlib.ExitStack() as running:
+            for part in (shoe, driver, dealer, reader):
+                if part is not None:
+                    running.enter_context(part)  # type: ignore[arg-type]
             runtime.carry_out(start_effects)
             while not platform.done and time.monotonic() < deadline:
                 runtime.step()
@@ -184,7 +309,42 @@ def run_demo(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
                 file=out,
                 flush=True,
             )
+            if reader is not None:
+                reads = console.camera_reads
+                print(
+                    f"livetable demo: the camera read {reads['read']} card(s), abstained on "
+                    f"{reads['abstained']}, read {reads['wrong']} wrong",
+                    file=out,
+                    flush=True,
+                )
         return 0 if platform.done else 1
+
+
+def _camera_reader(
+    args: argparse.Namespace, console: ConsoleTable, submit: Any, out: TextIO
+) -> Any:
+    """The simulated camera over the felt and the reader answering the table from it."""
+    from controller.camera_reader import CameraReader, ReaderConfig
+    from simulators.camera import SimulatedCamera
+
+    deck = Path(args.deck) if args.deck else demo_deck(args.design, out)
+    camera = SimulatedCamera(args.game, args.design, seed=args.seed, clock=time.time)
+    console.felt = camera
+    reader = CameraReader(
+        camera,
+        submit,
+        config=ReaderConfig(deck=deck, deadline_s=args.camera_deadline_s),
+        on_answer=console.camera_answered,
+    )
+    console.reader = reader
+    if not args.json:
+        print(
+            f"livetable demo: camera simulator over the {args.game} layout, {args.design} cards, "
+            f"deck {deck}",
+            file=out,
+            flush=True,
+        )
+    return reader
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -218,6 +378,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=float,
         default=0.0,
         help="rate of garbage, corrupted and duplicated frames on the serial line",
+    )
+    parser.add_argument(
+        "--camera",
+        action="store_true",
+        help="add a simulated camera: the dealer lays the cards on its felt and the camera "
+        "reads the cards the shoe misreads",
+    )
+    parser.add_argument(
+        "--deck",
+        help="enrolled deck for the camera (default: enrol one of --design once and cache it)",
+    )
+    parser.add_argument(
+        "--design", default="kde-standard", help="card design on the felt (default kde-standard)"
+    )
+    parser.add_argument(
+        "--misread-rate",
+        type=float,
+        default=None,
+        help=f"share of round cards the shoe misreads (default {DEFAULT_CAMERA_MISREAD_RATE} "
+        "with --camera, else 0)",
+    )
+    parser.add_argument(
+        "--camera-deadline-s",
+        type=float,
+        default=2.0,
+        help="how long the camera may look for a card before abstaining",
     )
     parser.add_argument("--journal", help="journal file (default: a temporary one)")
     parser.add_argument("--timeout-s", type=float, default=300.0, help="give up after this")
