@@ -1,0 +1,137 @@
+"""End to end: a table round in which the shoe misreads a card and the camera supplies it,
+through the runtime (one queue, the reader on its own thread), with a real journal, the
+camera simulator's pixels, a real enrolled deck and the real recogniser."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from controller.camera_reader import CameraReader, ReaderConfig
+from controller.games.cards import Card, parse_card
+from controller.runtime import Published, TableRuntime
+from controller.table.effects import AskCamera, PublishEvent, TellDealer
+from controller.table.events import (
+    CardDrawn,
+    CardMisread,
+    RoundRequested,
+    SupervisorCommanded,
+)
+from controller.table.journal import Journal
+from controller.table.table import JournaledTable, export_round
+from controller.table_config import TableConfig
+from simulators.camera import SimulatedCamera
+from tests.camera.test_reader import DESIGN, enrolled_deck_file
+
+
+@pytest.fixture(scope="module")
+def deck(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return enrolled_deck_file(tmp_path_factory)
+
+
+class Recorder:
+    """The runtime's effect handler: keeps what is published, sends questions to the
+    camera reader."""
+
+    def __init__(self) -> None:
+        self.published: list[Published] = []
+        self.dealer: list[TellDealer] = []
+        self.reader: CameraReader | None = None
+
+    def publish(self, effect: Published) -> None:
+        self.published.append(effect)
+
+    def tell_dealer(self, effect: TellDealer) -> None:
+        self.dealer.append(effect)
+
+    def lock_shoe(self, locked: bool) -> None:
+        pass  # no shoe: the test deals the cards itself
+
+    def ask_camera(self, effect: AskCamera) -> None:
+        assert self.reader is not None
+        self.reader.ask(effect)
+
+    def events(self, name: str) -> list[dict]:
+        return [e.payload for e in self.published if isinstance(e, PublishEvent) and e.name == name]
+
+
+def run_until(runtime: TableRuntime, done: object, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not done() and time.monotonic() < deadline:  # type: ignore[operator]
+        runtime.step(0.05)
+    assert done(), "the table did not get there in time"  # type: ignore[operator]
+
+
+def test_a_misread_card_is_read_by_the_camera_and_journaled(tmp_path: Path, deck: Path) -> None:
+    config = TableConfig(
+        table_id="t1",
+        game="baccarat",
+        betting_s=0.05,
+        dealer_idle_s=30.0,  # also the camera's deadline in the table: speed is not tested
+        journal_path=tmp_path / "table.journal",
+    )
+    table, start = JournaledTable.open(config, at=time.time())
+    recorder = Recorder()
+    runtime = TableRuntime(table, recorder)
+    felt = SimulatedCamera("baccarat", DESIGN, seed=3, clock=time.time)
+    reader = CameraReader(
+        felt, runtime.submit, config=ReaderConfig(deck=deck, frames=3, deadline_s=3.0)
+    )
+    recorder.reader = reader
+    now = time.time
+
+    def draw(card: str, slot: str | None) -> Card:
+        face = parse_card(card)
+        if slot is not None:
+            felt.deal(slot, face)
+        runtime.submit(CardDrawn(face, None, now()))
+        return face
+
+    try:
+        with reader:
+            runtime.carry_out(start)
+            runtime.submit(SupervisorCommanded("c1", "new_shoe", "sam", "supervisor", now()))
+            for burn in ("2S", "3D", "4D"):  # a 2 revealed: two cards burnt
+                draw(burn, None)
+            runtime.submit(RoundRequested("r1", "platform", now()))
+            run_until(runtime, lambda: recorder.dealer and recorder.dealer[-1].action == "deal")
+            draw("9S", "player.card1")
+            # The banker's first card leaves the shoe unread; the dealer lays it on its spot.
+            misread = parse_card("7C")
+            felt.deal("banker.card1", misread)
+            runtime.submit(CardMisread(None, now()))
+            run_until(runtime, lambda: len(recorder.events("card_dealt")) == 2)
+            draw("KC", "player.card2")  # player 9: a natural, no third card
+            draw("5H", "banker.card2")
+            run_until(runtime, lambda: recorder.events("round_settled"))
+    finally:
+        table.close()
+    camera_card = recorder.events("card_dealt")[1]
+    assert camera_card == {
+        "round_id": 1,
+        "position": "banker",
+        "face_down": False,
+        "source": "camera",
+        "card": str(misread),
+    }
+    result = recorder.events("round_settled")[0]["result"]
+    assert result["banker"] == ["7C", "5H"] and result["player"] == ["9S", "KC"]
+    # The journal holds the camera's answer as an event, and the question (with the card's
+    # slot) among the effects it replays to; the journal verifies and replays.
+    with Journal(config.journal_path, read_only=True) as journal:
+        assert journal.verify() > 0
+        lines = export_round(journal, config, 1)
+    camera_events = [line for line in lines if line["kind"] == "CameraRead"]
+    assert [line["event"]["card"] for line in camera_events] == ["7C"]
+    asked = [e for line in lines for e in line["effects"] if e["effect"] == "AskCamera"]
+    assert asked == [
+        {"effect": "AskCamera", "position": "banker", "reason": "misread", "card_number": 1}
+    ]
+    reopened, _ = JournaledTable.open(config, at=time.time())
+    try:
+        assert reopened.machine.snapshot()["round_number"] == 1
+        assert reopened.machine.snapshot()["seen"]["7C"] == 1
+    finally:
+        reopened.close()
