@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -300,14 +301,20 @@ def render_scene(
     card: Card,
     rng: np.random.Generator,
     options: SceneOptions | None = None,
+    faces: Callable[[Card], np.ndarray] | None = None,
 ) -> Scene:
-    """One image of ``card`` from ``design`` on a table, perturbed as ``options`` says."""
+    """One image of ``card`` from ``design`` on a table, perturbed as ``options`` says.
+
+    ``faces``, when given, supplies the BGRA card images (at :data:`SOURCE_HEIGHT_PX`)
+    instead of the installed artwork ``design``: training uses it for procedural decks.
+    """
 
     options = options or SceneOptions()
     width, height = options.size
     if width < 64 or height < 64:
         raise ConfigurationError(f"scene size {options.size} is too small")
-    source = _source(design, card)
+    face_of = faces or functools.partial(_source, design)
+    source = face_of(card)
     aspect = source.shape[1] / source.shape[0]
     card_h = rng.uniform(*options.card_height_px)
     card_h = min(card_h, 0.8 * min(width, height) / math.hypot(1.0, aspect))
@@ -320,7 +327,7 @@ def render_scene(
         if neighbour_quad is not None:
             others = [face for face in ALL_FACES if face != card]
             neighbour = others[int(rng.integers(len(others)))]
-            neighbour_image = _source(design, neighbour)
+            neighbour_image = face_of(neighbour)
             cover = _paste(canvas, neighbour_image, neighbour_quad, shadow=True)
         else:
             cover = _occluder(rng, canvas, quad)

@@ -18,14 +18,16 @@ One ``<design>.npz`` per design is written, so a run can be resumed and split ov
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
+from collections.abc import Callable
 from multiprocessing import Pool
 from pathlib import Path
 
 import numpy as np
 
-from controller.games.cards import ALL_FACES, RANKS, SUITS
+from controller.games.cards import ALL_FACES, RANKS, SUITS, Card
 from vision.artwork import list_designs
 from vision.designs import supported_designs
 from vision.locate import cut_patch, find_corners
@@ -70,12 +72,25 @@ def label_candidate(
     return "index"
 
 
+PROCEDURAL_PREFIX = "procedural-"
+
+
+def _procedural_faces(design: str) -> Callable[[Card], np.ndarray]:
+    """The card images of the procedural deck named ``procedural-<seed>``."""
+    from vision.synth import SOURCE_HEIGHT_PX
+    from vision.training.procedural import random_style, render_procedural_card
+
+    style = random_style(int(design.removeprefix(PROCEDURAL_PREFIX)))
+    return functools.cache(lambda card: render_procedural_card(style, card, SOURCE_HEIGHT_PX))
+
+
 def patches_for_design(design: str, scenes_per_card: int, seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
+    faces = _procedural_faces(design) if design.startswith(PROCEDURAL_PREFIX) else None
     patches, ranks, suits = [], [], []
     for card in ALL_FACES:
         for _ in range(scenes_per_card):
-            scene = render_scene(design, card, rng, TRAINING_OPTIONS)
+            scene = render_scene(design, card, rng, TRAINING_OPTIONS, faces=faces)
             for candidate in find_corners(scene.image):
                 label = label_candidate(
                     np.array(candidate.point),
@@ -127,8 +142,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=20261129)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--designs", nargs="*", help="default: every supported design")
+    parser.add_argument(
+        "--procedural",
+        type=int,
+        default=0,
+        metavar="N",
+        help="instead of artwork: N procedural decks (vision/training/procedural.py), "
+        "named procedural-<seed> from --procedural-first on",
+    )
+    parser.add_argument("--procedural-first", type=int, default=0, metavar="SEED")
     args = parser.parse_args(argv)
-    designs = args.designs or supported_designs(list_designs())
+    if args.procedural:
+        first = args.procedural_first
+        designs = [f"{PROCEDURAL_PREFIX}{seed}" for seed in range(first, first + args.procedural)]
+    else:
+        designs = args.designs or supported_designs(list_designs())
     args.out.mkdir(parents=True, exist_ok=True)
     jobs = [
         (design, args.scenes_per_card, args.seed + number, args.out)

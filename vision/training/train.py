@@ -76,7 +76,9 @@ def load_patches(
     for path in sorted(directory.glob("*.npz")):
         design = path.stem
         family = family_of(design)
-        if family is None or family in exclude_families:
+        # Procedural decks (make_patches --procedural) belong to no real design's family.
+        procedural = design.startswith("procedural-")
+        if not procedural and (family is None or family in exclude_families):
             continue
         data = np.load(path)
         patches.append(data["patches"])
@@ -97,7 +99,7 @@ def _shift(batch: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return shifted
 
 
-def _augment(batch: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def _augment(batch: np.ndarray, rng: np.random.Generator, colour: bool = False) -> np.ndarray:
     """Jitter each patch as the locator and the camera would: shift by up to two pixels,
     scale by up to 12 %, turn by up to 6 degrees, blur a little, change contrast. Designs
     the network never saw differ from the training designs in just such ways."""
@@ -116,8 +118,14 @@ def _augment(batch: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         if rng.random() < 0.3:
             moved = cv2.GaussianBlur(moved, (0, 0), rng.uniform(0.4, 1.0))
         contrast = rng.uniform(0.7, 1.3)
-        moved = np.clip((moved.astype(np.float32) - 128.0) * contrast + 128.0, 0, 255)
-        augmented[i] = moved.astype(np.uint8)
+        moved = (moved.astype(np.float32) - 128.0) * contrast + 128.0
+        if colour:
+            # Camera white balance and printing inks vary: tint the channels, and now and
+            # then take the colour away so suits are also learned by their shape alone.
+            moved *= rng.uniform(0.85, 1.15, size=3)
+            if rng.random() < 0.08:
+                moved[:] = moved.mean(axis=2, keepdims=True)
+        augmented[i] = np.clip(moved, 0, 255).astype(np.uint8)
     return augmented
 
 
@@ -151,8 +159,11 @@ def train(
         total, correct_rank, seen = 0.0, 0, 0
         for first in range(0, len(order) - batch_size + 1, batch_size):
             chosen = order[first : first + batch_size]
-            jitter = _augment if augment == "full" else _shift
-            inputs = torch.from_numpy(normalise_patches(jitter(patches[chosen], rng)))
+            if augment == "shift":
+                jittered = _shift(patches[chosen], rng)
+            else:
+                jittered = _augment(patches[chosen], rng, colour=augment == "colour")
+            inputs = torch.from_numpy(normalise_patches(jittered))
             rank_target = torch.from_numpy(ranks[chosen].astype(np.int64))
             suit_target = torch.from_numpy(suits[chosen].astype(np.int64))
             rank_logits, suit_logits, _ = network(inputs)
@@ -209,9 +220,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument(
         "--augment",
-        choices=("shift", "full"),
+        choices=("shift", "full", "colour"),
         default="shift",
-        help="shift: +-2 px (the shipped model); full: also scale, turn, blur, contrast",
+        help="shift: +-2 px; full: also scale, turn, blur, contrast; colour: also tint the "
+        "channels and sometimes drop the colour",
     )
     args = parser.parse_args(argv)
     excluded = set(args.exclude_family)
