@@ -232,13 +232,14 @@ class CameraReader:
             except Exception as error:  # a bug must not silence the table's camera
                 logger.error("camera reader failed: %s", type(error).__name__)
                 answer = CameraAnswer(question, None, None, f"internal error ({error})")
-            self.submit(CameraRead(question.position, answer.card, float(self.clock())))
-            self.answered += 1
             if self.on_answer is not None:
+                # Told before the table hears it, so a console shows the reading first.
                 try:
                     self.on_answer(answer)
                 except Exception:  # pragma: no cover - the observer's bug, not ours
                     logger.exception("camera answer observer failed")
+            self.submit(CameraRead(question.position, answer.card, float(self.clock())))
+            self.answered += 1
 
     def read(self, question: AskCamera) -> CameraAnswer:
         """Read one question now, on the calling thread; never raises for a device,

@@ -26,6 +26,7 @@ import json
 import os
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -66,9 +67,13 @@ class ConsoleTable:
         self.reader: Any = None  # the camera reader, with --camera
         self.felt: Any = None  # the camera simulator, for checking the camera's answers
         self.camera_reads = {"read": 0, "abstained": 0, "wrong": 0}
+        self._print_lock = threading.Lock()
 
     def _print(self, text: str) -> None:
-        print(text, file=self.out, flush=True)
+        # One write per line under a lock: the camera reader prints from its own thread.
+        with self._print_lock:
+            self.out.write(text + "\n")
+            self.out.flush()
 
     def publish(self, effect: Published) -> None:
         for observer in self.observers:
@@ -184,6 +189,12 @@ def cache_dir() -> Path:
     return Path(configured) if configured else Path.home() / ".cache" / "livetable"
 
 
+def demo_deck_path(design: str, model_digest: str) -> Path:
+    """Where the demo caches its enrolled deck of ``design`` for the model ``model_digest``."""
+    pictures = DEMO_DECK_PICTURES_PER_SEED * len(DEMO_DECK_SEEDS)
+    return cache_dir() / "decks" / f"{design}-{pictures}-{model_digest[:16]}.npz"
+
+
 def demo_deck(design: str, out: TextIO) -> Path:
     """The enrolled deck of ``design`` for the demo: from the cache, or enrolled now (about
     a minute: 1,040 pictures rendered in memory, as ``vision synth`` + ``vision enrol``
@@ -198,7 +209,7 @@ def demo_deck(design: str, out: TextIO) -> Path:
 
     classifier = CornerClassifier(DEFAULT_MODEL)
     pictures = DEMO_DECK_PICTURES_PER_SEED * len(DEMO_DECK_SEEDS)
-    path = cache_dir() / "decks" / f"{design}-{pictures}-{classifier.digest[:16]}.npz"
+    path = demo_deck_path(design, classifier.digest)
     if path.exists():
         print(f"livetable demo: using the enrolled {design} deck cached in {path}", file=out)
         return path
@@ -327,7 +338,10 @@ def _camera_reader(
     from controller.camera_reader import CameraReader, ReaderConfig
     from simulators.camera import SimulatedCamera
 
-    deck = Path(args.deck) if args.deck else demo_deck(args.design, out)
+    # With --json, stdout is JSON lines only: the enrolment's progress goes to stderr.
+    deck = (
+        Path(args.deck) if args.deck else demo_deck(args.design, sys.stderr if args.json else out)
+    )
     camera = SimulatedCamera(args.game, args.design, seed=args.seed, clock=time.time)
     console.felt = camera
     reader = CameraReader(

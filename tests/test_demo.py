@@ -4,6 +4,8 @@ production shoe driver, the journal, the state machine and the simulated people.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -99,3 +101,101 @@ def test_demo_survives_a_noisy_serial_line(tmp_path: Path) -> None:
     events = Counter(e["name"] for e in effects if e["effect"] == "PublishEvent")
     assert events["round_settled"] + events["round_voided"] == 4
     assert events["round_settled"] >= 1
+
+
+# -- with a camera -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def enrolled_deck(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.camera.test_reader import enrolled_deck_file
+
+    return enrolled_deck_file(tmp_path_factory)
+
+
+def test_demo_with_a_camera_reads_the_cards_the_shoe_misreads(
+    tmp_path: Path, enrolled_deck: Path
+) -> None:
+    lines = run_demo(
+        "--camera",
+        "--deck",
+        str(enrolled_deck),
+        "--rounds",
+        "4",
+        "--misread-rate",
+        "0.3",
+        "--seed",
+        "5",
+        "--dealer-idle-s",
+        "60",
+        tmp_path=tmp_path,
+    )
+    answers = [line["camera_answer"] for line in lines if "camera_answer" in line]
+    effects = [line for line in lines if "effect" in line]
+    events = Counter(e["name"] for e in effects if e["effect"] == "PublishEvent")
+    assert events["round_settled"] + events["round_voided"] == 4
+    assert answers, "the shoe misread nothing: the camera was never asked"
+    # Never a wrong card; each card read came into the round from the camera.
+    assert not [a for a in answers if a["correct"] is False], answers
+    read = [a for a in answers if a["card"] is not None]
+    assert read, answers
+    from_camera = [
+        e["payload"]
+        for e in effects
+        if e.get("name") == "card_dealt" and e["payload"]["source"] == "camera"
+    ]
+    assert [d["card"] for d in from_camera] == [a["card"] for a in read if a["reason"] == "misread"]
+    for answer in answers:
+        position, number = answer["slot"].rsplit(".card", 1)
+        assert position in ("player", "banker") and 1 <= int(number) <= 3
+
+
+def test_demo_with_a_camera_uses_the_cached_deck(tmp_path: Path, enrolled_deck: Path) -> None:
+    from controller.demo import demo_deck_path
+    from vision.model import DEFAULT_MODEL, CornerClassifier
+
+    cache = tmp_path / "cache"
+    env = {**os.environ, "LIVETABLE_CACHE_DIR": str(cache)}
+    cached = demo_deck_path("kde-standard", CornerClassifier(DEFAULT_MODEL).digest)
+    cached = cache / cached.relative_to(cached.parents[1])
+    cached.parent.mkdir(parents=True)
+    shutil.copy(enrolled_deck, cached)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "controller.cli",
+            "demo",
+            "--camera",
+            "--rounds",
+            "1",
+            "--pace-s",
+            "0.01",
+            "--betting-s",
+            "0.2",
+            "--misread-rate",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"using the enrolled kde-standard deck cached in {cached}" in done.stdout
+    assert "the camera read 0 card(s), abstained on 0, read 0 wrong" in done.stdout
+
+
+def test_the_demo_without_a_camera_loads_no_opencv(tmp_path: Path) -> None:
+    code = (
+        "import sys\nfrom controller.cli import main\n"
+        f"status = main(['demo', '--json', '--rounds', '1', '--pace-s', '0.01', '--betting-s',"
+        f" '0.2', '--journal', {str(tmp_path / 'j')!r}])\n"
+        "print('cv2' in sys.modules, 'vision.recognise' in sys.modules, status, file=sys.stderr)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "False False 0"

@@ -26,9 +26,14 @@ from simulators.camera import SimulatedCamera
 from tests.conftest import REPO_ROOT
 
 DESIGN = "kde-standard"
-# A small enrolment (4 pictures per card: the least the deck's own calibration takes) keeps
-# the fixture to seconds; it still reads the simulator's cards (measured: no wrong answer).
+# A small enrolment (4 pictures per card) keeps the fixture to seconds and still reads the
+# simulator's cards. Its own cross-fitted calibration is too thin to trust (with 208 pictures
+# it found no wrong answer and set the 0.9 floor, which let a 6D read as 4D at 0.965 through
+# in the demo), so the test deck is given a stricter threshold: more abstentions, never a
+# laxer bound. The demo's and a studio's decks are enrolled from about 20 pictures per card
+# and calibrated on them (docs/vision.md).
 PICTURES_PER_CARD = 4
+TEST_DECK_THRESHOLD = 0.99
 ENROL_SEED = 11
 
 
@@ -43,7 +48,10 @@ def enrolled_deck_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         root = root.parent
-    path = root / f"reader-deck-{DESIGN}-{PICTURES_PER_CARD}-{classifier.digest[:16]}.npz"
+    name = (
+        f"reader-deck-{DESIGN}-{PICTURES_PER_CARD}-{TEST_DECK_THRESHOLD}-{classifier.digest[:16]}"
+    )
+    path = root / f"{name}.npz"
     with open(root / "reader-deck.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not path.exists():
@@ -53,7 +61,9 @@ def enrolled_deck_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 for _ in range(PICTURES_PER_CARD)
                 for card in ALL_FACES
             )
-            deck = enrol(classifier, examples, name=f"{DESIGN} (test)")
+            deck = enrol(
+                classifier, examples, name=f"{DESIGN} (test)", threshold=TEST_DECK_THRESHOLD
+            )
             partial = path.with_suffix(".partial.npz")
             deck.save(partial)
             partial.replace(path)
@@ -199,7 +209,7 @@ def test_the_hole_card_is_never_logged_but_a_face_up_card_is(
     recogniser: object, reader_config: ReaderConfig, caplog: pytest.LogCaptureFixture
 ) -> None:
     camera = SimulatedCamera("blackjack-classic", DESIGN, seed=5)
-    hole, up = parse_card("QH"), parse_card("7C")
+    hole, up = parse_card("QH"), parse_card("3S")
     camera.deal("dealer.card1", hole)  # classic: the hole card is the dealer's first
     camera.deal("dealer.card2", up)
     reader = reader_for(camera, recogniser, reader_config)
