@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from controller.errors import ConfigurationError
 from controller.runtime import Published
 from controller.table.effects import (
     AskCamera,
@@ -335,6 +336,12 @@ def _camera_reader(
     args: argparse.Namespace, console: ConsoleTable, submit: Any, out: TextIO
 ) -> Any:
     """The simulated camera over the felt and the reader answering the table from it."""
+    try:
+        import cv2  # noqa: F401
+    except ImportError as error:
+        raise ConfigurationError(
+            "--camera needs OpenCV: pip install 'livetable[vision]'"
+        ) from error
     from controller.camera_reader import CameraReader, ReaderConfig
     from simulators.camera import SimulatedCamera
 
