@@ -269,7 +269,7 @@ class CameraReader:
             images, newer_than, failure = self._images(source, slot, newer_than, deadline)
             if failure is not None:
                 if recognition is not None:  # the slot stayed empty until the deadline
-                    failure = f"{recognition.reason} within the deadline"
+                    failure = "no card found within the deadline"
                 return self._abstain(question, slot, failure, frames_read)
             frames_read += len(images)
             try:
@@ -281,9 +281,10 @@ class CameraReader:
             if recognition.reason != "no card found" or time.monotonic() >= deadline:
                 break
         if recognition.card is None:
-            return self._abstain(
-                question, slot, recognition.reason, frames_read, recognition.confidence
-            )
+            why = recognition.reason
+            if why == "no card found":  # it looked until the deadline
+                why = "no card found within the deadline"
+            return self._abstain(question, slot, why, frames_read, recognition.confidence)
         if question.reason in FACE_UP_REASONS:
             logger.info(
                 "camera read %s at %s (%s, confidence %.4f, %d frames)",
