@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from controller.errors import ConfigurationError, TableError
+from controller.games.cards import Card
 from controller.table.effects import AskCamera
 from controller.table.events import CameraRead
 from drivers.camera import FrameSource, card_slot
@@ -137,7 +138,7 @@ class CameraAnswer:
 
     ask: AskCamera
     slot: str | None
-    card: Any  # controller.games.cards.Card | None
+    card: Card | None
     why: str
     frames: int = 0
     confidence: float = 0.0
@@ -231,7 +232,9 @@ class CameraReader:
                 answer = self.read(question)
             except Exception as error:  # a bug must not silence the table's camera
                 logger.error("camera reader failed: %s", type(error).__name__)
-                answer = CameraAnswer(question, None, None, f"internal error ({error})")
+                answer = CameraAnswer(
+                    question, None, None, f"internal error ({type(error).__name__})"
+                )
             if self.on_answer is not None:
                 # Told before the table hears it, so a console shows the reading first.
                 try:
