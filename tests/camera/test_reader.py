@@ -290,3 +290,26 @@ def test_importing_the_reader_does_not_import_opencv() -> None:
         check=True,
     )
     assert done.stdout.strip() == "False"
+
+
+def test_reads_through_the_real_capture_path(
+    tmp_path: Path, recogniser: object, reader_config: ReaderConfig
+) -> None:
+    # The simulator's table recorded to a lossless video, replayed by the capture thread
+    # (cv2.VideoCapture) with the simulator's region map: the reader works on the driver's
+    # frames exactly as on the simulator's.
+    camera, dealt = baccarat_felt()
+    video = camera.write_video(tmp_path / "table.mkv", frames=40, fps=25.0)
+    config = camera.camera_config(str(video), reconnect_initial_s=0.1, timeout_s=2)
+    answers: list[CameraAnswer] = []
+    with CameraCapture(config) as capture:
+        assert capture.wait_for_frame(timeout=10) is not None
+        reader = reader_for(capture, recogniser, reader_config)
+        for slot in dealt:
+            hand, number = slot.split(".card")
+            answers.append(reader.read(AskCamera(hand, "misread", int(number))))
+    truth = list(dealt.values())
+    assert not [a for a, card in zip(answers, truth, strict=True) if a.card not in (card, None)]
+    assert sum(a.card == card for a, card in zip(answers, truth, strict=True)) >= 3, [
+        a.why for a in answers
+    ]
