@@ -129,16 +129,20 @@ class ConsoleTable:
             self.camera_reads["read"] += 1
         else:
             self.camera_reads["wrong"] += 1
-        hole = answer.ask.reason == "hole_reveal"
+        from controller.camera_reader import FACE_UP_REASONS
+
+        hole = answer.ask.reason not in FACE_UP_REASONS
         if self.as_json:
             record: dict[str, Any] = {
                 "slot": answer.slot,
                 "reason": answer.ask.reason,
-                "card": None if answer.card is None else str(answer.card),
+                "read": answer.card is not None,
                 "why": answer.why,
                 "confidence": round(answer.confidence, 4),
                 "correct": None if answer.card is None else answer.card == truth,
             }
+            if not hole:  # the hole card's face is for the table to publish, not the camera
+                record["card"] = None if answer.card is None else str(answer.card)
             self._print(json.dumps({"camera_answer": record}, sort_keys=True))
             return
         where = f"at {answer.slot or answer.ask.position} ({answer.ask.reason})"
