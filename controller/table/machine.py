@@ -456,6 +456,22 @@ def _hole_card_number(state: TableState) -> int:
     )
 
 
+def _without_stand_in(state: TableState) -> dict[str, Any]:
+    """The live round's public view, in which a misread hole card's stand-in, once the
+    rules have turned it over, shows as unread (null, and no total) rather than as the
+    stand-in's face: the platform must never see a card that is not on the table."""
+    view = dict(state.round.public_view())  # type: ignore[union-attr]
+    if state.hole_unread is None or not _revealed(state.round):
+        return view
+    position = state.round_log[state.hole_unread][1]
+    hand = view.get(position)
+    if isinstance(hand, Mapping) and isinstance(hand.get("cards"), list):
+        cards = list(hand["cards"])
+        cards[_hole_card_number(state) - 1] = None
+        view[position] = {**hand, "cards": cards, "total": None, "soft": None}
+    return view
+
+
 class TableMachine:
     """One table's state machine. ``handle(event) -> effects``; ``state`` is its state.
 
@@ -678,7 +694,7 @@ class TableMachine:
                 "needs": pause.needs(),
                 "by": pause.by,
             },
-            "round": None if state.round is None else dict(state.round.public_view()),
+            "round": None if state.round is None else _without_stand_in(state),
         }
 
     @staticmethod

@@ -314,6 +314,12 @@ def test_a_misread_hole_card_is_read_by_the_camera_when_the_dealer_reveals_it() 
     assert driver.phase is Phase.READING
     assert AskCamera("dealer", "hole_reveal", 2) in effects
     no_published_hole(driver, start)
+    # Turned over but not read yet: the dealer's hand shows it unread, not the stand-in.
+    states = [e.state for e in effects if isinstance(e, PublishState)]
+    assert states, "the reveal publishes the table's state"
+    dealer = states[-1]["round"]["dealer"]
+    assert dealer["cards"] == ["6H", None]
+    assert dealer["total"] is None
     driver.camera("dealer", HOLE)  # 6 + Q = 16: the dealer draws
     assert driver.published_events("hole_card_read")[-1]["card"] == HOLE
     assert driver.expected_position() == "dealer"
