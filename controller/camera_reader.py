@@ -127,7 +127,9 @@ def load_recogniser(config: ReaderConfig) -> Recogniser:
     from vision.recognise import Recogniser
 
     deck = EnrolledDeck.load(config.deck) if config.deck is not None else None
-    return Recogniser(config.model or DEFAULT_MODEL, deck=deck)
+    # A slot's region is centred on the slot: in a blackjack cascade it also shows the index
+    # of the card beneath, which must never be read as the slot's card.
+    return Recogniser(config.model or DEFAULT_MODEL, deck=deck, slot_centred=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from controller.games.cards import ALL_FACES, RANKS, SUITS, Card
-from vision.locate import cut_patch, find_corners, normalise_patches
+from vision.locate import CARD_ASPECT, CornerCandidate, cut_patch, find_corners, normalise_patches
 from vision.model import DEFAULT_MODEL, CornerClassifier
 
 if TYPE_CHECKING:
@@ -34,6 +34,31 @@ if TYPE_CHECKING:
 # resembles another index must not veto two index corners that agree.
 CONFLICT_SCORE: Final = 0.5
 CONFLICT_MARGIN: Final = math.log(20.0)
+
+# A card slot's region is centred on the slot (drivers/camera.py). In a blackjack cascade the
+# card underneath shows its index inside the slot's region too, its centre about 0.4 card
+# widths away; a card is off its slot by at most ~0.1 width and the locator's estimate of the
+# centre errs by about as much again.
+SLOT_CENTRE_TOLERANCE: Final = 0.22
+
+
+def implied_centre(candidate: CornerCandidate) -> tuple[float, float]:
+    """Where the centre of the card lies if ``candidate`` is one of its index corners."""
+    width = candidate.card_width
+    height = width * CARD_ASPECT
+    return (
+        candidate.point[0] + candidate.x_axis[0] * width / 2 + candidate.y_axis[0] * height / 2,
+        candidate.point[1] + candidate.x_axis[1] * width / 2 + candidate.y_axis[1] * height / 2,
+    )
+
+
+def centred_on(candidate: CornerCandidate, image_shape: tuple[int, ...], tolerance: float) -> bool:
+    """True when the card whose index corner ``candidate`` would be lies at the image's
+    centre, within ``tolerance`` card widths."""
+    x, y = implied_centre(candidate)
+    height, width = image_shape[:2]
+    return math.hypot(x - width / 2, y - height / 2) <= tolerance * candidate.card_width
+
 
 # Faces in ALL_FACES order as (rank index, suit index) into the network's heads.
 _FACE_RANK: Final = tuple(RANKS.index(card.rank) for card in ALL_FACES)
@@ -69,18 +94,25 @@ class Recognition:
 
 
 class Recogniser:
-    """Reads rank and suit of the card in an image; thread-unsafe, one per worker."""
+    """Reads rank and suit of the card in an image; thread-unsafe, one per worker.
+
+    By default the card may lie anywhere in the image. With ``slot_centred`` (a camera's
+    card-slot region), only index corners of a card lying at the image's centre count: the
+    neighbouring cards of a cascade, whose indices show inside the region, are not read.
+    """
 
     def __init__(
         self,
         model_path: Path = DEFAULT_MODEL,
         deck: EnrolledDeck | None = None,
         threshold: float | None = None,
+        slot_centred: bool = False,
     ) -> None:
         from controller.errors import ConfigurationError
 
         self.classifier = CornerClassifier(model_path)
         self.deck = deck
+        self.slot_centred = slot_centred
         if deck is not None and deck.model_digest != self.classifier.digest:
             raise ConfigurationError(
                 "the enrolled deck was made with another vision model; enrol the deck again"
@@ -101,6 +133,12 @@ class Recogniser:
 
             raise ConfigurationError("an image must be a BGR uint8 array")
         candidates = find_corners(image)
+        if self.slot_centred:
+            candidates = [
+                candidate
+                for candidate in candidates
+                if centred_on(candidate, image.shape, SLOT_CENTRE_TOLERANCE)
+            ]
         if not candidates:
             return np.zeros((0, len(ALL_FACES)))
         patches = np.stack([cut_patch(image, candidate) for candidate in candidates])

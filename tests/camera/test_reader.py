@@ -121,6 +121,28 @@ def test_reads_the_cards_on_the_felt_and_never_a_wrong_one(
     assert all(answers[s].frames >= reader_config.frames for s in read)
 
 
+@pytest.mark.parametrize("game", ["blackjack-classic", "blackjack-21"])
+def test_the_card_beneath_in_a_cascade_is_never_read_as_the_slots_card(
+    game: str, recogniser: object, reader_config: ReaderConfig
+) -> None:
+    """A blackjack hand is a cascade that keeps every index in sight, so the region of a
+    hand's second slot also shows the first card's index. With the second slot still empty,
+    the reader must find no card there; a recogniser reading the whole region (what
+    ``vision classify`` does with a picture of one card) reads the first card."""
+    from vision.recognise import Recogniser
+
+    camera = SimulatedCamera(game, DESIGN, seed=8)
+    beneath = parse_card("9H")
+    camera.deal("box1.hand1.card1", beneath)
+    second = [camera.region("box1.hand1.card2", camera.next_frame()).image for _ in range(3)]
+    anywhere = Recogniser(deck=recogniser.deck)  # type: ignore[attr-defined]
+    assert anywhere.recognise_frames(second).card == beneath  # the test can fail
+    assert recogniser.recognise_frames(second).card is None  # type: ignore[attr-defined]
+    # ...while the first card itself is still read in its own slot.
+    first = [camera.region("box1.hand1.card1", camera.next_frame()).image for _ in range(3)]
+    assert recogniser.recognise_frames(first).card == beneath  # type: ignore[attr-defined]
+
+
 def test_an_empty_slot_is_an_abstention(recogniser: object, reader_config: ReaderConfig) -> None:
     camera, _ = baccarat_felt()
     reader = reader_for(camera, recogniser, reader_config)
