@@ -53,6 +53,10 @@ def test_held_out_families_were_not_trained_on() -> None:
 
 
 UNSEEN_DESIGNS = ("kde-standard", "plastic", "tango", "kde-penguins", "bellot", "kde-nicu-white")
+# Images per design. Plastic's wrong answers are about 2 % (39 of 2,000, docs/vision.md): 60
+# images may miss them all, 400 show them (the strict xfail below turns into a failure, a
+# reminder to update the docs, when they are gone).
+SAMPLE_SIZE = {"plastic": 400}
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +67,8 @@ def unseen_reports() -> dict[str, EvalReport]:
     for number, design in enumerate(UNSEEN_DESIGNS):
         threshold = SETTINGS["holdout_thresholds"][_fold_of(design)]
         reports[design] = evaluate(
-            Recogniser(threshold=threshold), _scenes(design, 60, seed=4242 + number)
+            Recogniser(threshold=threshold),
+            _scenes(design, SAMPLE_SIZE.get(design, 60), seed=4242 + number),
         )
     return reports
 
@@ -76,8 +81,8 @@ def unseen_reports() -> dict[str, EvalReport]:
             design,
             marks=pytest.mark.xfail(
                 strict=True,
-                reason="issue 5 NOT met on plastic: the generic model reads its clubs as "
-                "spades with confidence 1.0 (162 wrong of 2,000, docs/vision.md)",
+                reason="issue 5 NOT met on plastic: the generic model reads some of its clubs "
+                "as spades with confidence up to 0.998 (39 wrong of 2,000, docs/vision.md)",
             ),
         )
         if design == "plastic"
