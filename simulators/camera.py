@@ -240,7 +240,8 @@ def artwork_faces(design: str) -> CardFaces:
     return faces
 
 
-def _rounded_card_alpha(height: int, width: int) -> np.ndarray:
+def rounded_card_alpha(height: int, width: int) -> np.ndarray:
+    """The outline of a card ``height`` x ``width`` with rounded corners, as an alpha mask."""
     cv2 = _cv2()
     alpha = np.zeros((height, width), np.uint8)
     radius = max(2, round(width * 0.06))
@@ -268,7 +269,7 @@ def card_back(height: int) -> np.ndarray:
     for offset in range(-height, width + height, step):
         cv2.line(inner, (offset, 0), (offset + height, height), (90, 80, 210), 1, cv2.LINE_AA)
         cv2.line(inner, (offset, height), (offset + height, 0), (90, 80, 210), 1, cv2.LINE_AA)
-    return np.dstack([image, _rounded_card_alpha(height, width)])
+    return np.dstack([image, rounded_card_alpha(height, width)])
 
 
 # The camera.
@@ -677,7 +678,7 @@ class SimulatedCamera:
             colour, alpha = image[:, :, :3], image[:, :, 3]
         else:
             colour = image
-            alpha = _rounded_card_alpha(image.shape[0], image.shape[1])
+            alpha = rounded_card_alpha(image.shape[0], image.shape[1])
         result = (colour.astype(np.float32), alpha.astype(np.float32) / 255.0)
         self._face_cache[key] = result
         return result

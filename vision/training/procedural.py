@@ -404,6 +404,8 @@ def render_procedural_card(style: DeckStyle, card: Card, height_px: int) -> np.n
     import cv2
     import numpy as np
 
+    from simulators.camera import rounded_card_alpha
+
     rng = np.random.default_rng([style.seed, *str(card).encode()])
     height = height_px * _RENDER_SCALE
     width = round(height * style.aspect)
@@ -412,17 +414,7 @@ def render_procedural_card(style: DeckStyle, card: Card, height_px: int) -> np.n
     _half_card(style, card, width, height, rng, canvas, first_pass=True)
     canvas = np.ascontiguousarray(canvas[::-1, ::-1])
     _half_card(style, card, width, height, rng, canvas, first_pass=False)
-    radius = round(width * 0.06)
-    alpha = np.zeros((height, width), np.uint8)
-    cv2.rectangle(alpha, (radius, 0), (width - 1 - radius, height - 1), 255, -1)
-    cv2.rectangle(alpha, (0, radius), (width - 1, height - 1 - radius), 255, -1)
-    for x, y in (
-        (radius, radius),
-        (width - 1 - radius, radius),
-        (radius, height - 1 - radius),
-        (width - 1 - radius, height - 1 - radius),
-    ):
-        cv2.circle(alpha, (x, y), radius, 255, -1, cv2.LINE_AA)
+    alpha = rounded_card_alpha(height, width)
     if style.border is not None:
         edge = cv2.morphologyEx(alpha, cv2.MORPH_GRADIENT, np.ones((3, 3), np.uint8))
         canvas[edge > 0] = style.border
