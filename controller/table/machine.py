@@ -795,6 +795,12 @@ class TableMachine:
 
     def _settle(self, state: TableState, at: float) -> list[Effect]:
         settlement = dict(state.round.settlement())  # type: ignore[union-attr]
+        side_bets = settlement.get("side_bets")
+        if isinstance(side_bets, Mapping):
+            # The rules score every side bet; only those offered in this round of the shoe
+            # (round_opened's "bets") may be settled: no bet on the others was taken.
+            offered = set(games.available_bets(self.config.game, state.round_number))
+            settlement["side_bets"] = {b: net for b, net in side_bets.items() if b in offered}
         effects: list[Effect] = [
             PublishEvent(
                 "round_settled",

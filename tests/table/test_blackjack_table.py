@@ -375,3 +375,22 @@ def test_a_hole_card_the_camera_cannot_read_at_its_reveal(ending: str) -> None:
     driver.draw("8C")  # 6 + 5 + 8 = 19
     settled = driver.published_events("round_settled")[-1]["result"]
     assert settled == rules_result("blackjack-21", ["TS", "6H", "9C", "5D", "8C"], [(1, 1, "S")])
+
+
+def test_boundless_settles_only_the_side_bets_offered_in_the_round() -> None:
+    from controller.games.boundless import SIDE_BET_LIMITS
+
+    driver = table_for("blackjack-boundless")
+    cards = shuffled_shoe(11)
+    shortest = min(SIDE_BET_LIMITS.values())
+    for _ in range(shortest + 1):
+        driver.open_and_close_betting()
+        deal_until_settled(driver, cards, decide="N")
+    opened = driver.published_events("round_opened")
+    settled = driver.published_events("round_settled")
+    assert len(opened) == len(settled) == shortest + 1
+    first, last = opened[0]["bets"], opened[-1]["bets"]
+    assert set(SIDE_BET_LIMITS) <= set(first)
+    assert set(last) < set(first)  # a side bet is no longer offered after its limit
+    for offered, result in ((first, settled[0]), (last, settled[-1])):
+        assert set(result["result"]["side_bets"]) == set(offered) - {"main"}
