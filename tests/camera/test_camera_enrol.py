@@ -1,0 +1,255 @@
+"""Enrolling the studio's deck from the table camera, on real pixels: the camera simulator's
+felt, a real capture from a video file, the real locator, enrolment and recogniser.
+
+The person laying the cards is a callback that deals the asked card into the slot of a
+:class:`SimulatedCamera`; every deal lands a little differently (the simulator perturbs each
+card it lays), as a card moved between pictures does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from controller.errors import ConfigurationError, DeviceError
+from controller.games.cards import ALL_FACES, Card, parse_card
+from drivers.camera import CameraCapture
+from drivers.camera_enrol import Collection, card_at_centre, collect_pictures, pictures_in
+from simulators.camera import SimulatedCamera
+
+DESIGN = "kde-standard"
+SLOT = "player.card1"
+PICTURES_PER_CARD = 4
+# Reading checks on a felt the deck never saw (another seed: other light, angle, noise).
+READ_SEED = 97
+READ_SLOTS = ("player.card1", "banker.card1", "player.card3")
+
+
+class Dealer:
+    """Lays the asked card in the slot, alone, afresh each time; records what it was asked."""
+
+    def __init__(self, camera: SimulatedCamera, slot: str = SLOT) -> None:
+        self.camera = camera
+        self.slot = slot
+        self.asked: list[tuple[Card, int, int]] = []
+
+    def __call__(self, card: Card, k: int, n: int) -> None:
+        self.asked.append((card, k, n))
+        self.camera.clear()
+        self.camera.deal(self.slot, card)
+
+
+@pytest.fixture(scope="module")
+def collected(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Collection, Dealer]:
+    camera = SimulatedCamera("baccarat", DESIGN, seed=21)
+    dealer = Dealer(camera)
+    collection = collect_pictures(
+        camera,
+        SLOT,
+        ALL_FACES,
+        PICTURES_PER_CARD,
+        dealer,
+        tmp_path_factory.mktemp("pictures"),
+        timeout_s=1.0,
+    )
+    return collection, dealer
+
+
+@pytest.fixture(scope="module")
+def deck(collected: tuple[Collection, Dealer]):  # type: ignore[no-untyped-def]
+    from vision.enrol import enrol, labelled_images, read_image
+    from vision.model import DEFAULT_MODEL, CornerClassifier
+
+    collection, _ = collected
+    images = labelled_images(collection.directory)
+    return enrol(
+        CornerClassifier(DEFAULT_MODEL),
+        ((item.card, read_image(item.path)) for item in images),
+        name="camera-enrolled",
+    )
+
+
+def test_collects_every_picture_asked_for_as_labelled_files(
+    collected: tuple[Collection, Dealer],
+) -> None:
+    collection, dealer = collected
+    assert len(collection.written) == PICTURES_PER_CARD * len(ALL_FACES)
+    assert pictures_in(collection.directory) == {card: PICTURES_PER_CARD for card in ALL_FACES}
+    # Every picture was asked for, in order, and a card laid again only after a refusal.
+    assert len(dealer.asked) == len(collection.written) + collection.retries
+    assert [a for a in dict.fromkeys(dealer.asked)] == [
+        (card, k, PICTURES_PER_CARD) for card in ALL_FACES for k in range(1, 5)
+    ]
+    import cv2
+
+    first = cv2.imread(str(collection.directory / "AS_001.png"))
+    assert first is not None
+    # The slot's region, not the whole frame, with the card at its centre.
+    assert first.shape[:2] == dealer.camera.region(SLOT).image.shape[:2]
+    assert card_at_centre(first)
+    assert not any(p.name.startswith(".") for p in collection.directory.iterdir())
+
+
+def test_the_enrolled_deck_reads_the_cards_in_their_slots_and_never_a_wrong_one(
+    deck,  # type: ignore[no-untyped-def]
+) -> None:
+    from vision.recognise import Recogniser
+
+    recogniser = Recogniser(deck=deck, slot_centred=True)
+    camera = SimulatedCamera("baccarat", DESIGN, seed=READ_SEED)
+    wrong: list[str] = []
+    read = 0
+    for index, card in enumerate(ALL_FACES):
+        slot = READ_SLOTS[index % len(READ_SLOTS)]
+        camera.clear()
+        camera.deal(slot, card)
+        answer = recogniser.recognise(camera.region(slot, camera.next_frame()).image)
+        if answer.card is None:
+            continue
+        if answer.card != card:
+            wrong.append(f"{card} at {slot} read as {answer.card} ({answer.confidence:.4f})")
+        else:
+            read += 1
+    assert not wrong
+    # Abstentions are pauses, not errors, but a deck that reads few cards is no deck.
+    assert read >= 0.9 * len(ALL_FACES), f"read {read} of {len(ALL_FACES)}"
+
+
+def test_an_unknown_slot_is_refused_before_anything_is_asked(tmp_path: Path) -> None:
+    camera = SimulatedCamera("baccarat", DESIGN, seed=3)
+    dealer = Dealer(camera)
+    with pytest.raises(ConfigurationError, match=r"no camera region for slot 'player\.card9'"):
+        collect_pictures(camera, "player.card9", ALL_FACES[:1], 1, dealer, tmp_path, 1.0)
+    assert dealer.asked == []
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_camera_that_gives_no_frame_is_a_clear_device_error(tmp_path: Path) -> None:
+    simulator = SimulatedCamera("baccarat", DESIGN, seed=3)
+    config = simulator.camera_config(str(tmp_path / "no-such-video.mkv"), timeout_s=0.3)
+    asked: list[Card] = []
+    with (
+        CameraCapture(config) as capture,
+        pytest.raises(DeviceError, match=r"no frame from the camera within 0\.3 s"),
+    ):
+        collect_pictures(
+            capture,
+            SLOT,
+            ALL_FACES[:1],
+            2,
+            lambda card, _k, _n: asked.append(card),
+            tmp_path / "pictures",
+            timeout_s=0.3,
+        )
+    assert asked == [ALL_FACES[0]]
+    assert list((tmp_path / "pictures").iterdir()) == []
+
+
+def test_an_empty_slot_is_asked_for_again_then_refused(tmp_path: Path) -> None:
+    camera = SimulatedCamera("baccarat", DESIGN, seed=5)
+    asked: list[tuple[Card, int, int]] = []
+    told: list[str] = []
+    with pytest.raises(DeviceError, match=r"no card found at the centre of slot player\.card1"):
+        collect_pictures(
+            camera,
+            SLOT,
+            [parse_card("7H")],
+            2,
+            lambda card, k, n: asked.append((card, k, n)),  # lays nothing
+            tmp_path,
+            1.0,
+            tell=told.append,
+            attempts=3,
+        )
+    assert asked == [(parse_card("7H"), 1, 2)] * 3
+    assert len(told) == 2 and "lay 7H in it again" in told[0]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_card_laid_after_a_refusal_is_taken(tmp_path: Path) -> None:
+    camera = SimulatedCamera("baccarat", DESIGN, seed=5)
+    dealer = Dealer(camera)
+    calls = 0
+
+    def late_dealer(card: Card, k: int, n: int) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            camera.clear()  # the first time, the card is still in the dealer's hand
+        else:
+            dealer(card, k, n)
+
+    collection = collect_pictures(camera, SLOT, [parse_card("QS")], 1, late_dealer, tmp_path, 1.0)
+    assert collection.retries >= 1
+    assert [p.name for p in collection.written] == ["QS_001.png"]
+
+
+def test_an_interrupted_session_resumes_where_it_stopped_and_loses_nothing(
+    tmp_path: Path,
+) -> None:
+    camera = SimulatedCamera("baccarat", DESIGN, seed=8)
+    cards = [parse_card("2C"), parse_card("KD")]
+    # A picture already in the folder under the name a new one would take, and the remains
+    # of a write that was interrupted.
+    import cv2
+
+    kept = tmp_path / "2C_001.png"
+    camera.deal(SLOT, cards[0])
+    assert cv2.imwrite(str(kept), camera.region(SLOT).image)
+    kept_bytes = kept.read_bytes()
+    (tmp_path / ".2C_002.png.partial").write_bytes(b"half a png")
+
+    dealer = Dealer(camera)
+
+    def interrupted(card: Card, k: int, n: int) -> None:
+        if card == cards[1] and k == 2:
+            raise KeyboardInterrupt  # Ctrl-C while the second picture of KD is asked for
+        dealer(card, k, n)
+
+    with pytest.raises(KeyboardInterrupt):
+        collect_pictures(camera, SLOT, cards, 3, interrupted, tmp_path, 1.0)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["2C_001.png", "2C_002.png", "2C_003.png", "KD_001.png"]
+    assert kept.read_bytes() == kept_bytes
+    written_before = {name: (tmp_path / name).read_bytes() for name in names}
+
+    dealer.asked.clear()
+    collection = collect_pictures(camera, SLOT, cards, 3, dealer, tmp_path, 1.0)
+    assert collection.already_there == {cards[0]: 3, cards[1]: 1}
+    assert dict.fromkeys(dealer.asked) == {(cards[1], 2, 3): None, (cards[1], 3, 3): None}
+    assert pictures_in(tmp_path) == {cards[0]: 3, cards[1]: 3}
+    for name, content in written_before.items():
+        assert (tmp_path / name).read_bytes() == content
+
+
+def test_a_picture_never_replaces_an_existing_file(tmp_path: Path) -> None:
+    camera = SimulatedCamera("baccarat", DESIGN, seed=9)
+    dealer = Dealer(camera)
+    # A picture already there counts, keeps its name and content, and the new one takes
+    # the next free number.
+    (tmp_path / "5H_001.png").write_bytes(b"not overwritten")
+    collection = collect_pictures(camera, SLOT, [parse_card("5H")], 2, dealer, tmp_path, 1.0)
+    assert [p.name for p in collection.written] == ["5H_002.png"]
+    assert (tmp_path / "5H_001.png").read_bytes() == b"not overwritten"
+
+
+def test_a_badly_named_picture_in_the_folder_is_refused_at_once(tmp_path: Path) -> None:
+    camera = SimulatedCamera("baccarat", DESIGN, seed=9)
+    dealer = Dealer(camera)
+    (tmp_path / "holiday.png").write_bytes(b"")
+    with pytest.raises(ConfigurationError, match=r"holiday\.png"):
+        collect_pictures(camera, SLOT, [parse_card("5H")], 1, dealer, tmp_path, 1.0)
+    assert dealer.asked == []
+
+
+def test_an_empty_felt_has_no_card_at_the_centre_of_any_slot() -> None:
+    for game in ("baccarat", "blackjack-classic"):
+        camera = SimulatedCamera(game, DESIGN, seed=31)
+        frame = camera.next_frame()
+        empty = [
+            slot for slot in camera.regions if card_at_centre(camera.region(slot, frame).image)
+        ]
+        assert empty == [], game
