@@ -1,8 +1,11 @@
-"""``livetable camera calibrate``: a snapshot with every position's region drawn on it.
+"""``livetable camera calibrate``: a snapshot with every position's region drawn on it;
+``livetable camera enrol``: the studio's deck enrolled from pictures the table camera takes.
 
-An engineer points the camera at the table, runs this, and checks in the PNG that each named
-outline lies over the spot where that position's card is dealt. OpenCV is imported only when
-the command runs, never when the CLI is built.
+An engineer points the camera at the table, runs ``calibrate``, and checks in the PNG that
+each named outline lies over the spot where that position's card is dealt. ``enrol`` then
+asks for each card to be laid in one slot, saves the slot's picture, and enrols the deck from
+the folder exactly as ``livetable vision enrol`` does. OpenCV is imported only when a command
+runs, never when the CLI is built.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ _IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", "
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``camera calibrate`` to the ``livetable`` command tree."""
+    """Add ``camera calibrate`` and ``camera enrol`` to the ``livetable`` command tree."""
     camera = subparsers.add_parser(
         "camera", help="camera set-up", description="Camera set-up and checks."
     )
@@ -63,6 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     calibrate.add_argument("--json", action="store_true", help="print the summary as JSON")
     calibrate.set_defaults(func=run_calibrate)
+    _register_enrol(camera_commands)
     camera.set_defaults(func=lambda _args, parser=camera: _help(parser))
 
 
@@ -152,4 +156,174 @@ def run_calibrate(args: argparse.Namespace) -> int:
         x0, y0, x1, y1 = region.bounds
         kind = "rectangle" if region.is_rectangle else "quadrilateral"
         print(f"  {name:<24} {kind:<13} x {x0}..{x1}  y {y0}..{y1}")
+    return 0
+
+
+# How long to wait for the first frame after a card is laid: a camera that was just opened
+# takes a moment, and a network camera may reconnect once.
+_DEFAULT_FRAME_TIMEOUT_S = 10.0
+
+
+def _register_enrol(camera_commands: argparse._SubParsersAction) -> None:
+    enrol = camera_commands.add_parser(
+        "enrol",
+        help="enrol the studio's deck from pictures the table camera takes",
+        description=(
+            "Ask for each card to be laid in one slot, save the slot's region from a fresh "
+            "frame as PICTURES_DIR/<CARD>_<nnn>.png, then enrol the deck from that folder as "
+            "`livetable vision enrol` does and write it for the camera reader's [vision] deck. "
+            "Stopped (Ctrl-C) or failed, run it again: the pictures already taken are kept "
+            "and counted."
+        ),
+    )
+    enrol.add_argument(
+        "--config", required=True, type=Path, help="TOML file holding a [camera] table"
+    )
+    enrol.add_argument(
+        "--section",
+        default="camera",
+        help="dotted name of the camera table in the file (default: camera)",
+    )
+    enrol.add_argument(
+        "--source", help="read from this source instead (V4L2 index, URL or video file)"
+    )
+    enrol.add_argument(
+        "--slot", required=True, help="the card slot (a region name) to lay the cards in"
+    )
+    enrol.add_argument("-o", "--output", required=True, type=Path, help="deck file to write")
+    enrol.add_argument(
+        "--pictures",
+        type=int,
+        default=20,
+        help="pictures of each card (default: 20; fewer than 4 leaves the deck uncalibrated)",
+    )
+    enrol.add_argument(
+        "--dir",
+        type=Path,
+        dest="pictures_dir",
+        help="where the pictures go (default: next to the deck, DECK.pictures/)",
+    )
+    enrol.add_argument(
+        "--cards",
+        help="comma-separated cards to take pictures of (default: all 52); the folder must "
+        "hold every card before the deck is enrolled",
+    )
+    enrol.add_argument("--name", default="", help="a name for the deck, kept in the file")
+    enrol.add_argument(
+        "--model", type=Path, help="another exported model (default: the shipped one)"
+    )
+    enrol.add_argument(
+        "--timeout",
+        type=float,
+        default=_DEFAULT_FRAME_TIMEOUT_S,
+        help=f"seconds to wait for a frame (default: {_DEFAULT_FRAME_TIMEOUT_S:g})",
+    )
+    enrol.set_defaults(func=run_enrol)
+
+
+def _cards_option(text: str | None) -> list[Any]:
+    from controller.errors import RulesError
+    from controller.games.cards import ALL_FACES, parse_card
+
+    if text is None:
+        return list(ALL_FACES)
+    try:
+        cards = [parse_card(item.strip()) for item in text.split(",") if item.strip()]
+    except RulesError as error:
+        raise ConfigurationError(f"--cards: {error}") from error
+    if not cards:
+        raise ConfigurationError("--cards names no card")
+    return cards
+
+
+def _ask_on_terminal(slot: str) -> Any:
+    def ask(card: Any, k: int, n: int) -> None:
+        print(
+            f"lay {card} in slot {slot} (picture {k} of {n}; move it a little between "
+            "pictures) and press Enter",
+            end=" ",
+            flush=True,
+        )
+        try:
+            input()
+        except EOFError as error:
+            raise ConfigurationError(
+                "the input ended before every picture was taken; run the command again to continue"
+            ) from error
+
+    return ask
+
+
+def run_enrol(args: argparse.Namespace) -> int:
+    """Collect the missing pictures from the camera, then enrol the folder into the deck."""
+    from drivers.camera import CameraCapture
+    from drivers.camera_enrol import collect_pictures
+    from vision import cli as vision_cli
+    from vision.deck import EnrolledDeck
+
+    config = load_camera_config(args.config, args.section)
+    if args.source is not None:
+        config = config.with_source(args.source)
+    if args.slot not in config.regions:
+        raise ConfigurationError(
+            f"no camera region for slot {args.slot!r} in {args.config}; configured: "
+            f"{', '.join(sorted(config.regions)) or 'none'}"
+        )
+    if args.pictures < 1:
+        raise ConfigurationError(f"--pictures must be at least 1, got {args.pictures}")
+    if not args.timeout > 0:
+        raise ConfigurationError(f"--timeout must be positive, got {args.timeout}")
+    cards = _cards_option(args.cards)
+    pictures_dir = args.pictures_dir or args.output.with_suffix(".pictures")
+    capture = CameraCapture(config)
+    capture.start()
+    try:
+        collection = collect_pictures(
+            capture,
+            args.slot,
+            cards,
+            args.pictures,
+            _ask_on_terminal(args.slot),
+            pictures_dir,
+            args.timeout,
+            tell=lambda message: print(message, flush=True),
+        )
+    except KeyboardInterrupt:
+        print(
+            f"\ninterrupted: the pictures taken are kept in {pictures_dir}; run the same "
+            "command to continue",
+            file=sys.stderr,
+        )
+        raise
+    finally:
+        capture.stop()
+    already = sum(collection.already_there.values())
+    print(
+        f"took {len(collection.written)} pictures of slot {args.slot} into {pictures_dir}"
+        + (f" ({already} were already there)" if already else "")
+    )
+    status = vision_cli.run_enrol(
+        argparse.Namespace(
+            directory=pictures_dir,
+            output=args.output,
+            name=args.name or args.output.stem,
+            model=args.model,
+            threshold=None,
+        )
+    )
+    if status != 0:
+        return status
+    deck = EnrolledDeck.load(args.output)
+    print(f"threshold {deck.threshold:.6f}")
+    info = deck.info
+    if "calibration" in info:
+        print(f"calibration: {info['calibration']}")
+    else:
+        print(
+            f"calibration: {info.get('calibration_pictures')} pictures cross-fitted, "
+            f"{info.get('calibration_wrong_without_threshold')} wrong without a threshold "
+            f"(highest wrong score {float(info.get('calibration_highest_wrong_score', 0.0)):.6f}), "
+            f"{float(info.get('calibration_correct_at_threshold', 0.0)):.2%} correct at the "
+            "threshold"
+        )
     return 0

@@ -8,6 +8,8 @@ card it lays), as a card moved between pictures does.
 
 from __future__ import annotations
 
+import io
+import shutil
 from pathlib import Path
 
 import pytest
@@ -253,3 +255,71 @@ def test_an_empty_felt_has_no_card_at_the_centre_of_any_slot() -> None:
             slot for slot in camera.regions if card_at_centre(camera.region(slot, frame).image)
         ]
         assert empty == [], game
+
+
+def test_the_command_collects_what_is_missing_from_a_video_source_and_enrols_the_deck(
+    collected: tuple[Collection, Dealer],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from controller.cli import main
+    from vision.deck import EnrolledDeck
+
+    collection, _ = collected
+    missing = parse_card("7H")
+    # An earlier session stopped after the first picture of 7H: the default picture folder
+    # next to the deck holds everything else.
+    pictures = tmp_path / "studio.pictures"
+    shutil.copytree(collection.directory, pictures)
+    for path in sorted(pictures.glob(f"{missing}_*.png"))[1:]:
+        path.unlink()
+    # The table camera, as a lossless video of the felt with 7H lying in the slot.
+    camera = SimulatedCamera("baccarat", DESIGN, seed=21)
+    camera.deal(SLOT, missing)
+    video = camera.write_video(tmp_path / "table.mkv", frames=8)
+    config = tmp_path / "camera.toml"
+    config.write_text(camera.camera_config(str(video), timeout_s=2.0).to_toml())
+    deck_path = tmp_path / "studio.npz"
+    command = ["camera", "enrol", "--config", str(config), "--slot", SLOT, "-o", str(deck_path),
+               "--pictures", str(PICTURES_PER_CARD)]  # fmt: skip
+
+    # The person at the table leaves after one more picture: nothing taken is lost.
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n"))
+    assert main(command) == 1
+    output = capsys.readouterr()
+    assert "lay 7H in slot player.card1 (picture 2 of 4;" in output.out
+    assert "the input ended before every picture was taken" in output.err
+    assert pictures_in(pictures)[missing] == 2
+    assert not deck_path.exists()
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n" * 20))
+    assert main(command) == 0
+    printed = capsys.readouterr().out
+    assert "picture 3 of 4" in printed and "picture 4 of 4" in printed
+    assert "picture 2 of 4" not in printed
+    total = PICTURES_PER_CARD * len(ALL_FACES)
+    assert f"took 2 pictures of slot {SLOT} into {pictures} ({total - 2} were already there)" in (
+        printed
+    )
+    assert f"enrolled {total} images" in printed
+    deck = EnrolledDeck.load(deck_path)
+    assert f"threshold {deck.threshold:.6f}" in printed
+    assert "calibration: " in printed
+    assert deck.info["pictures"] <= total and deck.info["name"] == "studio"
+    assert pictures_in(pictures) == {card: PICTURES_PER_CARD for card in ALL_FACES}
+
+
+def test_the_command_refuses_a_slot_the_config_does_not_have(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from controller.cli import main
+
+    camera = SimulatedCamera("baccarat", DESIGN, seed=21)
+    config = tmp_path / "camera.toml"
+    config.write_text(camera.camera_config(str(tmp_path / "table.mkv")).to_toml())
+    command = ["camera", "enrol", "--config", str(config), "--slot", "dealer.card1",
+               "-o", str(tmp_path / "deck.npz")]  # fmt: skip
+    assert main(command) == 1
+    assert "no camera region for slot 'dealer.card1'" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["camera.toml"]
