@@ -17,9 +17,13 @@ import sys
 import time
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controller.errors import ConfigurationError, DeviceError
+
+if TYPE_CHECKING:
+    from controller.games.cards import Card
+    from drivers.camera_enrol import Ask
 
 logger = logging.getLogger(__name__)
 
@@ -221,7 +225,7 @@ def _register_enrol(camera_commands: argparse._SubParsersAction) -> None:
     enrol.set_defaults(func=run_enrol)
 
 
-def _cards_option(text: str | None) -> list[Any]:
+def _cards_option(text: str | None) -> list[Card]:
     from controller.errors import RulesError
     from controller.games.cards import ALL_FACES, parse_card
 
@@ -236,8 +240,10 @@ def _cards_option(text: str | None) -> list[Any]:
     return cards
 
 
-def _ask_on_terminal(slot: str) -> Any:
-    def ask(card: Any, k: int, n: int) -> None:
+def _ask_on_terminal(slot: str) -> Ask:
+    """Prompt for each picture on stdout and wait for Enter on stdin."""
+
+    def ask(card: Card, k: int, n: int) -> None:
         print(
             f"lay {card} in slot {slot} (picture {k} of {n}; move it a little between "
             "pictures) and press Enter",
