@@ -37,10 +37,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 # Pictures of one card in which no card is found at the slot's centre before giving up: the
-# person laying the cards is asked again each time. On the simulator's felt about one
-# picture in twenty of a card lying in its slot shows only one of its index corners at the
-# centre (measured on 378 pictures of three designs), so three attempts almost never fail
-# on a card that is there, and an empty or misplaced slot is reported within a minute.
+# person laying the cards is asked again each time. On the simulator's felt one picture in
+# ten to twenty of a card lying in a good slot fails the test (23 of 378 pictures of three
+# designs; 102 refusals in 1,142 asks of tango), so three attempts almost never fail on a
+# card that is there, and an empty slot, or a slot where glare merges the card's outline
+# with the felt's printing, is reported within a minute.
 ATTEMPTS_PER_PICTURE: Final = 3
 
 # Temporary files are hidden (leading dot) and do not end in an image suffix, so a folder
@@ -185,8 +186,10 @@ def collect_pictures(
                     raise DeviceError(
                         f"no card found at the centre of slot {slot} in {attempts} pictures "
                         f"of {card}: check that the card lies in the slot (`livetable camera "
-                        "calibrate` draws the regions), that the region is right and the "
-                        "light is on; the pictures taken so far are kept"
+                        "calibrate` draws the regions) and the region is right; if it does, "
+                        "the card's outline is lost in this slot (glare, or lines printed on "
+                        "the felt touching the card): choose another slot; the pictures "
+                        "taken so far are kept"
                     )
                 retries += 1
                 message = (
