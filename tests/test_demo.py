@@ -228,3 +228,41 @@ def test_the_demo_without_a_camera_loads_no_opencv(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip().splitlines()[-1] == "False False 0"
+
+
+@pytest.mark.slow
+def test_without_a_deck_the_demo_enrols_one_from_the_simulated_camera(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The uncached path of ``demo --camera``: pictures through the collector of ``camera
+    enrol``, enrolled, cached, then reused. One picture per set-up (four of each card, the
+    least the deck's calibration takes) instead of five keeps it to seconds."""
+    import io
+
+    import controller.demo as demo
+    from simulators.camera import SimulatedCamera
+    from vision.deck import EnrolledDeck
+    from vision.recognise import Recogniser
+
+    monkeypatch.setenv("LIVETABLE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(demo, "DEMO_DECK_PICTURES_PER_SETUP", 1)
+    out = io.StringIO()
+    path = demo.demo_deck("kde-standard", out)
+    assert path.is_file() and path.is_relative_to(tmp_path)
+    assert "pictures taken by the simulated table camera" in out.getvalue()
+    deck = EnrolledDeck.load(path)
+    assert deck.info["pictures"] == 52 * len(demo.DEMO_DECK_SETUPS)
+    again = io.StringIO()
+    assert demo.demo_deck("kde-standard", again) == path
+    assert "using the enrolled kde-standard deck cached" in again.getvalue()
+    # The deck reads the felt of a camera set-up it was not enrolled from; never wrongly.
+    camera = SimulatedCamera("baccarat", "kde-standard", seed=3)
+    laid = {"player.card1": parse_card("QH"), "banker.card1": parse_card("7C")}
+    recogniser = Recogniser(deck=deck, slot_centred=True)
+    answers = {}
+    for slot, card in laid.items():
+        camera.deal(slot, card)
+        frames = [camera.region(slot, camera.next_frame()).image for _ in range(3)]
+        answers[slot] = recogniser.recognise_frames(frames).card
+    assert all(answers[slot] in (card, None) for slot, card in laid.items()), answers
+    assert any(answers[slot] == card for slot, card in laid.items()), answers
