@@ -124,12 +124,18 @@ def load_recogniser(config: ReaderConfig) -> Recogniser:
     the model is missing, damaged, or the deck was enrolled with another model."""
     from vision.deck import EnrolledDeck
     from vision.model import DEFAULT_MODEL
-    from vision.recognise import Recogniser
+    from vision.recognise import SLOT_SINGLE_CORNER_THRESHOLD, Recogniser
 
     deck = EnrolledDeck.load(config.deck) if config.deck is not None else None
     # A slot's region is centred on the slot: in a blackjack cascade it also shows the index
-    # of the card beneath, which must never be read as the slot's card.
-    return Recogniser(config.model or DEFAULT_MODEL, deck=deck, slot_centred=True)
+    # of the card beneath, which must never be read as the slot's card; a neighbour may cover
+    # one index corner, so an answer from one corner alone must score higher.
+    return Recogniser(
+        config.model or DEFAULT_MODEL,
+        deck=deck,
+        slot_centred=True,
+        single_corner_threshold=SLOT_SINGLE_CORNER_THRESHOLD,
+    )
 
 
 @dataclass(frozen=True, slots=True)

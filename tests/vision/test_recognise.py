@@ -152,6 +152,32 @@ def test_frames_are_combined(recogniser: Recogniser) -> None:
     assert repeated.confidence == pytest.approx(single.confidence)
 
 
+def test_an_answer_from_one_corner_needs_the_single_corner_threshold() -> None:
+    """A layout's neighbour may hide one index corner and part of the other: with a
+    single-corner threshold, one corner's answer must reach it; two corners agreeing need
+    only the threshold. Without one (the default), the number of corners does not matter."""
+    scores = np.zeros(len(ALL_FACES))
+    scores[7] = 0.99
+    strict = Recogniser(threshold=0.9, single_corner_threshold=0.995)
+    lenient = Recogniser(threshold=0.9)
+    assert strict.decide(scores, corners=3, supporting=2).card == ALL_FACES[7]
+    one_corner = strict.decide(scores, corners=3, supporting=1)
+    assert one_corner.card is None and one_corner.reason == "below threshold for one corner"
+    assert strict.decide(scores, corners=3, supporting=None).card == ALL_FACES[7]
+    assert lenient.decide(scores, corners=3, supporting=1).card == ALL_FACES[7]
+    scores[7] = 0.999
+    assert strict.decide(scores, corners=3, supporting=1).card == ALL_FACES[7]
+
+
+def test_the_camera_reader_reads_with_the_slot_rules() -> None:
+    from controller.camera_reader import ReaderConfig, load_recogniser
+    from vision.recognise import SLOT_SINGLE_CORNER_THRESHOLD
+
+    reader = load_recogniser(ReaderConfig())
+    assert reader.slot_centred
+    assert reader.single_corner_threshold == SLOT_SINGLE_CORNER_THRESHOLD
+
+
 def test_bad_image_is_a_configuration_error(recogniser: Recogniser) -> None:
     with pytest.raises(ConfigurationError):
         recogniser.recognise(np.zeros((50, 50), np.uint8))
