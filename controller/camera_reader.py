@@ -249,7 +249,14 @@ class CameraReader:
                     self.on_answer(answer)
                 except Exception:  # pragma: no cover - the observer's bug, not ours
                     logger.exception("camera answer observer failed")
-            self.submit(CameraRead(question.position, answer.card, float(self.clock())))
+            event = CameraRead(
+                question.position, answer.card, float(self.clock()), question.card_number
+            )
+            try:
+                self.submit(event)
+            except Exception:  # the thread must live on for the next question
+                logger.exception("the camera's answer could not be handed to the table")
+                continue
             self.answered += 1
 
     def read(self, question: AskCamera) -> CameraAnswer:

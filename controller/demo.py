@@ -127,7 +127,7 @@ class ConsoleTable:
         # round for the supervisor exactly as a camera that could not read the card would.
         from controller.table.events import CameraRead
 
-        self.submit(CameraRead(effect.position, None, self.clock()))
+        self.submit(CameraRead(effect.position, None, self.clock(), effect.card_number))
 
     def camera_answered(self, answer: CameraAnswer) -> None:
         """The camera reader's answer (on its thread), checked against the simulated felt."""

@@ -64,12 +64,17 @@ class CameraRead:
     """The camera's answer to an ``AskCamera`` effect.
 
     ``card`` is ``None`` when the recogniser abstained (it would rather not guess).
-    ``position`` is the table position that was read, as the machine named it.
+    ``position`` is the table position that was read, as the machine named it, and
+    ``card_number`` the card's slot in it (``AskCamera.card_number``): the table matches an
+    answer to its question by both, so a late answer about another card of the same hand is
+    never taken for the card asked about. ``None`` (journals written before it existed)
+    matches by position alone.
     """
 
     position: str
     card: Card | None
     at: float
+    card_number: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

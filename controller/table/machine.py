@@ -184,7 +184,8 @@ class TableState:
     round_log: tuple[tuple[Any, ...], ...] = ()  # ("card", position, card, face_down) | ...
     timers: dict[int, str] = field(default_factory=dict)  # timer id -> purpose
     next_timer_id: int = 1
-    cross_checks: tuple[tuple[str, Card], ...] = ()  # face-up cards awaiting the camera
+    # Face-up cards awaiting the camera's cross-check: (position, card number, card).
+    cross_checks: tuple[tuple[str, int, Card], ...] = ()
     reading: str | None = None  # position whose misread card the camera is asked for
     hole_unread: int | None = None  # index in round_log of a misread hole card's stand-in
     pause: Pause | None = None
@@ -697,6 +698,14 @@ class TableMachine:
             "round": None if state.round is None else _without_stand_in(state),
         }
 
+    def _reading_number(self, state: TableState) -> int:
+        """The slot number of the card the camera is asked to read (``state.reading``): the
+        hole card's own place, or for a misread card, which is not in the round yet, the
+        next slot of its hand."""
+        if self._reading_hole(state):
+            return _hole_card_number(state)
+        return _cards_held(state, state.reading) + 1  # type: ignore[arg-type]
+
     @staticmethod
     def _reading_hole(state: TableState) -> bool:
         return state.hole_unread is not None and _revealed(state.round)
@@ -732,12 +741,10 @@ class TableMachine:
         elif phase is P.READING:
             position: str = state.reading  # type: ignore[assignment]
             if self._reading_hole(state):
-                effects.append(AskCamera(position, "hole_reveal", _hole_card_number(state)))
+                effects.append(AskCamera(position, "hole_reveal", self._reading_number(state)))
                 effects.append(TellDealer("reveal", "turn the hole card over for the camera"))
             else:
-                # The misread card is not in the round yet: it goes to the next slot.
-                number = _cards_held(state, position) + 1
-                effects.append(AskCamera(position, "misread", number))
+                effects.append(AskCamera(position, "misread", self._reading_number(state)))
                 effects.append(TellDealer("wait", "the card is being read by the camera"))
             effects.append(self._timer(state, "camera", self.config.dealer_idle_s, at))
         elif phase is P.DECIDING:
@@ -905,8 +912,8 @@ class TableMachine:
             payload["card"] = str(card)
         effects: list[Effect] = [PublishEvent("card_dealt", payload)]
         if self.config.camera_cross_check and not step.face_down and source == "shoe":
-            state.cross_checks += ((step.position, card),)
             number = _cards_held(state, step.position)
+            state.cross_checks += ((step.position, number, card),)
             effects.append(AskCamera(step.position, "cross_check", number))
         return effects + self._advance(state, at)
 
@@ -1192,7 +1199,11 @@ class TableMachine:
         )
 
     def on_camera_read(self, state: TableState, event: CameraRead) -> list[Effect]:
-        if event.position != state.reading:
+        asked = event.position == state.reading and event.card_number in (
+            None,
+            self._reading_number(state),
+        )
+        if not asked:
             return self.on_cross_check(state, event)
         hole = self._reading_hole(state)
         state.reading = None
@@ -1222,12 +1233,17 @@ class TableMachine:
 
     def on_cross_check(self, state: TableState, event: CameraRead) -> list[Effect]:
         index = next(
-            (i for i, (position, _) in enumerate(state.cross_checks) if position == event.position),
+            (
+                i
+                for i, (position, number, _) in enumerate(state.cross_checks)
+                if position == event.position and event.card_number in (None, number)
+            ),
             None,
         )
         if index is None:
-            raise TransitionError(f"no camera reading was asked for {event.position!r}")
-        position, card = state.cross_checks[index]
+            slot = f" card {event.card_number}" if event.card_number is not None else ""
+            raise TransitionError(f"no camera reading was asked for {event.position!r}{slot}")
+        position, _number, card = state.cross_checks[index]
         state.cross_checks = state.cross_checks[:index] + state.cross_checks[index + 1 :]
         if event.card is None or event.card == card:
             return []  # agreement, or the camera abstains: the shoe's reading stands
@@ -1421,7 +1437,9 @@ class TableMachine:
             "round_next": None if state.round is None else _step_data(state.round.next_step()),
             "timers": {str(key): value for key, value in sorted(state.timers.items())},
             "next_timer_id": state.next_timer_id,
-            "cross_checks": [[position, str(card)] for position, card in state.cross_checks],
+            "cross_checks": [
+                [position, number, str(card)] for position, number, card in state.cross_checks
+            ],
             "reading": state.reading,
             "hole_unread": state.hole_unread,
             "pause": None

@@ -103,9 +103,11 @@ class Driver:
     def cut_card(self) -> list[Effect]:
         return self.send(CutCardDrawn(None, self.tick()))
 
-    def camera(self, position: str, card: str | None) -> list[Effect]:
+    def camera(
+        self, position: str, card: str | None, card_number: int | None = None
+    ) -> list[Effect]:
         face = None if card is None else parse_card(card)
-        return self.send(CameraRead(position, face, self.tick()))
+        return self.send(CameraRead(position, face, self.tick(), card_number))
 
     def command(
         self,

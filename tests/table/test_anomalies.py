@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.table.effects import AskCamera, LockShoe, StartTimer
+from controller.table.effects import AskCamera, LockShoe, PublishEvent, StartTimer
 from controller.table.events import (
     CardsLost,
     ControllerStarted,
@@ -224,6 +224,30 @@ def test_camera_and_shoe_disagreeing_when_cross_checking(ending: str) -> None:
     assert driver.command("resume").ok
     driver.draw("KC", "3H")
     assert driver.published_events("round_settled")
+
+
+def test_a_late_answer_about_another_card_of_the_hand_is_not_the_misread_card() -> None:
+    """The camera answers in order: a cross-check of the player's first card may arrive
+    while the table waits for the camera to read the player's misread third card. Matched
+    by position alone, the first card's face was dealt as the third card (a second 2S)."""
+    driver = Driver.for_game("baccarat", camera_cross_check=True)
+    driver.new_shoe()
+    driver.open_and_close_betting()
+    driver.draw("2S", "3D", "3H", "4C")  # player 5, banker 7: the player draws
+    effects = driver.misread()
+    assert AskCamera("player", "misread", 3) in effects
+
+    def dealt(effects: list[object]) -> list[dict[str, object]]:
+        return [
+            e.payload for e in effects if isinstance(e, PublishEvent) and e.name == "card_dealt"
+        ]
+
+    assert not dealt(driver.camera("player", "2S", card_number=1))  # card 1's cross-check
+    assert driver.phase is Phase.READING
+    assert [d["card"] for d in dealt(driver.camera("player", "7D", card_number=3))] == ["7D"]
+    # An answer about a card nobody asked for is refused, not taken.
+    assert driver.camera("player", "9C", card_number=2)
+    assert driver.rejections()
 
 
 def test_no_cross_check_when_it_is_off(dealing: Driver) -> None:
