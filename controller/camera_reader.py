@@ -282,11 +282,18 @@ class CameraReader:
         # Frames taken after the question: the card may still be on its way to its spot,
         # so while the slot shows no card at all, look again until the deadline. Any other
         # answer (a card, or a card the recogniser is unsure of) is final: asking again and
-        # again would only give a doubtful reading more chances to pass.
+        # again would only give a doubtful reading more chances to pass. Except for a hole
+        # card: it is asked for as the dealer is told to turn it over, so the first frames
+        # show its back or a card half turned. Then any abstention means "look again", and
+        # a card read after one is taken only when the next reading agrees.
+        patient = question.reason == "hole_reveal"
+        readings = 0
+        previous: Card | None = None
+        confirmed = False
         while True:
             images, newer_than, failure = self._images(source, slot, newer_than, deadline)
             if failure is not None:
-                if recognition is not None:  # the slot stayed empty until the deadline
+                if recognition is not None:  # the slot stayed unreadable until the deadline
                     failure = "no card found within the deadline"
                 return self._abstain(question, slot, failure, frames_read)
             frames_read += len(images)
@@ -296,8 +303,21 @@ class CameraReader:
                 return self._abstain(
                     question, slot, f"recogniser error ({type(error).__name__})", frames_read
                 )
-            if recognition.reason != "no card found" or time.monotonic() >= deadline:
+            readings += 1
+            confirmed = recognition.card is not None and (
+                readings == 1 or recognition.card == previous
+            )
+            previous = recognition.card
+            if patient and confirmed:
                 break
+            if not patient and recognition.reason != "no card found":
+                break
+            if time.monotonic() >= deadline:
+                break
+        if patient and recognition.card is not None and not confirmed:
+            return self._abstain(
+                question, slot, "the reading was not confirmed before the deadline", frames_read
+            )
         if recognition.card is None:
             why = recognition.reason
             if why == "no card found":  # it looked until the deadline

@@ -159,11 +159,15 @@ class ConsoleTable:
         where = f"at {answer.slot or answer.ask.position} ({answer.ask.reason})"
         if answer.card is None:
             self._print(f"camera> abstained {where}: {answer.why}")
+        elif hole:
+            # Turned over by now, but the hole card's face is for the table to publish, even
+            # when the camera misread it.
+            verdict = (
+                "read the hole card" if answer.card == truth else "WRONG: misread the hole card"
+            )
+            self._print(f"camera> {verdict} {where}")
         elif answer.card != truth:
             self._print(f"camera> WRONG: read {answer.card} {where}, the card there is {truth}")
-        elif hole:
-            # Turned over by now, but the hole card's face is for the table to publish.
-            self._print(f"camera> read the hole card {where}")
         else:
             self._print(f"camera> read {answer.card} {where}")
 

@@ -172,6 +172,7 @@ def test_demo_with_a_camera_at_a_blackjack_table(tmp_path: Path, enrolled_deck: 
     events = Counter(e["name"] for e in effects if e["effect"] == "PublishEvent")
     assert events["round_settled"] + events["round_voided"] == 6
     assert [a for a in answers if a["read"]], answers
+    assert not [a for a in answers if a["correct"] is False], answers  # never a wrong card
     for answer in answers:
         hand, number = answer["slot"].rsplit(".card", 1)
         assert hand in ("player", "dealer") and 1 <= int(number) <= 12

@@ -227,6 +227,35 @@ def test_a_recogniser_failure_is_an_abstention(
     assert answer.why == "recogniser error (ConfigurationError)"
 
 
+def test_a_hole_card_asked_for_before_it_is_turned_over_is_read_once_it_is(
+    recogniser: object, reader_config: ReaderConfig
+) -> None:
+    """The table asks for the hole card as it tells the dealer to turn it over: the first
+    frames show its back. The reader looks again rather than answer from the back, and takes
+    the card once two readings agree."""
+    import dataclasses
+    import threading
+
+    camera = SimulatedCamera("blackjack-classic", DESIGN, seed=5)
+    hole = parse_card("QH")
+    camera.deal("dealer.card1", hole, face_down=True)
+    patient = dataclasses.replace(reader_config, deadline_s=20.0)
+    reader = reader_for(camera, recogniser, patient)
+    turned = threading.Timer(0.5, camera.reveal, ("dealer.card1", hole))
+    turned.start()
+    try:
+        answer = reader.read(AskCamera("dealer", "hole_reveal", 1))
+    finally:
+        turned.cancel()
+        turned.join()
+    assert answer.card == hole, answer.why
+    # A face-down card asked about as a misread is one final reading: an abstention.
+    camera.deal("dealer.card2", parse_card("4S"), face_down=True)
+    assert (
+        reader_for(camera, recogniser, patient).read(AskCamera("dealer", "misread", 2)).card is None
+    )
+
+
 def test_the_hole_card_is_never_logged_but_a_face_up_card_is(
     recogniser: object, reader_config: ReaderConfig, caplog: pytest.LogCaptureFixture
 ) -> None:
