@@ -168,11 +168,17 @@ class Recogniser:
         return 1.0 - np.prod(1.0 - probabilities, axis=0)
 
     def decide(
-        self, scores: np.ndarray, corners: int = 0, supporting: int | None = None
+        self,
+        scores: np.ndarray,
+        corners: int = 0,
+        supporting: int | None = None,
+        strongest: float | None = None,
     ) -> Recognition:
         """Turn face scores into an answer: the best face, or an abstention. ``supporting``
-        is how many corner candidates (of one frame) read the best face at 0.5 or more;
-        None when unknown (the single-corner threshold is then not applied)."""
+        is how many corner candidates (of one frame) read the best face at 0.5 or more, and
+        ``strongest`` the best single candidate's probability of it; None when unknown (the
+        single-corner threshold is then not applied). An answer from one corner is judged by
+        that corner alone: weak candidates must not lift it over the bar by noisy-OR."""
         import numpy as np
 
         order = np.argsort(scores)[::-1]
@@ -187,7 +193,10 @@ class Recogniser:
         elif confidence < self.threshold:
             reason = "below threshold"
         elif (
-            single is not None and supporting is not None and supporting < 2 and confidence < single
+            single is not None
+            and supporting is not None
+            and supporting < 2
+            and (confidence if strongest is None else strongest) < single
         ):
             reason = "below threshold for one corner"
         else:
@@ -203,7 +212,10 @@ class Recogniser:
             return Recognition(None, 0.0, "no card found", None, 0, np.zeros(len(ALL_FACES)))
         scores = 1.0 - np.prod(1.0 - probabilities, axis=0)
         best = int(np.argmax(scores))
-        return self.decide(scores, len(probabilities), int((probabilities[:, best] >= 0.5).sum()))
+        column = probabilities[:, best]
+        return self.decide(
+            scores, len(probabilities), int((column >= 0.5).sum()), float(column.max())
+        )
 
     def recognise_frames(self, images: list[np.ndarray]) -> Recognition:
         """One answer from consecutive frames of the same card position (voting)."""
@@ -225,4 +237,7 @@ class Recogniser:
         supporting = max(
             (int((frame[:, best] >= 0.5).sum()) for frame in per_frame if len(frame)), default=0
         )
-        return self.decide(combined / max(len(images), 1), corners, supporting)
+        # The best single corner's probability, averaged over the frames as the scores are.
+        strongest = sum(float(frame[:, best].max()) for frame in per_frame if len(frame))
+        count = max(len(images), 1)
+        return self.decide(combined / count, corners, supporting, strongest / count)

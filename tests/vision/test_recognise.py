@@ -167,6 +167,10 @@ def test_an_answer_from_one_corner_needs_the_single_corner_threshold() -> None:
     assert lenient.decide(scores, corners=3, supporting=1).card == ALL_FACES[7]
     scores[7] = 0.999
     assert strict.decide(scores, corners=3, supporting=1).card == ALL_FACES[7]
+    # One corner at 0.95 and weak ones that lift the noisy-OR score to 0.999: the one
+    # corner is what is judged.
+    assert strict.decide(scores, corners=5, supporting=1, strongest=0.95).card is None
+    assert strict.decide(scores, corners=5, supporting=1, strongest=0.996).card == ALL_FACES[7]
 
 
 def test_the_camera_reader_reads_with_the_slot_rules() -> None:
