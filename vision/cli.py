@@ -163,6 +163,15 @@ def run_enrol(args: argparse.Namespace) -> int:
         f"enrolled {len(images)} images ({deck.info['index_samples']} index corners) "
         f"into {args.output}"
     )
+    suspects = deck.info.get("calibration_suspect_labels") or []
+    if suspects:
+        print(
+            f"warning: {len(suspects)} picture(s) read surely as another card, probably "
+            f"mislabelled (the deck's threshold, {deck.threshold:.6f}, rose to stay safe): "
+            "check and retake them, then enrol again"
+        )
+        for line in suspects:  # type: ignore[attr-defined]
+            print(f"  {line}")
     return 0
 
 

@@ -42,6 +42,11 @@ _INDEX_POSSIBLE: Final = 0.05
 # the calibration's worst. A deck whose own pictures show no confusion keeps the minimum.
 ENROLLED_MARGIN: Final = math.log(200.0)
 ENROLLED_MINIMUM_THRESHOLD: Final = 0.9
+# A picture that heads fitted on the others read as another card at least this surely is
+# more likely mislabelled (a card not swapped before its picture was taken, a misnamed file)
+# than misread. Its wrong answer already drives the threshold up, so the deck stays safe,
+# but abstains on almost everything; listing it tells the engineer what to retake.
+SUSPECT_LABEL_SCORE: Final = 0.99
 _CALIBRATION_FOLDS: Final = 4
 
 
@@ -224,6 +229,7 @@ def _calibrate(
         folds.append(seen.get(picture.card, 0) % _CALIBRATION_FOLDS)
         seen[picture.card] = seen.get(picture.card, 0) + 1
     outcomes: list[tuple[float, bool]] = []
+    suspects: list[tuple[float, Card, Card]] = []
     for fold in range(_CALIBRATION_FOLDS):
         fit_on = [p for p, f in zip(pictures, folds, strict=True) if f != fold]
         score_on = [p for p, f in zip(pictures, folds, strict=True) if f == fold]
@@ -237,7 +243,10 @@ def _calibrate(
             order = np.argsort(scores)[::-1]
             if is_ambiguous(float(scores[order[0]]), float(scores[order[1]])):
                 continue  # abstains whatever the threshold
-            outcomes.append((float(scores[order[0]]), ALL_FACES[int(order[0])] == picture.card))
+            read_as = ALL_FACES[int(order[0])]
+            outcomes.append((float(scores[order[0]]), read_as == picture.card))
+            if read_as != picture.card and scores[order[0]] >= SUSPECT_LABEL_SCORE:
+                suspects.append((float(scores[order[0]]), picture.card, read_as))
     wrong = [score for score, right in outcomes if not right]
     worst = max(wrong, default=0.0)
     clipped = min(max(worst, 1e-12), 1 - 1e-12)
@@ -249,6 +258,10 @@ def _calibrate(
         "calibration_wrong_without_threshold": len(wrong),
         "calibration_highest_wrong_score": worst,
         "calibration_correct_at_threshold": kept / max(len(pictures), 1),
+        "calibration_suspect_labels": [
+            f"a picture labelled {label} reads as {read_as} ({score:.4f})"
+            for score, label, read_as in sorted(suspects, key=lambda s: s[0], reverse=True)[:10]
+        ],
     }
 
 

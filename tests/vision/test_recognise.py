@@ -15,7 +15,7 @@ import pytest
 
 from controller.cli import main
 from controller.errors import ConfigurationError
-from controller.games.cards import ALL_FACES
+from controller.games.cards import ALL_FACES, parse_card
 from vision.designs import FAMILIES, HOLDOUT_FOLDS, family_of
 from vision.enrol import enrol
 from vision.evaluate import EvalReport, evaluate
@@ -235,3 +235,24 @@ def test_cli_enrol_writes_a_deck_that_classify_loads(
     assert main(["vision", "classify", "--json", "--deck", str(deck_file), str(probe[0])]) == 0
     answer = json.loads(capsys.readouterr().out)
     assert answer["card"] in (None, "AS")
+
+
+@pytest.mark.slow
+def test_a_mislabelled_enrolment_picture_is_named_and_the_deck_stays_safe(
+    recogniser: Recogniser,
+) -> None:
+    """A picture of 7C saved as QH (the card not swapped before the picture): enrolment
+    names it, and its wrong reading in the deck's own calibration raises the threshold."""
+    design = "kde-standard"
+    queen, seven = ALL_FACES.index(parse_card("QH")), ALL_FACES.index(parse_card("7C"))
+    pictures = [(card, image) for _name, card, image in _scenes(design, 52 * 4, seed=31)]
+    clean = enrol(recogniser.classifier, pictures, name="clean")
+    mislabelled = list(pictures)
+    seven_pictures = [image for card, image in pictures if card == ALL_FACES[seven]]
+    mislabelled.append((ALL_FACES[queen], seven_pictures[0]))
+    suspect = enrol(recogniser.classifier, mislabelled, name="one mislabelled")
+    assert not clean.info["calibration_suspect_labels"]
+    assert any(
+        "labelled QH reads as 7C" in line for line in suspect.info["calibration_suspect_labels"]
+    ), suspect.info
+    assert suspect.threshold > clean.threshold
