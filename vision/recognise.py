@@ -205,17 +205,7 @@ class Recogniser:
 
     def recognise(self, image: np.ndarray) -> Recognition:
         """The card in ``image`` (BGR uint8), or None with the reason for abstaining."""
-        probabilities = self.face_probabilities(image)
-        import numpy as np
-
-        if len(probabilities) == 0:
-            return Recognition(None, 0.0, "no card found", None, 0, np.zeros(len(ALL_FACES)))
-        scores = 1.0 - np.prod(1.0 - probabilities, axis=0)
-        best = int(np.argmax(scores))
-        column = probabilities[:, best]
-        return self.decide(
-            scores, len(probabilities), int((column >= 0.5).sum()), float(column.max())
-        )
+        return self.recognise_frames([image])
 
     def recognise_frames(self, images: list[np.ndarray]) -> Recognition:
         """One answer from consecutive frames of the same card position (voting)."""
@@ -232,6 +222,8 @@ class Recogniser:
             per_frame.append(probabilities)
             if len(probabilities):
                 combined += 1.0 - np.prod(1.0 - probabilities, axis=0)
+        if corners == 0:
+            return Recognition(None, 0.0, "no card found", None, 0, combined)
         best = int(np.argmax(combined))
         # Two corners agree if they do in any one frame (the frames show the same card).
         supporting = max(
