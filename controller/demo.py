@@ -254,9 +254,7 @@ def demo_deck(design: str, out: TextIO) -> Path:
             collect_pictures(camera, slot, ALL_FACES, target, lay, Path(folder), timeout_s=10.0)
         examples = ((item.card, read_image(item.path)) for item in labelled_images(Path(folder)))
         deck = enrol(classifier, examples, name=f"{design} (livetable demo)")
-    partial = path.with_name(path.name + ".partial")
-    deck.save(partial)
-    partial.replace(path)
+    deck.save(path)  # all or nothing: a stopped demo leaves no half-written cache
     print(
         f"livetable demo: enrolled in {time.monotonic() - started:.0f} s "
         f"(threshold {deck.threshold:.3f})",

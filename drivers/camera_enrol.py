@@ -9,7 +9,7 @@ format ``livetable vision enrol`` reads.
 
 A session is long (twenty pictures of 52 cards), so it must survive being stopped: every
 picture is complete on disk the moment it is counted (written to a hidden temporary file,
-then linked under its final name, never over an existing file), and a new session counts
+then given its final name, never over an existing file), and a new session counts
 the pictures already in the folder and continues where the last one stopped.
 
 OpenCV is imported only inside the functions that need it.
@@ -17,9 +17,11 @@ OpenCV is imported only inside the functions that need it.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import logging
 import os
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -47,7 +49,12 @@ ATTEMPTS_PER_PICTURE: Final = 3
 # Temporary files are hidden (leading dot) and do not end in an image suffix, so a folder
 # left by an interrupted write still enrols; the next session removes them.
 _PARTIAL_SUFFIX: Final = ".partial"
+# errno values of a filesystem that cannot make hard links.
+_NO_HARD_LINKS: Final = frozenset(
+    {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV, errno.EMLINK}
+)
 _PICTURE_SUFFIX: Final = ".png"
+_OUR_PICTURE_NAME: Final = re.compile(r"[2-9TJQKA][SHDC]_\d{3,}\.png")
 
 Ask = Callable[[Card, int, int], object]
 """``ask(card, k, n)``: have ``card`` laid in the slot for its picture ``k`` of ``n``, and
@@ -216,11 +223,46 @@ def _fresh_frame(source: EnrolmentSource, seen: int, timeout_s: float) -> Frame:
 
 
 def _remove_partial_files(directory: Path) -> None:
-    for path in directory.glob(f".*{_PARTIAL_SUFFIX}"):
+    unfinished = list(directory.glob(f".*{_PARTIAL_SUFFIX}"))
+    # An empty file under a name of ours is a name claimed by _publish whose picture never
+    # arrived. Anything else in the folder is the engineer's and is left alone.
+    unfinished += [
+        p
+        for p in directory.glob(f"*{_PICTURE_SUFFIX}")
+        if _OUR_PICTURE_NAME.fullmatch(p.name) and _is_empty(p)
+    ]
+    for path in unfinished:
         try:
             path.unlink()
         except OSError as error:
             logger.warning("cannot remove the unfinished picture %s: %s", path, error)
+
+
+def _is_empty(path: Path) -> bool:
+    try:
+        return path.is_file() and path.stat().st_size == 0
+    except OSError:
+        return False
+
+
+def _publish(partial: Path, final: Path) -> None:
+    """Give the complete file ``partial`` the name ``final``, never over an existing file:
+    :class:`FileExistsError` if ``final`` exists."""
+    try:
+        # A link, unlike a rename, fails rather than replace a file that appeared since.
+        os.link(partial, final)
+        return
+    except FileExistsError:
+        raise
+    except OSError as error:
+        if error.errno not in _NO_HARD_LINKS:
+            raise
+    # exFAT, FAT and some network mounts have no hard links: claim the name with an empty
+    # file (exclusive create, which they do have), then rename the picture over our own
+    # claim. A stop in between leaves an empty picture, which the next session removes.
+    with final.open("xb"):
+        pass
+    os.replace(partial, final)
 
 
 def _save_picture(directory: Path, card: Card, image: np.ndarray) -> Path:
@@ -241,8 +283,7 @@ def _save_picture(directory: Path, card: Card, image: np.ndarray) -> Path:
                 handle.write(encoded.tobytes())
                 handle.flush()
                 os.fsync(handle.fileno())
-            # A link, unlike a rename, fails rather than replace a file that appeared since.
-            os.link(partial, final)
+            _publish(partial, final)
         except FileExistsError:
             continue
         except OSError as error:

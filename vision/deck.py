@@ -11,6 +11,7 @@ useless, and refused, with another one.
 from __future__ import annotations
 
 import json
+import os
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,6 +104,12 @@ class EnrolledDeck:
     info: dict[str, object]
 
     def save(self, path: Path) -> None:
+        """Write the deck to ``path``, all of it or nothing.
+
+        The file is written beside ``path`` and renamed over it only once complete, so an
+        interrupted enrolment (Ctrl-C, a full disk, a power cut) leaves the deck that was
+        there before, never a truncated one the recogniser would refuse at the next start.
+        """
         import numpy as np
 
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -112,8 +119,15 @@ class EnrolledDeck:
             "threshold": self.threshold,
             "info": self.info,
         }
-        with path.open("wb") as handle:
-            np.savez(handle, meta=np.array(json.dumps(meta)), **self.heads.arrays())
+        partial = path.with_name(f".{path.name}.partial")
+        try:
+            with partial.open("wb") as handle:
+                np.savez(handle, meta=np.array(json.dumps(meta)), **self.heads.arrays())
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(partial, path)
+        finally:
+            partial.unlink(missing_ok=True)
 
     @classmethod
     def load(cls, path: Path) -> EnrolledDeck:

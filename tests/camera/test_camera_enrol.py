@@ -8,6 +8,7 @@ card it lays), as a card moved between pictures does.
 
 from __future__ import annotations
 
+import errno
 import io
 import shutil
 from pathlib import Path
@@ -16,9 +17,11 @@ import pytest
 
 from controller.errors import ConfigurationError, DeviceError
 from controller.games.cards import ALL_FACES, Card, parse_card
+from drivers import camera_enrol
 from drivers.camera import CameraCapture
 from drivers.camera_enrol import Collection, card_at_centre, collect_pictures, pictures_in
 from simulators.camera import SimulatedCamera
+from vision.enrol import read_image
 
 DESIGN = "kde-standard"
 SLOT = "player.card1"
@@ -323,3 +326,36 @@ def test_the_command_refuses_a_slot_the_config_does_not_have(
     assert main(command) == 1
     assert "no camera region for slot 'dealer.card1'" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["camera.toml"]
+
+
+def _no_hard_links(source: object, destination: object) -> None:
+    """``os.link`` as on exFAT or an SMB share: the filesystem has no hard links."""
+    raise PermissionError(errno.EPERM, "Operation not permitted", str(source))
+
+
+def test_a_folder_without_hard_links_still_takes_pictures_and_never_overwrites(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(camera_enrol.os, "link", _no_hard_links)
+    camera = SimulatedCamera("baccarat", DESIGN, seed=9)
+    (tmp_path / "5H_001.png").write_bytes(b"not overwritten")
+    collection = collect_pictures(
+        camera, SLOT, [parse_card("5H")], 3, Dealer(camera), tmp_path, 1.0
+    )
+    assert [p.name for p in collection.written] == ["5H_002.png", "5H_003.png"]
+    assert (tmp_path / "5H_001.png").read_bytes() == b"not overwritten"
+    assert card_at_centre(read_image(tmp_path / "5H_003.png"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["5H_001.png", "5H_002.png", "5H_003.png"]
+
+
+def test_a_name_claimed_by_a_stopped_session_is_freed_and_not_counted(tmp_path: Path) -> None:
+    # Without hard links a picture's name is claimed by an empty file before the picture is
+    # renamed over it; a session stopped in between leaves that empty file.
+    (tmp_path / "5H_001.png").write_bytes(b"")
+    camera = SimulatedCamera("baccarat", DESIGN, seed=9)
+    collection = collect_pictures(
+        camera, SLOT, [parse_card("5H")], 1, Dealer(camera), tmp_path, 1.0
+    )
+    assert collection.already_there == {parse_card("5H"): 0}
+    assert [p.name for p in collection.written] == ["5H_001.png"]
+    assert card_at_centre(read_image(tmp_path / "5H_001.png"))

@@ -73,6 +73,25 @@ def test_deck_file_round_trip(tmp_path: Path) -> None:
         assert np.allclose(mine, theirs, atol=1e-6)
 
 
+def test_a_save_stopped_half_way_leaves_the_deck_that_was_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embeddings, ranks, suits, _ = _clusters(seed=6, per_class=1)
+    heads = fine_tune(_zero_heads(), embeddings, ranks, suits, iterations=5)
+    path = tmp_path / "deck.npz"
+    EnrolledDeck(heads, "abc123", 0.97, {"name": "first"}).save(path)
+
+    def stopped_half_way(handle: object, **arrays: object) -> None:
+        handle.write(b"PK\x03\x04 the first bytes of a zip")  # type: ignore[attr-defined]
+        raise KeyboardInterrupt  # Ctrl-C while enrolment writes the new deck
+
+    monkeypatch.setattr(np, "savez", stopped_half_way)
+    with pytest.raises(KeyboardInterrupt):
+        EnrolledDeck(heads, "def456", 0.99, {"name": "second"}).save(path)
+    assert EnrolledDeck.load(path).info == {"name": "first"}
+    assert [p.name for p in tmp_path.iterdir()] == ["deck.npz"]
+
+
 def test_damaged_or_missing_deck_is_a_configuration_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="not found"):
         EnrolledDeck.load(tmp_path / "missing.npz")
