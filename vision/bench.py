@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from controller.errors import ConfigurationError
     from controller.games.cards import ALL_FACES
     from vision.deck import EnrolledDeck
-    from vision.locate import cut_patch, find_corners
+    from vision.locate import cut_patch, find_corners, normalise_patches
     from vision.recognise import Recogniser
     from vision.synth import render_scene
 
@@ -60,8 +60,7 @@ def run(args: argparse.Namespace) -> int:
         candidates = find_corners(region)
         located = time.perf_counter()
         if candidates:
-            classifier = recogniser.classifier
-            batch = classifier.prepare(np.stack([cut_patch(region, c) for c in candidates]))
+            batch = normalise_patches(np.stack([cut_patch(region, c) for c in candidates]))
             recogniser.classifier.predict(batch)
         finished = time.perf_counter()
         locate_ms.append((located - started) * 1000)

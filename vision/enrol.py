@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Final
 from controller.errors import ConfigurationError
 from controller.games.cards import ALL_FACES, RANKS, SUITS, Card, parse_card
 from vision.deck import NO_INDEX_CLASS, EnrolledDeck, Heads
-from vision.locate import cut_patch, find_corners
+from vision.locate import cut_patch, find_corners, normalise_patches
 from vision.model import CornerClassifier
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ def _read_picture(classifier: CornerClassifier, card: Card, image: np.ndarray) -
     if not candidates:
         return None
     patches = np.stack([cut_patch(image, candidate) for candidate in candidates])
-    prediction = classifier.predict(classifier.prepare(patches))
+    prediction = classifier.predict(normalise_patches(patches))
     index_probability = 1.0 - prediction.rank[:, NO_INDEX_CLASS]
     # One card per picture: its index corners are the likeliest candidate and the likeliest
     # one facing the other way (the second index corner is the first turned half a turn);

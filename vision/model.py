@@ -66,30 +66,6 @@ class CornerClassifier:
         """The calibrated score below which the recogniser abstains."""
         return float(self.settings["threshold"])
 
-    @property
-    def input_blur(self) -> float:
-        """Gaussian blur (sigma, patch pixels) applied to every patch before the network.
-
-        The network leans on fine detail that differs from one design to the next (the
-        shine printed on a glossy pip, the exact cut of a glyph): blurring it away makes the
-        shape the designs share decide. Set at calibration (``calibrate --input-blur``),
-        0 for none.
-        """
-        return float(self.settings.get("input_blur", 0.0))
-
-    def prepare(self, patches: np.ndarray) -> np.ndarray:
-        """uint8 (N, H, W, 3) BGR patches from ``cut_patch`` to this network's input batch."""
-        import numpy as np
-
-        from vision.locate import normalise_patches
-
-        sigma = self.input_blur
-        if sigma > 0 and len(patches):
-            import cv2
-
-            patches = np.stack([cv2.GaussianBlur(patch, (0, 0), sigma) for patch in patches])
-        return normalise_patches(patches)
-
     def predict(self, batch: np.ndarray) -> Prediction:
         """Probabilities for a float32 (N, 3, H, W) batch from ``normalise_patches``."""
         import numpy as np
@@ -109,8 +85,6 @@ def load_settings(model_path: Path) -> dict[str, Any]:
     try:
         settings = json.loads(settings_path.read_text())
         float(settings["threshold"])
-        if not 0.0 <= float(settings.get("input_blur", 0.0)) <= 5.0:
-            raise ValueError("input_blur must lie between 0 and 5 pixels")
     except (ValueError, KeyError, TypeError) as error:
         raise ConfigurationError(f"vision model settings {settings_path} are invalid") from error
     return dict(settings)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from controller.games.cards import ALL_FACES, RANKS, SUITS, Card
-from vision.locate import CARD_ASPECT, CornerCandidate, cut_patch, find_corners
+from vision.locate import CARD_ASPECT, CornerCandidate, cut_patch, find_corners, normalise_patches
 from vision.model import DEFAULT_MODEL, CornerClassifier
 
 if TYPE_CHECKING:
@@ -154,7 +154,7 @@ class Recogniser:
         if not candidates:
             return np.zeros((0, len(ALL_FACES)))
         patches = np.stack([cut_patch(image, candidate) for candidate in candidates])
-        prediction = self.classifier.predict(self.classifier.prepare(patches))
+        prediction = self.classifier.predict(normalise_patches(patches))
         rank, suit = prediction.rank, prediction.suit
         if self.deck is not None:
             rank, suit = self.deck.heads.probabilities(prediction.embedding)

@@ -65,19 +65,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=600, help="images per design")
     parser.add_argument("--seed", type=int, default=777)
     parser.add_argument("--margin", type=float, default=DEFAULT_MARGIN)
-    parser.add_argument(
-        "--input-blur",
-        type=float,
-        default=0.0,
-        metavar="SIGMA",
-        help="blur every patch by this much before the network (see CornerClassifier)",
-    )
     args = parser.parse_args(argv)
     settings_path = args.model.with_suffix(".json")
     settings = json.loads(settings_path.read_text()) if settings_path.exists() else {}
-    settings.setdefault("threshold", 1.0)
-    settings["input_blur"] = args.input_blur
-    settings_path.write_text(json.dumps(settings))
+    if "threshold" not in settings:
+        settings["threshold"] = 1.0
+        settings_path.write_text(json.dumps(settings))
     training = args.model.with_suffix(".training.json")
     if training.exists():
         trained_on = set(json.loads(training.read_text())["trained_on"])
@@ -98,7 +91,6 @@ def main(argv: list[str] | None = None) -> int:
                 "seed": args.seed,
                 "highest_wrong_score": worst,
                 "margin_log_odds": args.margin,
-                "input_blur": args.input_blur,
                 "correct_at_threshold": kept / max(report.total, 1),
                 "wrong_without_threshold": report.wrong,
             },
