@@ -99,26 +99,7 @@ def _shift(batch: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return shifted
 
 
-def _shade(patch: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Light that is not even across the patch: a tilted gradient, and now and then a soft
-    bright spot. Glossy designs print highlights inside their pips (and a lamp puts glare
-    on any card); a network that never saw one takes a club with a shine for a spade."""
-    height, width = patch.shape[:2]
-    rows = np.linspace(-0.5, 0.5, height, dtype=np.float32)[:, None]
-    columns = np.linspace(-0.5, 0.5, width, dtype=np.float32)[None, :]
-    tilt_x, tilt_y = rng.uniform(-0.35, 0.35, size=2)
-    shaded = patch * (1.0 + tilt_x * columns + tilt_y * rows)[:, :, None]
-    if rng.random() < 0.5:
-        centre_x, centre_y = rng.uniform(-0.4, 0.4, size=2)
-        radius = rng.uniform(0.04, 0.2)
-        spot = np.exp(-((columns - centre_x) ** 2 + (rows - centre_y) ** 2) / (2 * radius**2))
-        shaded = shaded + rng.uniform(40.0, 160.0) * spot[:, :, None]
-    return shaded
-
-
-def _augment(
-    batch: np.ndarray, rng: np.random.Generator, colour: bool = False, shading: bool = False
-) -> np.ndarray:
+def _augment(batch: np.ndarray, rng: np.random.Generator, colour: bool = False) -> np.ndarray:
     """Jitter each patch as the locator and the camera would: shift by up to two pixels,
     scale by up to 12 %, turn by up to 6 degrees, blur a little, change contrast. Designs
     the network never saw differ from the training designs in just such ways."""
@@ -126,9 +107,6 @@ def _augment(
 
     augmented = np.empty_like(batch)
     height, width = batch.shape[1:3]
-    # With shading, blur more often and more: fine detail (a glyph's shine, its exact
-    # outline) differs between designs; the shape that survives a blur is what they share.
-    blur_chance, blur_sigma = (0.6, (0.3, 1.5)) if shading else (0.3, (0.4, 1.0))
     for i, patch in enumerate(batch):
         scale = rng.uniform(0.88, 1.12)
         angle = rng.uniform(-6.0, 6.0)
@@ -137,12 +115,10 @@ def _augment(
         moved = cv2.warpAffine(
             patch, matrix, (width, height), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
         )
-        if rng.random() < blur_chance:
-            moved = cv2.GaussianBlur(moved, (0, 0), rng.uniform(*blur_sigma))
+        if rng.random() < 0.3:
+            moved = cv2.GaussianBlur(moved, (0, 0), rng.uniform(0.4, 1.0))
         contrast = rng.uniform(0.7, 1.3)
         moved = (moved.astype(np.float32) - 128.0) * contrast + 128.0
-        if shading and rng.random() < 0.4:
-            moved = _shade(moved, rng)
         if colour:
             # Camera white balance and printing inks vary: tint the channels, and now and
             # then take the colour away so suits are also learned by their shape alone.
@@ -186,12 +162,7 @@ def train(
             if augment == "shift":
                 jittered = _shift(patches[chosen], rng)
             else:
-                jittered = _augment(
-                    patches[chosen],
-                    rng,
-                    colour=augment in ("colour", "shading"),
-                    shading=augment == "shading",
-                )
+                jittered = _augment(patches[chosen], rng, colour=augment == "colour")
             inputs = torch.from_numpy(normalise_patches(jittered))
             rank_target = torch.from_numpy(ranks[chosen].astype(np.int64))
             suit_target = torch.from_numpy(suits[chosen].astype(np.int64))
@@ -249,11 +220,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument(
         "--augment",
-        choices=("shift", "full", "colour", "shading"),
+        choices=("shift", "full", "colour"),
         default="shift",
         help="shift: +-2 px; full: also scale, turn, blur, contrast; colour: also tint the "
-        "channels and sometimes drop the colour; shading: also blur more, uneven light and "
-        "bright spots",
+        "channels and sometimes drop the colour",
     )
     args = parser.parse_args(argv)
     excluded = set(args.exclude_family)
