@@ -218,7 +218,7 @@ def _calibrate(
 
     import numpy as np
 
-    from vision.recognise import face_probabilities_from, is_ambiguous
+    from vision.recognise import face_probabilities_from, is_ambiguous, noisy_or
 
     # Each card's pictures are dealt round the folds in turn, so every fold's heads have seen
     # every card (a card missing from a fold would be misread there for want of examples,
@@ -239,7 +239,7 @@ def _calibrate(
         heads = fine_tune(generic, embeddings, ranks, suits)
         for picture in score_on:
             rank, suit = heads.probabilities(picture.embedding)
-            scores = 1.0 - np.prod(1.0 - face_probabilities_from(rank, suit), axis=0)
+            scores = noisy_or(face_probabilities_from(rank, suit))
             order = np.argsort(scores)[::-1]
             if is_ambiguous(float(scores[order[0]]), float(scores[order[1]])):
                 continue  # abstains whatever the threshold

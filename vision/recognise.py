@@ -77,6 +77,15 @@ def _log_odds(probability: float) -> float:
     return math.log(clipped / (1.0 - clipped))
 
 
+def noisy_or(probabilities: np.ndarray) -> np.ndarray:
+    """(52,) score of each face from (candidates, 52) per-corner probabilities: the chance
+    that at least one corner reads it, as if the corners were independent witnesses (a
+    card's two index corners nearly are: each is cut, lit and blurred on its own)."""
+    import numpy as np
+
+    return 1.0 - np.prod(1.0 - probabilities, axis=0)
+
+
 def is_ambiguous(best: float, runner_up: float) -> bool:
     """A second face is supported (score 0.5 or more) and not far less than the best one
     (within :data:`CONFLICT_MARGIN` log-odds): two cards may be in view, or one is misread."""
@@ -162,10 +171,8 @@ class Recogniser:
 
     def scores(self, image: np.ndarray) -> np.ndarray:
         """(52,) noisy-OR score of each face over the image's corner candidates."""
-        import numpy as np
 
-        probabilities = self.face_probabilities(image)
-        return 1.0 - np.prod(1.0 - probabilities, axis=0)
+        return noisy_or(self.face_probabilities(image))
 
     def decide(
         self,
@@ -221,7 +228,7 @@ class Recogniser:
             corners += len(probabilities)
             per_frame.append(probabilities)
             if len(probabilities):
-                combined += 1.0 - np.prod(1.0 - probabilities, axis=0)
+                combined += noisy_or(probabilities)
         if corners == 0:
             return Recognition(None, 0.0, "no card found", None, 0, combined)
         best = int(np.argmax(combined))
