@@ -47,11 +47,14 @@ logger = logging.getLogger(__name__)
 ATTEMPTS_PER_PICTURE: Final = 3
 
 # Temporary files are hidden (leading dot) and do not end in an image suffix, so a folder
-# left by an interrupted write still enrols; the next session removes them.
+# left by an interrupted write still enrols; the next session removes them. (Without hard
+# links, a stop at the wrong moment also leaves an empty claimed picture: `vision enrol`
+# names it, and the next camera session removes it.)
 _PARTIAL_SUFFIX: Final = ".partial"
 # errno values of a filesystem that cannot make hard links.
 _NO_HARD_LINKS: Final = frozenset(
-    {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV, errno.EMLINK}
+    # ENOSYS: FUSE filesystems (exfat-fuse among them) that do not implement link.
+    {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS}
 )
 _PICTURE_SUFFIX: Final = ".png"
 _OUR_PICTURE_NAME: Final = re.compile(r"[2-9TJQKA][SHDC]_\d{3,}\.png")
@@ -262,7 +265,13 @@ def _publish(partial: Path, final: Path) -> None:
     # claim. A stop in between leaves an empty picture, which the next session removes.
     with final.open("xb"):
         pass
-    os.replace(partial, final)
+    try:
+        os.replace(partial, final)
+    except OSError as error:
+        # Only an OSError: after a Ctrl-C the rename may have happened, and the claim is
+        # then a good picture. A failed rename leaves our empty claim, which is no picture.
+        final.unlink(missing_ok=True)
+        raise ConfigurationError(f"cannot write the picture {final}: {error}") from error
 
 
 def _save_picture(directory: Path, card: Card, image: np.ndarray) -> Path:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,9 +120,13 @@ class EnrolledDeck:
             "threshold": self.threshold,
             "info": self.info,
         }
-        partial = path.with_name(f".{path.name}.partial")
+        # A name of its own, so two saves to one path cannot write into each other's file;
+        # os.open with 0o666 gives the file the usual permissions (the umask's), where
+        # tempfile.mkstemp's 0o600 would hide the deck from a daemon running as another user.
+        partial = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.partial")
         try:
-            with partial.open("wb") as handle:
+            descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            with os.fdopen(descriptor, "wb") as handle:
                 np.savez(handle, meta=np.array(json.dumps(meta)), **self.heads.arrays())
                 handle.flush()
                 os.fsync(handle.fileno())

@@ -83,6 +83,11 @@ def read_image(path: Path) -> np.ndarray:
 
     image = cv2.imread(str(path), cv2.IMREAD_COLOR)
     if image is None:
+        if path.is_file() and path.stat().st_size == 0:
+            raise ConfigurationError(
+                f"{path} is empty (a `livetable camera enrol` stopped while saving it "
+                "leaves one): delete it, or run camera enrol again, which removes it"
+            )
         raise ConfigurationError(f"{path} is not an image OpenCV can read")
     return image
 

@@ -171,7 +171,6 @@ class Recogniser:
 
     def scores(self, image: np.ndarray) -> np.ndarray:
         """(52,) noisy-OR score of each face over the image's corner candidates."""
-
         return noisy_or(self.face_probabilities(image))
 
     def decide(

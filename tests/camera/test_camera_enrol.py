@@ -359,3 +359,47 @@ def test_a_name_claimed_by_a_stopped_session_is_freed_and_not_counted(tmp_path: 
     assert collection.already_there == {parse_card("5H"): 0}
     assert [p.name for p in collection.written] == ["5H_001.png"]
     assert card_at_centre(read_image(tmp_path / "5H_001.png"))
+
+
+def test_without_hard_links_a_file_appearing_under_the_name_is_never_overwritten(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Someone else's file appears under the picture's name between the check that the name
+    # is free and the moment the picture takes it: the exclusive claim must notice.
+    theirs = tmp_path / "5H_001.png"
+
+    def link_after_a_file_appeared(source: object, destination: object) -> None:
+        if Path(str(destination)) == theirs and not theirs.exists():
+            theirs.write_bytes(b"someone else's")
+        _no_hard_links(source, destination)
+
+    monkeypatch.setattr(camera_enrol.os, "link", link_after_a_file_appeared)
+    camera = SimulatedCamera("baccarat", DESIGN, seed=9)
+    collection = collect_pictures(
+        camera, SLOT, [parse_card("5H")], 1, Dealer(camera), tmp_path, 1.0
+    )
+    assert theirs.read_bytes() == b"someone else's"
+    assert [p.name for p in collection.written] == ["5H_002.png"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["5H_001.png", "5H_002.png"]
+
+
+def test_without_hard_links_a_failed_rename_leaves_no_empty_picture(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def disk_full(source: object, destination: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(destination))
+
+    monkeypatch.setattr(camera_enrol.os, "link", _no_hard_links)
+    monkeypatch.setattr(camera_enrol.os, "replace", disk_full)
+    camera = SimulatedCamera("baccarat", DESIGN, seed=9)
+    with pytest.raises(ConfigurationError, match=r"5H_001\.png.*No space left"):
+        collect_pictures(camera, SLOT, [parse_card("5H")], 1, Dealer(camera), tmp_path, 1.0)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_empty_picture_left_by_a_stopped_session_is_named_by_vision_enrol(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "5H_001.png").write_bytes(b"")
+    with pytest.raises(ConfigurationError, match=r"5H_001\.png is empty.*camera enrol"):
+        read_image(tmp_path / "5H_001.png")

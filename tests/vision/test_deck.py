@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -90,6 +92,18 @@ def test_a_save_stopped_half_way_leaves_the_deck_that_was_there(
         EnrolledDeck(heads, "def456", 0.99, {"name": "second"}).save(path)
     assert EnrolledDeck.load(path).info == {"name": "first"}
     assert [p.name for p in tmp_path.iterdir()] == ["deck.npz"]
+
+
+def test_a_saved_deck_is_readable_as_the_umask_allows(tmp_path: Path) -> None:
+    # The daemon may run as another user than the engineer who enrolled the deck.
+    embeddings, ranks, suits, _ = _clusters(seed=6, per_class=1)
+    heads = fine_tune(_zero_heads(), embeddings, ranks, suits, iterations=5)
+    previous = os.umask(0o022)
+    try:
+        EnrolledDeck(heads, "abc123", 0.97, {}).save(tmp_path / "deck.npz")
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / "deck.npz").stat().st_mode) == 0o644
 
 
 def test_damaged_or_missing_deck_is_a_configuration_error(tmp_path: Path) -> None:
