@@ -113,27 +113,38 @@ def enrolled_deck(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return enrolled_deck_file(tmp_path_factory)
 
 
-def test_demo_with_a_camera_reads_the_cards_the_shoe_misreads(
-    tmp_path: Path, enrolled_deck: Path
-) -> None:
+def run_camera_demo(
+    deck: Path, rounds: int, misread_rate: float, seed: int, *args: str, tmp_path: Path
+) -> tuple[list[dict], list[dict]]:
+    """``demo --camera`` with ``deck``: the camera's answers and the table's effects, once
+    every round has ended (settled or voided)."""
     lines = run_demo(
         "--camera",
         "--deck",
-        str(enrolled_deck),
+        str(deck),
         "--rounds",
-        "4",
+        str(rounds),
         "--misread-rate",
-        "0.3",
+        str(misread_rate),
         "--seed",
-        "5",
+        str(seed),
+        # A card awaited longer than this pauses the table: generous, for a loaded machine.
         "--dealer-idle-s",
         "60",
+        *args,
         tmp_path=tmp_path,
     )
     answers = [line["camera_answer"] for line in lines if "camera_answer" in line]
     effects = [line for line in lines if "effect" in line]
     events = Counter(e["name"] for e in effects if e["effect"] == "PublishEvent")
-    assert events["round_settled"] + events["round_voided"] == 4
+    assert events["round_settled"] + events["round_voided"] == rounds
+    return answers, effects
+
+
+def test_demo_with_a_camera_reads_the_cards_the_shoe_misreads(
+    tmp_path: Path, enrolled_deck: Path
+) -> None:
+    answers, effects = run_camera_demo(enrolled_deck, 4, 0.3, 5, tmp_path=tmp_path)
     assert answers, "the shoe misread nothing: the camera was never asked"
     # Never a wrong card; each card read came into the round from the camera.
     assert not [a for a in answers if a["correct"] is False], answers
@@ -151,26 +162,9 @@ def test_demo_with_a_camera_reads_the_cards_the_shoe_misreads(
 
 
 def test_demo_with_a_camera_at_a_blackjack_table(tmp_path: Path, enrolled_deck: Path) -> None:
-    lines = run_demo(
-        "--game",
-        "blackjack-boundless",
-        "--camera",
-        "--deck",
-        str(enrolled_deck),
-        "--rounds",
-        "6",
-        "--misread-rate",
-        "0.4",
-        "--seed",
-        "2",
-        "--dealer-idle-s",
-        "60",
-        tmp_path=tmp_path,
+    answers, _effects = run_camera_demo(
+        enrolled_deck, 6, 0.4, 2, "--game", "blackjack-boundless", tmp_path=tmp_path
     )
-    answers = [line["camera_answer"] for line in lines if "camera_answer" in line]
-    effects = [line for line in lines if "effect" in line]
-    events = Counter(e["name"] for e in effects if e["effect"] == "PublishEvent")
-    assert events["round_settled"] + events["round_voided"] == 6
     assert [a for a in answers if a["read"]], answers
     assert not [a for a in answers if a["correct"] is False], answers  # never a wrong card
     for answer in answers:
