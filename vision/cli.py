@@ -166,9 +166,11 @@ def run_enrol(args: argparse.Namespace) -> int:
     suspects = deck.info.get("calibration_suspect_labels") or []
     if suspects:
         print(
-            f"warning: {len(suspects)} picture(s) read surely as another card, probably "
-            f"mislabelled (the deck's threshold, {deck.threshold:.6f}, rose to stay safe): "
-            "check and retake them, then enrol again"
+            f"warning: {len(suspects)} picture(s) read surely as another card (the deck's "
+            f"threshold, {deck.threshold:.6f}, rose to stay safe): look at each; one that "
+            "is mislabelled (a card not swapped before its picture, a misnamed file), "
+            "retake, then enrol again; one that is right shows two cards of this design "
+            "the network tells apart poorly, and the deck will abstain on many cards"
         )
         for line in suspects:  # type: ignore[attr-defined]
             print(f"  {line}")

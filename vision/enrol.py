@@ -43,9 +43,10 @@ _INDEX_POSSIBLE: Final = 0.05
 ENROLLED_MARGIN: Final = math.log(200.0)
 ENROLLED_MINIMUM_THRESHOLD: Final = 0.9
 # A picture that heads fitted on the others read as another card at least this surely is
-# more likely mislabelled (a card not swapped before its picture was taken, a misnamed file)
-# than misread. Its wrong answer already drives the threshold up, so the deck stays safe,
-# but abstains on almost everything; listing it tells the engineer what to retake.
+# often mislabelled (a card not swapped before its picture was taken, a misnamed file), but
+# not always: a correctly named bellot 8H read as TH at 0.9989 (the network confuses that
+# design's 8 and 10). Either way its wrong answer drives the threshold up, so the deck stays
+# safe but abstains on much; listing it tells the engineer what to look at.
 SUSPECT_LABEL_SCORE: Final = 0.99
 _CALIBRATION_FOLDS: Final = 4
 
