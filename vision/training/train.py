@@ -18,6 +18,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Final
 
 import numpy as np
 
@@ -28,9 +29,16 @@ NO_INDEX = 13
 EMBEDDING_SIZE = 64
 
 
-def build_network():  # type: ignore[no-untyped-def]
+# Channels of the four convolutions. "small" is the shipped network; "wide" (2.3 times its
+# classification time) was trained once and not shipped (docs/vision.md, "Tried").
+NETWORK_WIDTHS: Final = {"small": (16, 32, 64, 64), "wide": (32, 64, 128, 128)}
+
+
+def build_network(widths: tuple[int, int, int, int] = NETWORK_WIDTHS["small"]):  # type: ignore[no-untyped-def]
     import torch
     from torch import nn
+
+    first, second, third, fourth = widths
 
     class CornerNet(nn.Module):
         def __init__(self) -> None:
@@ -44,17 +52,17 @@ def build_network():  # type: ignore[no-untyped-def]
                 )
 
             self.features = nn.Sequential(
-                block(3, 16),
+                block(3, first),
                 nn.MaxPool2d(2),  # 26 x 16
-                block(16, 32),
+                block(first, second),
                 nn.MaxPool2d(2),  # 13 x 8
-                block(32, 64),
+                block(second, third),
                 nn.MaxPool2d(2),  # 6 x 4
-                block(64, 64),
+                block(third, fourth),
             )
             self.embed = nn.Sequential(
                 nn.Flatten(),
-                nn.Linear(64 * 6 * 4, EMBEDDING_SIZE),
+                nn.Linear(fourth * 6 * 4, EMBEDDING_SIZE),
                 nn.ReLU(inplace=True),
             )
             self.dropout = nn.Dropout(0.3)
@@ -137,6 +145,7 @@ def train(
     seed: int,
     threads: int,
     augment: str = "shift",
+    network_name: str = "small",
 ):  # type: ignore[no-untyped-def]
     import torch
     from torch import nn
@@ -144,7 +153,7 @@ def train(
     torch.manual_seed(seed)
     torch.set_num_threads(threads)
     rng = np.random.default_rng(seed)
-    network = build_network()
+    network = build_network(NETWORK_WIDTHS[network_name])
     optimiser = torch.optim.AdamW(network.parameters(), lr=3e-3, weight_decay=1e-4)
     batch_size = 256
     steps = epochs * (len(patches) // batch_size)
@@ -225,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         help="shift: +-2 px; full: also scale, turn, blur, contrast; colour: also tint the "
         "channels and sometimes drop the colour",
     )
+    parser.add_argument("--network", choices=sorted(NETWORK_WIDTHS), default="small")
     args = parser.parse_args(argv)
     excluded = set(args.exclude_family)
     patches, ranks, suits, designs = load_patches(args.patches, excluded)
@@ -233,7 +243,9 @@ def main(argv: list[str] | None = None) -> int:
         f"from {len(designs)} designs; excluded families: {sorted(excluded) or 'none'}",
         flush=True,
     )
-    network = train(patches, ranks, suits, args.epochs, args.seed, args.threads, args.augment)
+    network = train(
+        patches, ranks, suits, args.epochs, args.seed, args.threads, args.augment, args.network
+    )
     export(network, args.out)
     meta = {
         "trained_on": designs,
@@ -242,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         "epochs": args.epochs,
         "seed": args.seed,
         "augment": args.augment,
+        "network": args.network,
     }
     args.out.with_suffix(".training.json").write_text(json.dumps(meta, indent=1) + "\n")
     print(f"wrote {args.out}", flush=True)
