@@ -45,20 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "engineer to check that each outline lies over its card spot."
         ),
     )
-    calibrate.add_argument(
-        "--config",
-        required=True,
-        type=Path,
-        help="TOML file holding a [camera] table (a table's config file, or a camera-only file)",
-    )
-    calibrate.add_argument(
-        "--section",
-        default="camera",
-        help="dotted name of the camera table in the file (default: camera)",
-    )
-    calibrate.add_argument(
-        "--source", help="read from this source instead (V4L2 index, URL or video file)"
-    )
+    _add_camera_options(calibrate)
     calibrate.add_argument(
         "--image", type=Path, help="use this image file as the frame instead of a camera"
     )
@@ -72,6 +59,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     calibrate.set_defaults(func=run_calibrate)
     _register_enrol(camera_commands)
     camera.set_defaults(func=lambda _args, parser=camera: _help(parser))
+
+
+def _add_camera_options(parser: argparse.ArgumentParser) -> None:
+    """--config, --section and --source: where a camera command finds its camera."""
+    parser.add_argument(
+        "--config",
+        required=True,
+        type=Path,
+        help="TOML file holding a [camera] table (a table's config file, or a camera-only file)",
+    )
+    parser.add_argument(
+        "--section",
+        default="camera",
+        help="dotted name of the camera table in the file (default: camera)",
+    )
+    parser.add_argument(
+        "--source", help="read from this source instead (V4L2 index, URL or video file)"
+    )
 
 
 def _help(parser: argparse.ArgumentParser) -> int:
@@ -180,17 +185,7 @@ def _register_enrol(camera_commands: argparse._SubParsersAction) -> None:
             "and counted."
         ),
     )
-    enrol.add_argument(
-        "--config", required=True, type=Path, help="TOML file holding a [camera] table"
-    )
-    enrol.add_argument(
-        "--section",
-        default="camera",
-        help="dotted name of the camera table in the file (default: camera)",
-    )
-    enrol.add_argument(
-        "--source", help="read from this source instead (V4L2 index, URL or video file)"
-    )
+    _add_camera_options(enrol)
     enrol.add_argument(
         "--slot", required=True, help="the card slot (a region name) to lay the cards in"
     )
