@@ -4,8 +4,18 @@ The generic network ends in two linear heads over a 64-value embedding: rank (13
 "no index") and suit. Enrolment (:mod:`vision.enrol`) starts from those heads
 (``<model>.heads.npz``) and fits them to labelled pictures of the studio's deck, pulled back
 towards the generic weights so a few pictures per card adapt the heads without unlearning
-them. The file records the digest of the network it was fitted on: an enrolled deck is
-useless, and refused, with another one.
+them.
+
+The heads of a deck also see each corner patch's *appearance*: a small grey thumbnail of it.
+The embedding is what the generic network learned to tell apart on the designs it was
+trained on; on a design it confuses (plastic's clubs and spades, bellot's 8 and 10) the
+embeddings of two cards lie close together and no head over them can separate the cards. The
+thumbnail of one deck's 8 and 10 differ plainly, and a deck always prints them the same way,
+so a linear head over embedding and thumbnail learns that deck's glyphs from a few pictures
+per card (docs/vision.md, "Enrolled decks", has the figures).
+
+The file records the digest of the network it was fitted on: an enrolled deck is useless,
+and refused, with another one.
 """
 
 from __future__ import annotations
@@ -23,7 +33,15 @@ from controller.errors import ConfigurationError
 if TYPE_CHECKING:
     import numpy as np
 
-FORMAT_VERSION: Final = 2
+# Version 3 added the appearance thumbnail; version 2 decks (embedding only) still load.
+FORMAT_VERSION: Final = 3
+_READABLE_FORMATS: Final = frozenset({2, 3})
+EMBEDDING_SIZE: Final = 64
+# The thumbnail of a 32 x 52 corner patch: fine enough to show an index's strokes, coarse
+# enough that the locator's placement error (a pixel or two of the patch) blurs into it.
+APPEARANCE_WIDTH: Final = 16
+APPEARANCE_HEIGHT: Final = 26
+APPEARANCE_SIZE: Final = APPEARANCE_WIDTH * APPEARANCE_HEIGHT
 RANK_CLASSES: Final = 14  # 13 ranks, then "no index"
 SUIT_CLASSES: Final = 4
 NO_INDEX_CLASS: Final = 13
@@ -37,6 +55,33 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return exponent / exponent.sum(axis=1, keepdims=True)
 
 
+def appearance(patches: np.ndarray) -> np.ndarray:
+    """(N, APPEARANCE_SIZE) float32 thumbnails of uint8 (N, H, W, 3) BGR corner patches.
+
+    Grey, centred and scaled to unit length each, so the scene's brightness and contrast do
+    not count (colour does not need to: the embedding carries it)."""
+    import cv2
+    import numpy as np
+
+    if len(patches) == 0:
+        return np.zeros((0, APPEARANCE_SIZE), np.float32)
+    grey = np.stack(
+        [
+            cv2.resize(
+                cv2.cvtColor(patch, cv2.COLOR_BGR2GRAY),
+                (APPEARANCE_WIDTH, APPEARANCE_HEIGHT),
+                interpolation=cv2.INTER_AREA,
+            )
+            for patch in patches
+        ]
+    ).reshape(len(patches), APPEARANCE_SIZE)
+    thumbnails = grey.astype(np.float32)
+    thumbnails -= thumbnails.mean(axis=1, keepdims=True)
+    # The floor keeps a flat patch (all one grey) at zero rather than dividing by zero.
+    thumbnails /= np.maximum(np.linalg.norm(thumbnails, axis=1, keepdims=True), 1.0)
+    return thumbnails
+
+
 @dataclass(frozen=True)
 class Heads:
     """Linear rank and suit heads over embeddings: logits = embedding @ weight + bias."""
@@ -46,11 +91,16 @@ class Heads:
     suit_weight: np.ndarray  # (64, 4)
     suit_bias: np.ndarray  # (4,)
 
-    def probabilities(self, embedding: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(rank (N, 14), suit (N, 4)) probabilities for (N, 64) embeddings."""
+    @property
+    def inputs(self) -> int:
+        """How many values each row of features has (64 for the generic heads)."""
+        return int(self.rank_weight.shape[0])
+
+    def probabilities(self, features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(rank (N, 14), suit (N, 4)) probabilities for (N, inputs) features."""
         return (
-            softmax(embedding @ self.rank_weight + self.rank_bias),
-            softmax(embedding @ self.suit_weight + self.suit_bias),
+            softmax(features @ self.rank_weight + self.rank_bias),
+            softmax(features @ self.suit_weight + self.suit_bias),
         )
 
     def arrays(self) -> dict[str, np.ndarray]:
@@ -97,12 +147,41 @@ class Heads:
 
 @dataclass(frozen=True)
 class EnrolledDeck:
-    """Fine-tuned heads for one deck, and where they came from."""
+    """Fine-tuned heads for one deck, and where they came from.
+
+    ``appearance_weight`` is what each corner's unit-length thumbnail is multiplied by
+    before it joins the embedding as the heads' input; 0 means the heads read the embedding
+    alone (decks enrolled before the thumbnail existed, format 2).
+    """
 
     heads: Heads
     model_digest: str
     threshold: float
     info: dict[str, object]
+    appearance_weight: float = 0.0
+
+    def __post_init__(self) -> None:
+        expected = EMBEDDING_SIZE + (APPEARANCE_SIZE if self.appearance_weight else 0)
+        if self.heads.inputs != expected:
+            raise ValueError(
+                f"heads over {self.heads.inputs} values, but the deck's features have {expected}"
+            )
+
+    def features(self, embedding: np.ndarray, patches: np.ndarray) -> np.ndarray:
+        """The heads' input for corners with these embeddings and uint8 BGR patches."""
+        import numpy as np
+
+        if not self.appearance_weight:
+            return embedding
+        return np.concatenate(
+            [embedding, appearance(patches) * np.float32(self.appearance_weight)], axis=1
+        )
+
+    def probabilities(
+        self, embedding: np.ndarray, patches: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(rank (N, 14), suit (N, 4)) probabilities of N corners."""
+        return self.heads.probabilities(self.features(embedding, patches))
 
     def save(self, path: Path) -> None:
         """Write the deck to ``path``, all of it or nothing.
@@ -118,6 +197,7 @@ class EnrolledDeck:
             "format": FORMAT_VERSION,
             "model_digest": self.model_digest,
             "threshold": self.threshold,
+            "appearance_weight": self.appearance_weight,
             "info": self.info,
         }
         # A name of its own, so two saves to one path cannot write into each other's file;
@@ -142,7 +222,7 @@ class EnrolledDeck:
         try:
             with np.load(path, allow_pickle=False) as data:
                 meta = json.loads(str(data["meta"]))
-                if meta.get("format") != FORMAT_VERSION:
+                if meta.get("format") not in _READABLE_FORMATS:
                     raise ConfigurationError(
                         f"enrolled deck {path} has format {meta.get('format')!r}, "
                         f"expected {FORMAT_VERSION}: enrol the deck again"
@@ -152,6 +232,7 @@ class EnrolledDeck:
                     model_digest=str(meta["model_digest"]),
                     threshold=float(meta["threshold"]),
                     info=dict(meta.get("info", {})),
+                    appearance_weight=float(meta.get("appearance_weight", 0.0)),
                 )
         except FileNotFoundError as error:
             raise ConfigurationError(f"enrolled deck {path} not found") from error

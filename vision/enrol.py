@@ -4,7 +4,9 @@ A studio always deals one known brand, so the recogniser need not read every des
 world, only that one, very reliably. Enrolment reads labelled pictures of the deck (a folder
 of ``<CARD>_<anything>.png``, e.g. frames saved from the table camera with the card named),
 cuts the corner patches exactly as recognition does, embeds them with the generic network
-and fine-tunes the network's two linear heads (rank and suit) on those embeddings.
+and fine-tunes the network's two linear heads (rank and suit) on those embeddings and on a
+grey thumbnail of each patch (:func:`vision.deck.appearance`), which carries the deck's own
+glyphs where the generic network confuses them.
 
 Each picture holds one card: its likeliest index corner (by the generic network) and the
 likeliest corner facing the other way are labelled with the card, every other corner "no
@@ -22,7 +24,7 @@ from typing import TYPE_CHECKING, Final
 
 from controller.errors import ConfigurationError
 from controller.games.cards import ALL_FACES, RANKS, SUITS, Card, parse_card
-from vision.deck import NO_INDEX_CLASS, EnrolledDeck, Heads
+from vision.deck import NO_INDEX_CLASS, EnrolledDeck, Heads, appearance
 from vision.locate import cut_patch, find_corners, normalise_patches
 from vision.model import CornerClassifier
 
@@ -49,6 +51,12 @@ ENROLLED_MINIMUM_THRESHOLD: Final = 0.9
 # safe but abstains on much; listing it tells the engineer what to look at.
 SUSPECT_LABEL_SCORE: Final = 0.99
 _CALIBRATION_FOLDS: Final = 4
+# What the unit-length thumbnail is multiplied by beside the embedding (whose length is about
+# 14): large enough for the heads, fitted in a few hundred steps from the generic weights, to
+# lean on the thumbnail where the embedding confuses two cards. Chosen on the enrolment
+# pictures' own cross-fitted calibration (docs/vision.md): of 20, 30, 40 and 60, 30 kept the
+# most calibration pictures over the six designs measured; 0 (embedding alone) kept 68-99 %.
+APPEARANCE_WEIGHT: Final = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,12 +106,14 @@ class _Picture:
     """What the generic network made of one enrolment picture."""
 
     card: Card
-    embedding: np.ndarray  # (candidates, 64)
+    features: np.ndarray  # (candidates, heads' inputs): embedding, then weighted thumbnail
     ranks: np.ndarray  # (candidates,) rank label 0..13 per candidate, -1 = left out
     suits: np.ndarray  # (candidates,) suit label 0..3, -1 = none or left out
 
 
-def _read_picture(classifier: CornerClassifier, card: Card, image: np.ndarray) -> _Picture | None:
+def _read_picture(
+    classifier: CornerClassifier, card: Card, image: np.ndarray, appearance_weight: float
+) -> _Picture | None:
     import numpy as np
 
     candidates = find_corners(image)
@@ -132,18 +142,22 @@ def _read_picture(classifier: CornerClassifier, card: Card, image: np.ndarray) -
     for i in index_corners:
         ranks[i] = RANKS.index(card.rank)
         suits[i] = SUITS.index(card.suit)
-    return _Picture(card, np.asarray(prediction.embedding, np.float32), ranks, suits)
+    features = np.asarray(prediction.embedding, np.float32)
+    if appearance_weight:
+        weighted = appearance(patches) * np.float32(appearance_weight)
+        features = np.concatenate([features, weighted], axis=1)
+    return _Picture(card, features, ranks, suits)
 
 
 def _samples(pictures: list[_Picture]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(embeddings, rank labels 0..13, suit labels 0..3 or -1) of the usable corners."""
+    """(features, rank labels 0..13, suit labels 0..3 or -1) of the usable corners."""
     import numpy as np
 
-    embeddings = np.concatenate([p.embedding for p in pictures])
+    features = np.concatenate([p.features for p in pictures])
     ranks = np.concatenate([p.ranks for p in pictures])
     suits = np.concatenate([p.suits for p in pictures])
     usable = ranks >= 0
-    return embeddings[usable], ranks[usable], suits[usable]
+    return features[usable], ranks[usable], suits[usable]
 
 
 def _fit_linear(
@@ -192,21 +206,30 @@ def _fit_linear(
 
 def fine_tune(
     generic: Heads,
-    embeddings: np.ndarray,
+    features: np.ndarray,
     ranks: np.ndarray,
     suits: np.ndarray,
     iterations: int = 400,
     pull: float = 1e-3,
 ) -> Heads:
-    """The generic heads fitted to one deck's corner embeddings."""
+    """The generic heads fitted to one deck's corner features: the embedding (which the
+    generic heads read) and then any further values (the thumbnail), whose weights start at
+    zero and are pulled back towards it."""
+    import numpy as np
+
+    further = features.shape[1] - generic.inputs
+    if further < 0:
+        raise ValueError(f"features of {features.shape[1]} values for heads over {generic.inputs}")
+    rank_start = np.concatenate([generic.rank_weight, np.zeros((further, 14), np.float32)])
+    suit_start = np.concatenate([generic.suit_weight, np.zeros((further, 4), np.float32)])
     rank_weight, rank_bias = _fit_linear(
-        embeddings, ranks, generic.rank_weight, generic.rank_bias, iterations, pull
+        features, ranks, rank_start, generic.rank_bias, iterations, pull
     )
     has_suit = suits >= 0
     suit_weight, suit_bias = _fit_linear(
-        embeddings[has_suit],
+        features[has_suit],
         suits[has_suit],
-        generic.suit_weight,
+        suit_start,
         generic.suit_bias,
         iterations,
         pull,
@@ -214,14 +237,28 @@ def fine_tune(
     return Heads(rank_weight, rank_bias, suit_weight, suit_bias)
 
 
-def _calibrate(
-    generic: Heads, pictures: list[_Picture], minimum: float, margin: float
-) -> tuple[float, dict[str, object]]:
-    """Threshold from cross-fitting on the enrolment pictures themselves: each quarter is
-    read by heads fitted on the other three, and the threshold goes above the best score of
-    any wrong answer, plus ``margin`` log-odds (at least ``minimum``)."""
-    import math
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """How heads fitted without one enrolment picture read it."""
 
+    card: Card
+    read_as: Card
+    score: float  # the best face's noisy-OR score over the picture's corners
+    strongest: float  # the best single corner's probability of that face
+    corners: int  # how many corners read it at 0.5 or more
+
+    @property
+    def right(self) -> bool:
+        return self.read_as == self.card
+
+    @property
+    def from_one_corner(self) -> bool:
+        return self.corners < 2
+
+
+def _cross_fitted(generic: Heads, pictures: list[_Picture]) -> list[_Outcome]:
+    """Each quarter of the pictures read by heads fitted on the other three; a picture
+    whose reading is ambiguous (abstains whatever the threshold) gives no outcome."""
     import numpy as np
 
     from vision.recognise import face_probabilities_from, is_ambiguous, noisy_or
@@ -234,39 +271,80 @@ def _calibrate(
     for picture in pictures:
         folds.append(seen.get(picture.card, 0) % _CALIBRATION_FOLDS)
         seen[picture.card] = seen.get(picture.card, 0) + 1
-    outcomes: list[tuple[float, bool]] = []
-    suspects: list[tuple[float, Card, Card]] = []
+    outcomes: list[_Outcome] = []
     for fold in range(_CALIBRATION_FOLDS):
         fit_on = [p for p, f in zip(pictures, folds, strict=True) if f != fold]
         score_on = [p for p, f in zip(pictures, folds, strict=True) if f == fold]
         if not fit_on or not score_on:
             continue
-        embeddings, ranks, suits = _samples(fit_on)
-        heads = fine_tune(generic, embeddings, ranks, suits)
+        features, ranks, suits = _samples(fit_on)
+        heads = fine_tune(generic, features, ranks, suits)
         for picture in score_on:
-            rank, suit = heads.probabilities(picture.embedding)
-            scores = noisy_or(face_probabilities_from(rank, suit))
+            probabilities = face_probabilities_from(*heads.probabilities(picture.features))
+            scores = noisy_or(probabilities)
             order = np.argsort(scores)[::-1]
-            if is_ambiguous(float(scores[order[0]]), float(scores[order[1]])):
-                continue  # abstains whatever the threshold
-            read_as = ALL_FACES[int(order[0])]
-            outcomes.append((float(scores[order[0]]), read_as == picture.card))
-            if read_as != picture.card and scores[order[0]] >= SUSPECT_LABEL_SCORE:
-                suspects.append((float(scores[order[0]]), picture.card, read_as))
-    wrong = [score for score, right in outcomes if not right]
-    worst = max(wrong, default=0.0)
+            best = int(order[0])
+            if is_ambiguous(float(scores[best]), float(scores[order[1]])):
+                continue
+            outcomes.append(
+                _Outcome(
+                    card=picture.card,
+                    read_as=ALL_FACES[best],
+                    score=float(scores[best]),
+                    strongest=float(probabilities[:, best].max()),
+                    corners=int((probabilities[:, best] >= 0.5).sum()),
+                )
+            )
+    return outcomes
+
+
+def _above(worst: float, margin: float, minimum: float) -> float:
+    """``margin`` log-odds above ``worst``, and at least ``minimum``."""
     clipped = min(max(worst, 1e-12), 1 - 1e-12)
-    threshold = 1.0 / (1.0 + math.exp(-(math.log(clipped / (1 - clipped)) + margin)))
-    threshold = max(minimum, threshold)
-    kept = sum(1 for score, right in outcomes if right and score >= threshold)
+    raised = 1.0 / (1.0 + math.exp(-(math.log(clipped / (1 - clipped)) + margin)))
+    return max(minimum, raised)
+
+
+def _calibrate(
+    generic: Heads,
+    pictures: list[_Picture],
+    minimum: float = ENROLLED_MINIMUM_THRESHOLD,
+    margin: float = ENROLLED_MARGIN,
+) -> tuple[float, dict[str, object]]:
+    """Threshold from cross-fitting on the enrolment pictures themselves: it goes above the
+    best score of any wrong answer, plus ``margin`` log-odds (at least ``minimum``).
+
+    One threshold for every answer, however many corners give it. A threshold over the
+    wrong answers two corners agreed on alone, with the single-corner threshold over those
+    from one corner, would abstain less, but it is not safe: bellot's calibration had no
+    wrong answer from two corners, and 2,000 other pictures then gave one (2C read as 2S at
+    0.9946, docs/vision.md)."""
+    from vision.recognise import SINGLE_CORNER_THRESHOLD
+
+    outcomes = _cross_fitted(generic, pictures)
+    wrong = [o for o in outcomes if not o.right]
+    worst = max((o.score for o in wrong), default=0.0)
+    threshold = _above(worst, margin, minimum)
+    # What the recogniser will read: an answer from one corner also needs that corner to
+    # reach the single-corner threshold.
+    kept = sum(
+        1
+        for o in outcomes
+        if o.right
+        and o.score >= threshold
+        and (not o.from_one_corner or o.strongest >= SINGLE_CORNER_THRESHOLD)
+    )
+    suspects = sorted(
+        (o for o in wrong if o.score >= SUSPECT_LABEL_SCORE), key=lambda o: o.score, reverse=True
+    )
     return threshold, {
         "calibration_pictures": len(pictures),
         "calibration_wrong_without_threshold": len(wrong),
         "calibration_highest_wrong_score": worst,
         "calibration_correct_at_threshold": kept / max(len(pictures), 1),
         "calibration_suspect_labels": [
-            f"a picture labelled {label} reads as {read_as} ({score:.4f})"
-            for score, label, read_as in sorted(suspects, key=lambda s: s[0], reverse=True)[:10]
+            f"a picture labelled {o.card} reads as {o.read_as} ({o.score:.4f})"
+            for o in suspects[:10]
         ],
     }
 
@@ -276,20 +354,22 @@ def enrol(
     examples: Iterable[tuple[Card, np.ndarray]],
     name: str = "",
     threshold: float | None = None,
+    appearance_weight: float = APPEARANCE_WEIGHT,
 ) -> EnrolledDeck:
     """Fit an :class:`EnrolledDeck` from (card, BGR image) pairs of one deck.
 
     Every face must appear at least once: a face never seen cannot be read.
+    ``appearance_weight`` 0 fits the heads on the embedding alone (as before format 3).
     """
 
     pictures = [
         picture
         for card, image in examples
-        if (picture := _read_picture(classifier, card, image)) is not None
+        if (picture := _read_picture(classifier, card, image, appearance_weight)) is not None
     ]
     if not pictures:
         raise ConfigurationError("no card corners were found in the enrolment images")
-    embeddings, ranks, suits = _samples(pictures)
+    features, ranks, suits = _samples(pictures)
     seen = {(int(r), int(s)) for r, s in zip(ranks, suits, strict=True) if s >= 0}
     missing = [
         str(card)
@@ -302,7 +382,7 @@ def enrol(
             "add pictures of those cards"
         )
     generic = Heads.load(classifier.path.with_suffix(".heads.npz"))
-    heads = fine_tune(generic, embeddings, ranks, suits)
+    heads = fine_tune(generic, features, ranks, suits)
     info: dict[str, object] = {
         "name": name,
         "pictures": len(pictures),
@@ -319,8 +399,12 @@ def enrol(
                 "the generic threshold is used"
             )
         else:
-            threshold, calibration = _calibrate(
-                generic, pictures, ENROLLED_MINIMUM_THRESHOLD, ENROLLED_MARGIN
-            )
+            threshold, calibration = _calibrate(generic, pictures)
             info.update(calibration)
-    return EnrolledDeck(heads=heads, model_digest=classifier.digest, threshold=threshold, info=info)
+    return EnrolledDeck(
+        heads=heads,
+        model_digest=classifier.digest,
+        threshold=threshold,
+        info=info,
+        appearance_weight=appearance_weight,
+    )

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from controller.errors import ConfigurationError
-from vision.deck import NO_INDEX_CLASS, EnrolledDeck, Heads
+from vision.deck import APPEARANCE_SIZE, NO_INDEX_CLASS, EnrolledDeck, Heads, appearance
 from vision.enrol import card_from_filename, fine_tune, labelled_images
 
 
@@ -27,13 +27,17 @@ def _clusters(seed: int, per_class: int) -> tuple[np.ndarray, np.ndarray, np.nda
     return embeddings, ranks, suits, labels
 
 
-def _zero_heads() -> Heads:
+def _zero_heads_over(inputs: int) -> Heads:
     return Heads(
-        np.zeros((64, 14), np.float32),
+        np.zeros((inputs, 14), np.float32),
         np.zeros(14, np.float32),
-        np.zeros((64, 4), np.float32),
+        np.zeros((inputs, 4), np.float32),
         np.zeros(4, np.float32),
     )
+
+
+def _zero_heads() -> Heads:
+    return _zero_heads_over(64)
 
 
 def test_fine_tuned_heads_read_fresh_samples_of_the_deck() -> None:
@@ -124,6 +128,113 @@ def test_damaged_or_missing_deck_is_a_configuration_error(tmp_path: Path) -> Non
     )
     with pytest.raises(ConfigurationError, match="not a deck file"):
         EnrolledDeck.load(wrong_shape)
+
+
+def _glyph_patches(seed: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Patches of two "cards" that differ only in their glyph: a bar across the top (class
+    0) or down the side (class 1), under varied brightness, contrast and noise."""
+    rng = np.random.default_rng(seed)
+    labels = np.arange(count) % 2
+    patches = np.empty((count, 52, 32, 3), np.uint8)
+    for number, label in enumerate(labels):
+        paper = rng.uniform(150, 250)
+        ink = paper - rng.uniform(60, 140)
+        patch = np.full((52, 32), paper)
+        if label == 0:
+            patch[6:12, 4:24] = ink
+        else:
+            patch[6:30, 6:12] = ink
+        patch += rng.normal(0, 6, patch.shape)
+        patches[number] = np.clip(patch, 0, 255)[..., None].astype(np.uint8)
+    return patches, labels
+
+
+def test_appearance_is_unit_length_and_ignores_brightness_and_contrast() -> None:
+    patches, _ = _glyph_patches(seed=1, count=4)
+    thumbnails = appearance(patches)
+    assert thumbnails.shape == (4, APPEARANCE_SIZE)
+    assert np.allclose(np.linalg.norm(thumbnails, axis=1), 1.0, atol=1e-5)
+    darker = (patches.astype(np.float32) * 0.5 + 10).astype(np.uint8)
+    assert np.allclose(appearance(darker), thumbnails, atol=0.03)
+    flat = np.full((1, 52, 32, 3), 128, np.uint8)
+    assert not appearance(flat).any()
+    assert appearance(patches[:0]).shape == (0, APPEARANCE_SIZE)
+
+
+def test_the_thumbnail_tells_apart_cards_the_embedding_confuses() -> None:
+    # The generic network may give two cards of a design one embedding (plastic's 2C and
+    # 2S): heads over the embedding alone cannot separate them, heads over the thumbnail can.
+    patches, labels = _glyph_patches(seed=2, count=80)
+    confused = np.random.default_rng(3).normal(0, 1, (1, 64)).repeat(len(labels), axis=0)
+    ranks = np.where(labels == 0, 1, 7)  # a 2 and an 8
+    suits = np.zeros(len(labels), np.int64)
+    alone = fine_tune(_zero_heads(), confused.astype(np.float32), ranks, suits)
+    assert (alone.probabilities(confused)[0].argmax(axis=1) == ranks).mean() <= 0.5
+    deck_features = EnrolledDeck(
+        _zero_heads_over(64 + APPEARANCE_SIZE), "x", 0.9, {}, appearance_weight=30.0
+    ).features(confused.astype(np.float32), patches)
+    heads = fine_tune(_zero_heads(), deck_features, ranks, suits)
+    deck = EnrolledDeck(heads, "x", 0.9, {}, appearance_weight=30.0)
+    fresh, fresh_labels = _glyph_patches(seed=4, count=40)
+    rank, _ = deck.probabilities(confused[: len(fresh)].astype(np.float32), fresh)
+    assert (rank.argmax(axis=1) == np.where(fresh_labels == 0, 1, 7)).all()
+    assert rank.max(axis=1).min() > 0.9
+
+
+def test_further_features_start_from_zero_weights() -> None:
+    generic = Heads(
+        np.random.default_rng(3).normal(0, 1, (64, 14)).astype(np.float32),
+        np.zeros(14, np.float32),
+        np.random.default_rng(4).normal(0, 1, (64, 4)).astype(np.float32),
+        np.zeros(4, np.float32),
+    )
+    embeddings, ranks, suits, _ = _clusters(seed=5, per_class=1)
+    features = np.concatenate([embeddings, np.ones((len(embeddings), 3), np.float32)], axis=1)
+    tuned = fine_tune(generic, features, ranks, suits, iterations=1)
+    assert tuned.inputs == 67
+    assert np.allclose(tuned.rank_weight[:64], generic.rank_weight, atol=0.02)
+    assert np.allclose(tuned.rank_weight[64:], 0.0, atol=0.02)
+    with pytest.raises(ValueError, match="features of 10 values"):
+        fine_tune(generic, features[:, :10], ranks, suits, iterations=1)
+
+
+def test_deck_with_appearance_round_trip_and_older_decks_still_load(tmp_path: Path) -> None:
+    patches, labels = _glyph_patches(seed=6, count=20)
+    embeddings = np.random.default_rng(7).normal(0, 1, (20, 64)).astype(np.float32)
+    shell = EnrolledDeck(_zero_heads_over(64 + APPEARANCE_SIZE), "abc", 0.9, {}, 25.0)
+    heads = fine_tune(
+        _zero_heads(), shell.features(embeddings, patches), labels, labels, iterations=20
+    )
+    deck = EnrolledDeck(heads, "abc", 0.95, {"name": "studio"}, appearance_weight=25.0)
+    deck.save(tmp_path / "deck.npz")
+    loaded = EnrolledDeck.load(tmp_path / "deck.npz")
+    assert loaded.appearance_weight == 25.0
+    for mine, theirs in zip(
+        loaded.probabilities(embeddings, patches),
+        deck.probabilities(embeddings, patches),
+        strict=True,
+    ):
+        assert np.allclose(mine, theirs, atol=1e-6)
+    # A deck enrolled before the thumbnail (format 2) reads the embedding alone.
+    older = tmp_path / "older.npz"
+    np.savez(
+        older,
+        meta=np.array('{"format": 2, "model_digest": "abc", "threshold": 0.97, "info": {}}'),
+        **_zero_heads().arrays(),
+    )
+    assert EnrolledDeck.load(older).appearance_weight == 0.0
+    assert EnrolledDeck.load(older).features(embeddings, patches) is embeddings
+    # Heads that do not fit the deck's features are refused when the file is read.
+    mismatched = tmp_path / "mismatched.npz"
+    np.savez(
+        mismatched,
+        meta=np.array(
+            '{"format": 3, "model_digest": "abc", "threshold": 0.97, "appearance_weight": 30}'
+        ),
+        **_zero_heads().arrays(),
+    )
+    with pytest.raises(ConfigurationError, match="not a deck file: heads over 64 values"):
+        EnrolledDeck.load(mismatched)
 
 
 def test_file_names_must_start_with_a_card(tmp_path: Path) -> None:

@@ -175,11 +175,11 @@ def test_an_answer_from_one_corner_needs_the_single_corner_threshold() -> None:
 
 def test_the_camera_reader_reads_with_the_slot_rules() -> None:
     from controller.camera_reader import ReaderConfig, load_recogniser
-    from vision.recognise import SLOT_SINGLE_CORNER_THRESHOLD
+    from vision.recognise import SINGLE_CORNER_THRESHOLD
 
     reader = load_recogniser(ReaderConfig())
     assert reader.slot_centred
-    assert reader.single_corner_threshold == SLOT_SINGLE_CORNER_THRESHOLD
+    assert reader.single_corner_threshold == SINGLE_CORNER_THRESHOLD
 
 
 def test_bad_image_is_a_configuration_error(recogniser: Recogniser) -> None:
