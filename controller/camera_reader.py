@@ -124,7 +124,7 @@ def load_recogniser(config: ReaderConfig) -> Recogniser:
     the model is missing, damaged, or the deck was enrolled with another model."""
     from vision.deck import EnrolledDeck
     from vision.model import DEFAULT_MODEL
-    from vision.recognise import SINGLE_CORNER_THRESHOLD, Recogniser
+    from vision.recognise import SLOT_SINGLE_CORNER_THRESHOLD, Recogniser
 
     deck = EnrolledDeck.load(config.deck) if config.deck is not None else None
     # A slot's region is centred on the slot: in a blackjack cascade it also shows the index
@@ -134,7 +134,7 @@ def load_recogniser(config: ReaderConfig) -> Recogniser:
         config.model or DEFAULT_MODEL,
         deck=deck,
         slot_centred=True,
-        single_corner_threshold=SINGLE_CORNER_THRESHOLD,
+        single_corner_threshold=SLOT_SINGLE_CORNER_THRESHOLD,
     )
 
 

@@ -210,9 +210,15 @@ def cache_dir() -> Path:
 
 
 def demo_deck_path(design: str, model_digest: str) -> Path:
-    """Where the demo caches its enrolled deck of ``design`` for the model ``model_digest``."""
+    """Where the demo caches its enrolled deck of ``design`` for the model ``model_digest``.
+
+    The name carries the deck file's format: a deck cached by an older livetable still loads,
+    but would read without what the newer enrolment adds (the corner thumbnails)."""
+    from vision.deck import FORMAT_VERSION
+
     pictures = 52 * DEMO_DECK_PICTURES_PER_SETUP * len(DEMO_DECK_SETUPS)
-    return cache_dir() / "decks" / f"{design}-felt{pictures}-{model_digest[:16]}.npz"
+    name = f"{design}-felt{pictures}-v{FORMAT_VERSION}-{model_digest[:16]}.npz"
+    return cache_dir() / "decks" / name
 
 
 def demo_deck(design: str, out: TextIO) -> Path:

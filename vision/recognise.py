@@ -45,10 +45,8 @@ SLOT_CENTRE_TOLERANCE: Final = 0.22
 # calibration never sees a covered index, so their threshold is the 0.9 floor), full baccarat
 # tables on the camera simulator gave 1-4 wrong answers in 588 reads, each from one corner,
 # at 0.91-0.99; at 0.995 for one corner none, in 3 x 588 reads of scenes not used to choose
-# it (docs/camera.md). Single cards read with an enrolled deck show the same: every wrong
-# answer above 0.5 in 6 x 2,000 images came from one corner, up to 0.97 (docs/vision.md), so
-# a deck applies this rule wherever it reads, not only in a camera's slots.
-SINGLE_CORNER_THRESHOLD: Final = 0.995
+# it (docs/camera.md).
+SLOT_SINGLE_CORNER_THRESHOLD: Final = 0.995
 
 
 def implied_centre(candidate: CornerCandidate) -> tuple[float, float]:
@@ -119,8 +117,6 @@ class Recogniser:
     By default the card may lie anywhere in the image. With ``slot_centred`` (a camera's
     card-slot region), only index corners of a card lying at the image's centre count: the
     neighbouring cards of a cascade, whose indices show inside the region, are not read.
-    With an enrolled ``deck``, an answer only one index corner gives must reach
-    :data:`SINGLE_CORNER_THRESHOLD` (unless another is given) wherever it is read.
     """
 
     def __init__(
@@ -138,9 +134,7 @@ class Recogniser:
         self.slot_centred = slot_centred
         # When set, an answer that only one index corner gives (the other hidden, e.g. under
         # a neighbouring card) needs at least this score; two corners agreeing need only
-        # the threshold. An enrolled deck sets one unless told otherwise.
-        if single_corner_threshold is None and deck is not None:
-            single_corner_threshold = SINGLE_CORNER_THRESHOLD
+        # the threshold.
         self.single_corner_threshold = single_corner_threshold
         if deck is not None and deck.model_digest != self.classifier.digest:
             raise ConfigurationError(

@@ -131,6 +131,45 @@ def test_enrolled_deck_reads_nearly_everything(enrolled_report: EvalReport) -> N
     assert enrolled_report.abstention_rate <= 0.005
 
 
+@pytest.fixture(scope="module")
+def confused_design_report(recogniser: Recogniser) -> EvalReport:
+    """bellot enrolled the same way: a design whose 8 and 10, and whose clubs and spades, the
+    generic network confuses (on the embedding alone its enrolled deck read 67.85 % of 2,000
+    images; with the thumbnail 97.4 %, docs/vision.md)."""
+    design = "bellot"
+    enrolment = ((card, image) for _name, card, image in _scenes(design, 1040, seed=101))
+    deck = enrol(recogniser.classifier, enrolment, name=design)
+    return evaluate(Recogniser(deck=deck), _scenes(design, 200, seed=102, start=11))
+
+
+@pytest.mark.slow
+def test_enrolled_deck_of_a_design_the_network_confuses_never_answers_wrong(
+    confused_design_report: EvalReport,
+) -> None:
+    assert confused_design_report.wrong == 0, confused_design_report.wrong_answers
+
+
+@pytest.mark.slow
+def test_the_thumbnail_lets_an_enrolled_deck_read_a_design_the_network_confuses(
+    confused_design_report: EvalReport,
+) -> None:
+    # The embedding alone read about 68 %; the bound is well above that, below the 97.4 %
+    # measured, for a 200-image sample.
+    assert confused_design_report.accuracy >= 0.9, confused_design_report.abstentions
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 5 enrolled target NOT met on bellot: 97.4 % correct of 2,000 images, the "
+    "rest abstained (docs/vision.md, Enrolled decks)",
+)
+def test_enrolled_deck_of_a_design_the_network_confuses_reads_nearly_everything(
+    confused_design_report: EvalReport,
+) -> None:
+    assert confused_design_report.accuracy >= 0.995
+
+
 def test_empty_table_is_no_card(recogniser: Recogniser) -> None:
     rng = np.random.default_rng(2)
     felt = np.clip(rng.normal((40, 110, 30), 5, (360, 360, 3)), 0, 255).astype(np.uint8)
@@ -175,11 +214,11 @@ def test_an_answer_from_one_corner_needs_the_single_corner_threshold() -> None:
 
 def test_the_camera_reader_reads_with_the_slot_rules() -> None:
     from controller.camera_reader import ReaderConfig, load_recogniser
-    from vision.recognise import SINGLE_CORNER_THRESHOLD
+    from vision.recognise import SLOT_SINGLE_CORNER_THRESHOLD
 
     reader = load_recogniser(ReaderConfig())
     assert reader.slot_centred
-    assert reader.single_corner_threshold == SINGLE_CORNER_THRESHOLD
+    assert reader.single_corner_threshold == SLOT_SINGLE_CORNER_THRESHOLD
 
 
 def test_bad_image_is_a_configuration_error(recogniser: Recogniser) -> None:
