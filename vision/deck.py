@@ -21,6 +21,7 @@ and refused, with another one.
 from __future__ import annotations
 
 import json
+import math
 import os
 import secrets
 import zipfile
@@ -84,11 +85,12 @@ def appearance(patches: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Heads:
-    """Linear rank and suit heads over embeddings: logits = embedding @ weight + bias."""
+    """Linear rank and suit heads over features: logits = features @ weight + bias. The
+    generic heads read the 64-value embedding; a deck's also the thumbnail after it."""
 
-    rank_weight: np.ndarray  # (64, 14)
+    rank_weight: np.ndarray  # (inputs, 14)
     rank_bias: np.ndarray  # (14,)
-    suit_weight: np.ndarray  # (64, 4)
+    suit_weight: np.ndarray  # (inputs, 4)
     suit_bias: np.ndarray  # (4,)
 
     @property
@@ -161,6 +163,16 @@ class EnrolledDeck:
     appearance_weight: float = 0.0
 
     def __post_init__(self) -> None:
+        import numpy as np
+
+        # A damaged or hand-edited file must be refused, not read: a NaN weight or threshold
+        # turns every score into NaN, and every comparison with NaN is false.
+        if not (math.isfinite(self.appearance_weight) and self.appearance_weight >= 0):
+            raise ValueError(f"appearance weight {self.appearance_weight!r} is not a weight")
+        if not (math.isfinite(self.threshold) and 0.0 < self.threshold <= 1.0):
+            raise ValueError(f"threshold {self.threshold!r} is not a probability")
+        if not all(np.isfinite(array).all() for array in self.heads.arrays().values()):
+            raise ValueError("heads with weights that are not finite numbers")
         expected = EMBEDDING_SIZE + (APPEARANCE_SIZE if self.appearance_weight else 0)
         if self.heads.inputs != expected:
             raise ValueError(
@@ -197,7 +209,7 @@ class EnrolledDeck:
             "format": FORMAT_VERSION,
             "model_digest": self.model_digest,
             "threshold": self.threshold,
-            "appearance_weight": self.appearance_weight,
+            "appearance_weight": float(self.appearance_weight),
             "info": self.info,
         }
         # A name of its own, so two saves to one path cannot write into each other's file;
@@ -225,7 +237,8 @@ class EnrolledDeck:
                 if meta.get("format") not in _READABLE_FORMATS:
                     raise ConfigurationError(
                         f"enrolled deck {path} has format {meta.get('format')!r}, "
-                        f"expected {FORMAT_VERSION}: enrol the deck again"
+                        f"expected {' or '.join(map(str, sorted(_READABLE_FORMATS)))}: "
+                        "enrol the deck again"
                     )
                 return cls(
                     heads=Heads.from_arrays(data),

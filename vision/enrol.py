@@ -24,7 +24,14 @@ from typing import TYPE_CHECKING, Final
 
 from controller.errors import ConfigurationError
 from controller.games.cards import ALL_FACES, RANKS, SUITS, Card, parse_card
-from vision.deck import NO_INDEX_CLASS, EnrolledDeck, Heads, appearance
+from vision.deck import (
+    NO_INDEX_CLASS,
+    RANK_CLASSES,
+    SUIT_CLASSES,
+    EnrolledDeck,
+    Heads,
+    appearance,
+)
 from vision.locate import cut_patch, find_corners, normalise_patches
 from vision.model import CornerClassifier
 
@@ -57,7 +64,7 @@ ENROLLED_MINIMUM_THRESHOLD: Final = 0.95
 SUSPECT_LABEL_SCORE: Final = 0.99
 _CALIBRATION_FOLDS: Final = 4
 # What the unit-length thumbnail is multiplied by beside the embedding (whose length is about
-# 14): large enough for the heads, fitted in a few hundred steps from the generic weights, to
+# 14 to 17): large enough for the heads, fitted in a few hundred steps from the generic weights, to
 # lean on the thumbnail where the embedding confuses two cards. Chosen on the enrolment
 # pictures' own cross-fitted calibration, not on the pictures measured afterwards
 # (docs/vision.md): of 20, 30 and 40, 30 kept the most calibration pictures in all over six
@@ -230,8 +237,12 @@ def fine_tune(
     further = features.shape[1] - generic.inputs
     if further < 0:
         raise ValueError(f"features of {features.shape[1]} values for heads over {generic.inputs}")
-    rank_start = np.concatenate([generic.rank_weight, np.zeros((further, 14), np.float32)])
-    suit_start = np.concatenate([generic.suit_weight, np.zeros((further, 4), np.float32)])
+    rank_start = np.concatenate(
+        [generic.rank_weight, np.zeros((further, RANK_CLASSES), np.float32)]
+    )
+    suit_start = np.concatenate(
+        [generic.suit_weight, np.zeros((further, SUIT_CLASSES), np.float32)]
+    )
     rank_weight, rank_bias = _fit_linear(
         features, ranks, rank_start, generic.rank_bias, iterations, pull
     )
@@ -324,6 +335,8 @@ def enrol(
     ``appearance_weight`` 0 fits the heads on the embedding alone (as before format 3).
     """
 
+    if threshold is not None and not 0.0 < threshold <= 1.0:
+        raise ConfigurationError(f"a threshold is a probability above 0, not {threshold}")
     pictures = [
         picture
         for card, image in examples

@@ -42,7 +42,7 @@ CONFLICT_MARGIN: Final = math.log(20.0)
 SLOT_CENTRE_TOLERANCE: Final = 0.22
 # On a layout a neighbouring card may cover one index corner, and part of the other: an answer
 # only one corner gives is weaker evidence. With decks enrolled from single cards (whose own
-# calibration never sees a covered index, so their threshold is the 0.9 floor), full baccarat
+# calibration never sees a covered index, so their threshold was the floor, then 0.9), full baccarat
 # tables on the camera simulator gave 1-4 wrong answers in 588 reads, each from one corner,
 # at 0.91-0.99; at 0.995 for one corner none, in 3 x 588 reads of scenes not used to choose
 # it (docs/camera.md).
@@ -194,7 +194,8 @@ class Recogniser:
         confidence = float(scores[best])
         best_card = ALL_FACES[best]
         single = self.single_corner_threshold
-        if confidence <= 0.0:
+        if not math.isfinite(confidence) or confidence <= 0.0:
+            # Not finite only from broken heads: every comparison below would be false.
             reason = "no card found"
         elif is_ambiguous(confidence, float(scores[runner_up])):
             reason = "ambiguous"

@@ -168,8 +168,6 @@ def test_the_thumbnail_tells_apart_cards_the_embedding_confuses() -> None:
     confused = np.random.default_rng(3).normal(0, 1, (1, 64)).repeat(len(labels), axis=0)
     ranks = np.where(labels == 0, 1, 7)  # a 2 and an 8
     suits = np.zeros(len(labels), np.int64)
-    alone = fine_tune(_zero_heads(), confused.astype(np.float32), ranks, suits)
-    assert (alone.probabilities(confused)[0].argmax(axis=1) == ranks).mean() <= 0.5
     deck_features = EnrolledDeck(
         _zero_heads_over(64 + APPEARANCE_SIZE), "x", 0.9, {}, appearance_weight=30.0
     ).features(confused.astype(np.float32), patches)
@@ -190,10 +188,13 @@ def test_further_features_start_from_zero_weights() -> None:
     )
     embeddings, ranks, suits, _ = _clusters(seed=5, per_class=1)
     features = np.concatenate([embeddings, np.ones((len(embeddings), 3), np.float32)], axis=1)
-    tuned = fine_tune(generic, features, ranks, suits, iterations=1)
-    assert tuned.inputs == 67
-    assert np.allclose(tuned.rank_weight[:64], generic.rank_weight, atol=0.02)
-    assert np.allclose(tuned.rank_weight[64:], 0.0, atol=0.02)
+    start = fine_tune(generic, features, ranks, suits, iterations=0)
+    assert start.inputs == 67
+    assert np.array_equal(start.rank_weight[:64], generic.rank_weight)
+    assert np.array_equal(start.suit_weight[:64], generic.suit_weight)
+    assert not start.rank_weight[64:].any() and not start.suit_weight[64:].any()
+    # Fitted, the further features earn weights of their own.
+    assert np.abs(fine_tune(generic, features, ranks, suits).rank_weight[64:]).max() > 0.01
     with pytest.raises(ValueError, match="features of 10 values"):
         fine_tune(generic, features[:, :10], ranks, suits, iterations=1)
 
@@ -235,6 +236,36 @@ def test_deck_with_appearance_round_trip_and_older_decks_still_load(tmp_path: Pa
     )
     with pytest.raises(ConfigurationError, match="not a deck file: heads over 64 values"):
         EnrolledDeck.load(mismatched)
+
+
+@pytest.mark.parametrize(
+    ("meta", "refusal"),
+    [
+        ('{"format": 3, "model_digest": "a", "threshold": NaN}', "not a probability"),
+        (
+            '{"format": 3, "model_digest": "a", "threshold": 0.9, "appearance_weight": NaN}',
+            "weight",
+        ),
+        ('{"format": 3, "model_digest": "a", "threshold": 0.9, "appearance_weight": -1}', "weight"),
+        ('{"format": 3, "model_digest": "a", "threshold": 1.5}', "not a probability"),
+        ('{"format": 1, "model_digest": "a", "threshold": 0.9}', "expected 2 or 3"),
+        ('{"format": 4, "model_digest": "a", "threshold": 0.9}', "expected 2 or 3"),
+    ],
+)
+def test_a_deck_file_with_values_that_cannot_be_read_is_refused(
+    tmp_path: Path, meta: str, refusal: str
+) -> None:
+    # A NaN anywhere makes every score NaN, and every comparison with NaN false: such a
+    # deck must never load (the recogniser also reads a NaN score as no card).
+    path = tmp_path / "deck.npz"
+    np.savez(path, meta=np.array(meta), **_zero_heads().arrays())
+    with pytest.raises(ConfigurationError, match=refusal):
+        EnrolledDeck.load(path)
+    heads = _zero_heads().arrays()
+    heads["rank_bias"] = np.full(14, np.nan, np.float32)
+    np.savez(path, meta=np.array('{"format": 3, "model_digest": "a", "threshold": 0.9}'), **heads)
+    with pytest.raises(ConfigurationError, match="not finite"):
+        EnrolledDeck.load(path)
 
 
 def test_file_names_must_start_with_a_card(tmp_path: Path) -> None:
