@@ -208,6 +208,14 @@ def test_an_answer_from_one_corner_needs_the_single_corner_threshold() -> None:
     assert strict.decide(scores, corners=5, supporting=1, strongest=0.996).card == ALL_FACES[7]
 
 
+def test_scores_that_are_not_numbers_are_no_card(recogniser: Recogniser) -> None:
+    # Broken heads give NaN scores, and every comparison with NaN is false: none of the
+    # abstention tests would hold it back.
+    result = recogniser.decide(np.full(len(ALL_FACES), np.nan))
+    assert result.card is None
+    assert result.reason == "no card found"
+
+
 def test_the_camera_reader_reads_with_the_slot_rules() -> None:
     from controller.camera_reader import ReaderConfig, load_recogniser
     from vision.recognise import SLOT_SINGLE_CORNER_THRESHOLD
