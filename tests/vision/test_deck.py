@@ -50,13 +50,17 @@ def test_fine_tuned_heads_read_fresh_samples_of_the_deck() -> None:
     assert (suit[has_suit].argmax(axis=1) == fresh_suits[has_suit]).mean() > 0.97
 
 
-def test_no_example_keeps_the_generic_heads() -> None:
-    generic = Heads(
+def _random_heads() -> Heads:
+    return Heads(
         np.random.default_rng(3).normal(0, 1, (64, 14)).astype(np.float32),
         np.zeros(14, np.float32),
         np.random.default_rng(4).normal(0, 1, (64, 4)).astype(np.float32),
         np.zeros(4, np.float32),
     )
+
+
+def test_no_example_keeps_the_generic_heads() -> None:
+    generic = _random_heads()
     embeddings, ranks, suits, _ = _clusters(seed=5, per_class=1)
     tuned = fine_tune(generic, embeddings, ranks, suits, iterations=1)
     # One small step: the start is the generic heads, not a fresh layer.
@@ -180,12 +184,7 @@ def test_the_thumbnail_tells_apart_cards_the_embedding_confuses() -> None:
 
 
 def test_further_features_start_from_zero_weights() -> None:
-    generic = Heads(
-        np.random.default_rng(3).normal(0, 1, (64, 14)).astype(np.float32),
-        np.zeros(14, np.float32),
-        np.random.default_rng(4).normal(0, 1, (64, 4)).astype(np.float32),
-        np.zeros(4, np.float32),
-    )
+    generic = _random_heads()
     embeddings, ranks, suits, _ = _clusters(seed=5, per_class=1)
     features = np.concatenate([embeddings, np.ones((len(embeddings), 3), np.float32)], axis=1)
     start = fine_tune(generic, features, ranks, suits, iterations=0)
