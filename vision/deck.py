@@ -12,7 +12,7 @@ trained on; on a design it confuses (plastic's clubs and spades, bellot's 8 and 
 embeddings of two cards lie close together and no head over them can separate the cards. The
 thumbnail of one deck's 8 and 10 differ plainly, and a deck always prints them the same way,
 so a linear head over embedding and thumbnail learns that deck's glyphs from a few pictures
-per card (docs/vision.md, "Enrolled decks", has the figures).
+per card (docs/vision.md, "Enrolled deck", has the figures).
 
 The file records the digest of the network it was fitted on: an enrolled deck is useless,
 and refused, with another one.
