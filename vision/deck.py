@@ -83,6 +83,19 @@ def appearance(patches: np.ndarray) -> np.ndarray:
     return thumbnails
 
 
+def heads_input(embedding: np.ndarray, patches: np.ndarray, appearance_weight: float) -> np.ndarray:
+    """What a deck's heads read of N corners: the (N, 64) embedding, then (unless the weight
+    is 0) the patches' thumbnails times the weight. One function for enrolment and reading,
+    so the two cannot drift apart."""
+    import numpy as np
+
+    embedding = np.asarray(embedding, np.float32)
+    if not appearance_weight:
+        return embedding
+    weighted = appearance(patches) * np.float32(appearance_weight)
+    return np.concatenate([embedding, weighted], axis=1)
+
+
 @dataclass(frozen=True)
 class Heads:
     """Linear rank and suit heads over features: logits = features @ weight + bias. The
@@ -181,13 +194,7 @@ class EnrolledDeck:
 
     def features(self, embedding: np.ndarray, patches: np.ndarray) -> np.ndarray:
         """The heads' input for corners with these embeddings and uint8 BGR patches."""
-        import numpy as np
-
-        if not self.appearance_weight:
-            return embedding
-        return np.concatenate(
-            [embedding, appearance(patches) * np.float32(self.appearance_weight)], axis=1
-        )
+        return heads_input(embedding, patches, self.appearance_weight)
 
     def probabilities(
         self, embedding: np.ndarray, patches: np.ndarray

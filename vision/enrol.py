@@ -30,7 +30,7 @@ from vision.deck import (
     SUIT_CLASSES,
     EnrolledDeck,
     Heads,
-    appearance,
+    heads_input,
 )
 from vision.locate import cut_patch, find_corners, normalise_patches
 from vision.model import CornerClassifier
@@ -64,8 +64,8 @@ ENROLLED_MINIMUM_THRESHOLD: Final = 0.95
 SUSPECT_LABEL_SCORE: Final = 0.99
 _CALIBRATION_FOLDS: Final = 4
 # What the unit-length thumbnail is multiplied by beside the embedding (whose length is about
-# 14 to 17): large enough for the heads, fitted in a few hundred steps from the generic weights, to
-# lean on the thumbnail where the embedding confuses two cards. Chosen on the enrolment
+# 14 to 17): large enough for the heads, fitted in a few hundred steps from the generic
+# weights, to lean on the thumbnail where the embedding confuses two cards. Chosen on the enrolment
 # pictures' own cross-fitted calibration, not on the pictures measured afterwards
 # (docs/vision.md): of 20, 30 and 40, 30 kept the most calibration pictures in all over six
 # designs; 0 (the embedding alone) reads 68 % to 99.65 % of those designs' cards.
@@ -155,10 +155,7 @@ def _read_picture(
     for i in index_corners:
         ranks[i] = RANKS.index(card.rank)
         suits[i] = SUITS.index(card.suit)
-    features = np.asarray(prediction.embedding, np.float32)
-    if appearance_weight:
-        weighted = appearance(patches) * np.float32(appearance_weight)
-        features = np.concatenate([features, weighted], axis=1)
+    features = heads_input(prediction.embedding, patches, appearance_weight)
     return _Picture(card, features, ranks, suits)
 
 
