@@ -132,26 +132,53 @@ def _candidates_of_contour(
         last = start + int(length * 0.8)
         return points[np.arange(first, last + 1) % count]
 
-    lines = []
-    for i in range(len(positions)):
-        lines.append(_line_through(edge_points(positions[i], positions[(i + 1) % len(positions)])))
+    n = len(positions)
+    lines = [_line_through(edge_points(positions[i], positions[(i + 1) % n])) for i in range(n)]
     area = abs(cv2.contourArea(contour))
     orientation = np.sign(cv2.contourArea(contour, oriented=True))
     min_edge = max(10.0, 0.12 * math.sqrt(area))
+    # Edge i runs from vertex i to vertex i + 1; a corner is where two edges meet, either
+    # next to each other or with only short edges between them. A strongly rounded card
+    # corner becomes two vertices with a short chamfer between (each about 135 degrees, so
+    # neither is a corner), and an index printed close to the edge, as dark as the felt,
+    # bites a notch into the outline at the corner; either way the two long edges still
+    # meet at the card's corner.
+    edge_length = [
+        float(np.linalg.norm(vertices[(i + 1) % n] - vertices[i]).item()) for i in range(n)
+    ]
+    short_edge = 0.22 * math.sqrt(area)  # about a quarter of a card's width
+    pairs: list[tuple[int, int, list[int]]] = []
+    for before in range(n):
+        if edge_length[before] < min_edge:
+            continue
+        if edge_length[(before + 1) % n] >= min_edge:
+            pairs.append((before, (before + 1) % n, []))
+        if edge_length[before] < short_edge:
+            continue
+        skipped: list[int] = []
+        after = (before + 1) % n
+        while edge_length[after] < short_edge and len(skipped) < n - 2:
+            skipped.append(after)
+            after = (after + 1) % n
+        detour = sum(edge_length[i] for i in skipped)
+        # A long detour (a gap between two outlines, a hand) is no corner.
+        if skipped and detour <= 1.5 * short_edge and edge_length[after] >= short_edge:
+            pairs.append((before, after, skipped))
     candidates: list[CornerCandidate] = []
-    n = len(positions)
-    for i in range(n):
-        previous_line, next_line = lines[(i - 1) % n], lines[i]
-        corner = _intersect(previous_line, next_line)
+    for before, after, skipped in pairs:
+        corner = _intersect(lines[before], lines[after])
         if corner is None:
             continue
-        previous_vertex = vertices[(i - 1) % n].astype(np.float64)
-        next_vertex = vertices[(i + 1) % n].astype(np.float64)
-        vertex = vertices[i].astype(np.float64)
-        if np.linalg.norm(corner - vertex) > 0.1 * math.sqrt(area):
+        # The corner lies near the outline where it turns (a rounded corner's arc is the
+        # further from it the longer its chamfer).
+        between = vertices[[(i + 1) % n for i in [before, *skipped]]].astype(np.float64)
+        reach = max(0.1 * math.sqrt(area), sum(edge_length[i] for i in skipped))
+        if np.min(np.linalg.norm(between - corner, axis=1)) > reach:
             continue
-        to_previous = previous_vertex - corner
-        to_next = next_vertex - corner
+        start = vertices[before].astype(np.float64)
+        end = vertices[(after + 1) % n].astype(np.float64)
+        to_previous = start - corner
+        to_next = end - corner
         length_previous = float(np.linalg.norm(to_previous))
         length_next = float(np.linalg.norm(to_next))
         if min(length_previous, length_next) < min_edge:
@@ -161,10 +188,10 @@ def _candidates_of_contour(
         cosine = float(a @ b)
         if abs(cosine) > 0.45:  # not between about 63 and 117 degrees
             continue
-        turn = (vertex - previous_vertex)[0] * (next_vertex - vertex)[1] - (
-            vertex - previous_vertex
-        )[1] * (next_vertex - vertex)[0]
-        # A convex vertex turns the way the whole outline winds (the sign of its oriented area).
+        incoming = vertices[(before + 1) % n] - start
+        outgoing = end - vertices[after]
+        turn = incoming[0] * outgoing[1] - incoming[1] * outgoing[0]
+        # A convex corner turns the way the whole outline winds (the sign of its oriented area).
         if turn * orientation < 0:
             continue  # a reflex vertex: where two overlapping outlines cross
         margin = 2.0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 import pytest
 
@@ -57,3 +58,57 @@ def test_patches_are_upright_and_normalised() -> None:
     assert batch.shape == (len(candidates), 3, PATCH_HEIGHT, PATCH_WIDTH)
     assert batch.dtype == np.float32
     assert abs(float(batch.mean())) < 0.5
+
+
+def _card_outline(
+    centre: tuple[float, float], width: float, radius: float, angle_degrees: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """A portrait card's outline with rounded corners (polygon points), and its four sharp
+    corners (where the straight edges meet), both rotated by ``angle_degrees``."""
+    height = width * 1.45
+    half = np.array([width / 2, height / 2])
+    points = []
+    # Corner arcs in clockwise order on screen: top-left, top-right, bottom-right, bottom-left.
+    for sign, start in (((-1, -1), 180), ((1, -1), 270), ((1, 1), 0), ((-1, 1), 90)):
+        arc_centre = np.array(sign) * (half - radius)
+        for t in np.radians(np.linspace(start, start + 90, 12)):
+            points.append(arc_centre + radius * np.array([np.cos(t), np.sin(t)]))
+    sharp = np.array([(-1, -1), (1, -1), (1, 1), (-1, 1)]) * half
+    turn = np.radians(angle_degrees)
+    rotation = np.array([[np.cos(turn), -np.sin(turn)], [np.sin(turn), np.cos(turn)]])
+    return np.array(points) @ rotation.T + centre, sharp @ rotation.T + centre
+
+
+def _found_near(points: np.ndarray, image: np.ndarray, width: float) -> list[bool]:
+    candidates = find_corners(image)
+    return [
+        any(np.linalg.norm(np.array(c.point) - p) < 0.06 * width for c in candidates)
+        for p in points
+    ]
+
+
+FELT_GREEN = (40, 110, 30)
+
+
+@pytest.mark.parametrize("angle", [0.0, 17.0, -33.0, 61.0])
+def test_strongly_rounded_corners_are_found(angle: float) -> None:
+    # A corner radius of a fifth of the card's width (kde-nicu-white, tango) is drawn by the
+    # outline's polygon as two vertices of about 135 degrees with a short chamfer between:
+    # the corner is where the two long edges meet.
+    image = np.full((360, 360, 3), FELT_GREEN, np.uint8)
+    outline, sharp = _card_outline((180, 180), 160, 0.2 * 160, angle)
+    cv2.fillPoly(image, [np.round(outline).astype(np.int32)], (235, 240, 240))
+    assert all(_found_near(sharp, image, 160))
+
+
+@pytest.mark.parametrize("angle", [0.0, 23.0, -41.0])
+def test_an_index_printed_into_the_edge_does_not_hide_its_corner(angle: float) -> None:
+    # An index as dark as the felt, printed up to the card's edge (kde-penguins' 10s on red
+    # felt), bites a notch into the outline right at the index corner.
+    image = np.full((360, 360, 3), (30, 30, 120), np.uint8)
+    outline, sharp = _card_outline((180, 180), 160, 0.06 * 160, angle)
+    cv2.fillPoly(image, [np.round(outline).astype(np.int32)], (225, 240, 235))
+    for corner, inward in ((sharp[0], sharp[2] - sharp[0]), (sharp[2], sharp[0] - sharp[2])):
+        ink = corner + inward * 0.06
+        cv2.ellipse(image, (int(ink[0]), int(ink[1])), (14, 14), 0, 0, 360, (30, 30, 120), -1)
+    assert all(_found_near(sharp, image, 160))
