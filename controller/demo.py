@@ -212,12 +212,14 @@ def cache_dir() -> Path:
 def demo_deck_path(design: str, model_digest: str) -> Path:
     """Where the demo caches its enrolled deck of ``design`` for the model ``model_digest``.
 
-    The name carries the deck file's format: a deck cached by an older livetable still loads,
-    but would read without what the newer enrolment adds (the corner thumbnails)."""
+    The name carries the deck file's format and the locator's revision: a deck cached by an
+    older livetable still loads, but would read without what the newer enrolment adds (the
+    corner thumbnails, the corners an older locator missed)."""
     from vision.deck import FORMAT_VERSION
+    from vision.locate import LOCATOR_REVISION
 
     pictures = 52 * DEMO_DECK_PICTURES_PER_SETUP * len(DEMO_DECK_SETUPS)
-    name = f"{design}-felt{pictures}-v{FORMAT_VERSION}-{model_digest[:16]}.npz"
+    name = f"{design}-felt{pictures}-v{FORMAT_VERSION}-l{LOCATOR_REVISION}-{model_digest[:16]}.npz"
     return cache_dir() / "decks" / name
 
 

@@ -32,7 +32,7 @@ from vision.deck import (
     Heads,
     heads_input,
 )
-from vision.locate import cut_patch, find_corners, normalise_patches
+from vision.locate import LOCATOR_REVISION, cut_patch, find_corners, normalise_patches
 from vision.model import CornerClassifier
 
 if TYPE_CHECKING:
@@ -358,6 +358,7 @@ def enrol(
     info: dict[str, object] = {
         "name": name,
         "pictures": len(pictures),
+        "locator_revision": LOCATOR_REVISION,
         "index_samples": int((ranks < NO_INDEX_CLASS).sum()),
         "no_index_samples": int((ranks == NO_INDEX_CLASS).sum()),
     }

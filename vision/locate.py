@@ -32,6 +32,10 @@ PATCH_V: Final = (-0.03, 0.55)
 CARD_ASPECT: Final = 1.45
 
 MAX_CANDIDATES: Final = 12
+# Raised when the locator finds corners it did not find before: what was enrolled with an
+# older one still reads, but enrolling again gives the deck's heads more index corners.
+# 2: corners where two long edges meet across short ones (rounded corners, bitten edges).
+LOCATOR_REVISION: Final = 2
 _WORK_SIZE: Final = 400  # larger images are analysed at this size, then patches cut at full size
 
 
