@@ -272,7 +272,7 @@ def _calibrate(
     2,000 other pictures then gave one (2C read as 2S at 0.9946, docs/vision.md)."""
     import numpy as np
 
-    from vision.recognise import face_probabilities_from, is_ambiguous, noisy_or
+    from vision.recognise import face_probabilities_from, is_ambiguous, is_standoff, noisy_or
 
     # Each card's pictures are dealt round the folds in turn, so every fold's heads have seen
     # every card (a card missing from a fold would be misread there for want of examples,
@@ -293,9 +293,13 @@ def _calibrate(
         heads = fine_tune(generic, features, ranks, suits)
         for picture in score_on:
             rank, suit = heads.probabilities(picture.features)
-            scores = noisy_or(face_probabilities_from(rank, suit))
+            probabilities = face_probabilities_from(rank, suit)
+            scores = noisy_or(probabilities)
             order = np.argsort(scores)[::-1]
-            if is_ambiguous(float(scores[order[0]]), float(scores[order[1]])):
+            best, runner_up = int(order[0]), int(order[1])
+            if is_ambiguous(float(scores[best]), float(scores[runner_up])) or is_standoff(
+                probabilities, best, runner_up
+            ):
                 continue  # abstains whatever the threshold
             read_as = ALL_FACES[int(order[0])]
             outcomes.append((float(scores[order[0]]), read_as == picture.card))

@@ -34,6 +34,12 @@ if TYPE_CHECKING:
 # resembles another index must not veto two index corners that agree.
 CONFLICT_SCORE: Final = 0.5
 CONFLICT_MARGIN: Final = math.log(20.0)
+# The margin lets more corners outvote fewer, never one corner another: when a corner reads
+# the second face this confidently and the best face has no more corners behind it, the two
+# index corners of one card disagree, and the network's confidence cannot say which is right
+# (plastic's 2C, its corners reading 2C at 0.954 and 2S at 0.998, scored 2S at 0.998 and
+# passed its deck's threshold of 0.9954; docs/vision.md).
+STANDOFF_CORNER: Final = 0.9
 
 # A card slot's region is centred on the slot (drivers/camera.py). In a blackjack cascade the
 # card underneath shows its index inside the slot's region too, its centre about 0.4 card
@@ -92,6 +98,18 @@ def is_ambiguous(best: float, runner_up: float) -> bool:
     """A second face is supported (score 0.5 or more) and not far less than the best one
     (within :data:`CONFLICT_MARGIN` log-odds): two cards may be in view, or one is misread."""
     return runner_up >= CONFLICT_SCORE and _log_odds(best) - _log_odds(runner_up) < CONFLICT_MARGIN
+
+
+def is_standoff(probabilities: np.ndarray, best: int, runner_up: int) -> bool:
+    """From (candidates, 52) corner probabilities: a corner reads ``runner_up`` at
+    :data:`STANDOFF_CORNER` or more, and no more corners read ``best`` (at 0.5 or more) than
+    read ``runner_up``: one corner against another, which no margin in scores can settle."""
+    if not len(probabilities):
+        return False
+    if float(probabilities[:, runner_up].max()) < STANDOFF_CORNER:
+        return False
+    best_corners = int((probabilities[:, best] >= CONFLICT_SCORE).sum())
+    return best_corners <= int((probabilities[:, runner_up] >= CONFLICT_SCORE).sum())
 
 
 def face_probabilities_from(rank: np.ndarray, suit: np.ndarray) -> np.ndarray:
@@ -181,12 +199,14 @@ class Recogniser:
         corners: int = 0,
         supporting: int | None = None,
         strongest: float | None = None,
+        standoff: bool = False,
     ) -> Recognition:
         """Turn face scores into an answer: the best face, or an abstention. ``supporting``
         is how many corner candidates (of one frame) read the best face at 0.5 or more, and
         ``strongest`` the best single candidate's probability of it; None when unknown (the
         single-corner threshold is then not applied). An answer from one corner is judged by
-        that corner alone: weak candidates must not lift it over the bar by noisy-OR."""
+        that corner alone: weak candidates must not lift it over the bar by noisy-OR.
+        ``standoff`` (see :func:`is_standoff`) makes the answer ambiguous."""
         import numpy as np
 
         order = np.argsort(scores)[::-1]
@@ -197,7 +217,7 @@ class Recogniser:
         if not math.isfinite(confidence) or confidence <= 0.0:
             # Not finite only from broken heads: every comparison below would be false.
             reason = "no card found"
-        elif is_ambiguous(confidence, float(scores[runner_up])):
+        elif standoff or is_ambiguous(confidence, float(scores[runner_up])):
             reason = "ambiguous"
         elif confidence < self.threshold:
             reason = "below threshold"
@@ -233,7 +253,8 @@ class Recogniser:
                 combined += noisy_or(probabilities)
         if corners == 0:
             return Recognition(None, 0.0, "no card found", None, 0, combined)
-        best = int(np.argmax(combined))
+        order = np.argsort(combined)[::-1]
+        best, runner_up = int(order[0]), int(order[1])
         # Two corners agree if they do in any one frame (the frames show the same card).
         supporting = max(
             (int((frame[:, best] >= 0.5).sum()) for frame in per_frame if len(frame)), default=0
@@ -241,4 +262,5 @@ class Recogniser:
         # The best single corner's probability, averaged over the frames as the scores are.
         strongest = sum(float(frame[:, best].max()) for frame in per_frame if len(frame))
         count = max(len(images), 1)
-        return self.decide(combined / count, corners, supporting, strongest / count)
+        standoff = any(is_standoff(frame, best, runner_up) for frame in per_frame)
+        return self.decide(combined / count, corners, supporting, strongest / count, standoff)

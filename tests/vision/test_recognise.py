@@ -20,7 +20,7 @@ from vision.designs import FAMILIES, HOLDOUT_FOLDS, family_of
 from vision.enrol import APPEARANCE_WEIGHT, enrol
 from vision.evaluate import EvalReport, evaluate
 from vision.model import DEFAULT_MODEL, load_settings
-from vision.recognise import Recogniser
+from vision.recognise import Recogniser, is_ambiguous, is_standoff, noisy_or
 from vision.synth import render_scene, write_dataset
 
 SETTINGS = load_settings(DEFAULT_MODEL)
@@ -299,3 +299,39 @@ def test_a_mislabelled_enrolment_picture_is_named_and_the_deck_stays_safe(
         "labelled QH reads as 7C" in line for line in suspect.info["calibration_suspect_labels"]
     ), suspect.info
     assert suspect.threshold > clean.threshold
+
+
+class _CornersRead(Recogniser):
+    """A recogniser whose corners read as given: the decision rules without pixels."""
+
+    def __init__(self, *reads: tuple[str, float], threshold: float = 0.99) -> None:
+        super().__init__(threshold=threshold)
+        self.read = np.full((len(reads), len(ALL_FACES)), 1e-4)
+        for corner, (card, probability) in enumerate(reads):
+            self.read[corner, ALL_FACES.index(parse_card(card))] = probability
+
+    def face_probabilities(self, image: np.ndarray) -> np.ndarray:
+        return self.read
+
+
+def test_two_index_corners_that_disagree_abstain() -> None:
+    # Plastic's 2C on the third fresh set: one corner read 2C at 0.954, the other 2S at
+    # 0.998. The score margin (odds 20 times) alone let 2S through.
+    recogniser = _CornersRead(("2C", 0.954), ("2S", 0.998))
+    scores = noisy_or(recogniser.read)
+    assert not is_ambiguous(float(scores.max()), float(np.sort(scores)[-2]))
+    best, runner_up = ALL_FACES.index(parse_card("2S")), ALL_FACES.index(parse_card("2C"))
+    assert is_standoff(recogniser.read, best, runner_up)
+    result = recogniser.recognise(np.zeros((8, 8, 3), np.uint8))
+    assert (result.card, result.reason, result.best) == (None, "ambiguous", parse_card("2S"))
+
+
+def test_two_agreeing_corners_outvote_a_third() -> None:
+    # A pip corner that resembles another index must not veto two index corners that agree.
+    recogniser = _CornersRead(("2S", 0.99), ("2S", 0.98), ("2C", 0.95))
+    assert recogniser.recognise(np.zeros((8, 8, 3), np.uint8)).card == parse_card("2S")
+
+
+def test_a_corner_half_reading_another_card_is_no_standoff() -> None:
+    recogniser = _CornersRead(("2S", 0.999), ("2C", 0.6))
+    assert recogniser.recognise(np.zeros((8, 8, 3), np.uint8)).card == parse_card("2S")
