@@ -272,7 +272,7 @@ def _calibrate(
     2,000 other pictures then gave one (2C read as 2S at 0.9946, docs/vision.md)."""
     import numpy as np
 
-    from vision.recognise import face_probabilities_from, is_ambiguous, is_standoff, noisy_or
+    from vision.recognise import face_probabilities_from, is_ambiguous, noisy_or
 
     # Each card's pictures are dealt round the folds in turn, so every fold's heads have seen
     # every card (a card missing from a fold would be misread there for want of examples,
@@ -293,14 +293,13 @@ def _calibrate(
         heads = fine_tune(generic, features, ranks, suits)
         for picture in score_on:
             rank, suit = heads.probabilities(picture.features)
-            probabilities = face_probabilities_from(rank, suit)
-            scores = noisy_or(probabilities)
+            scores = noisy_or(face_probabilities_from(rank, suit))
             order = np.argsort(scores)[::-1]
-            best, runner_up = int(order[0]), int(order[1])
-            if is_ambiguous(float(scores[best]), float(scores[runner_up])) or is_standoff(
-                probabilities, best, runner_up
-            ):
+            if is_ambiguous(float(scores[order[0]]), float(scores[order[1]])):
                 continue  # abstains whatever the threshold
+            # A reading whose corners disagree (is_standoff) abstains too, but is not
+            # skipped: when the face it scores best is wrong, a corner read a wrong card
+            # confidently, and with the other corner hidden the deck would answer it.
             read_as = ALL_FACES[int(order[0])]
             outcomes.append((float(scores[order[0]]), read_as == picture.card))
             if read_as != picture.card and scores[order[0]] >= SUSPECT_LABEL_SCORE:

@@ -168,7 +168,7 @@ def _candidates_of_contour(
         # A long detour (a gap between two outlines, a hand) is no corner.
         if skipped and detour <= 1.5 * short_edge and edge_length[after] >= short_edge:
             pairs.append((before, after, skipped))
-    candidates: list[CornerCandidate] = []
+    found: list[tuple[np.ndarray, np.ndarray, bool, CornerCandidate]] = []
     for before, after, skipped in pairs:
         corner = _intersect(lines[before], lines[after])
         if corner is None:
@@ -209,15 +209,32 @@ def _candidates_of_contour(
         else:
             x_axis, y_axis, length_x, length_y = b, a, length_next, length_previous
         card_width = max(length_x, length_y / CARD_ASPECT)
-        candidates.append(
-            CornerCandidate(
-                point=(float(corner[0]) * scale, float(corner[1]) * scale),
-                x_axis=(float(x_axis[0]), float(x_axis[1])),
-                y_axis=(float(y_axis[0]), float(y_axis[1])),
-                card_width=card_width * scale,
-            )
+        candidate = CornerCandidate(
+            point=(float(corner[0]) * scale, float(corner[1]) * scale),
+            x_axis=(float(x_axis[0]), float(x_axis[1])),
+            y_axis=(float(y_axis[0]), float(y_axis[1])),
+            card_width=card_width * scale,
         )
-    return candidates
+        found.append((corner, x_axis, bool(skipped), candidate))
+    # One physical corner must give one candidate: two would count as two corners agreeing
+    # (noisy-OR, and the camera's one-corner rule). A vertex of a rounded corner's chamfer
+    # can pass as a corner too; the long edges' meeting point is the better of the two.
+    kept: list[tuple[np.ndarray, np.ndarray, bool, CornerCandidate]] = []
+    for corner, x_axis, across_short, candidate in found:
+        twin = next(
+            (
+                k
+                for k, (other, other_x, _, _) in enumerate(kept)
+                if np.linalg.norm(other - corner) < 0.1 * math.sqrt(area)
+                and float(other_x @ x_axis) > 0.9
+            ),
+            None,
+        )
+        if twin is None:
+            kept.append((corner, x_axis, across_short, candidate))
+        elif across_short and not kept[twin][2]:
+            kept[twin] = (corner, x_axis, across_short, candidate)
+    return [candidate for _, _, _, candidate in kept]
 
 
 def find_corners(image: np.ndarray) -> list[CornerCandidate]:

@@ -100,16 +100,20 @@ def is_ambiguous(best: float, runner_up: float) -> bool:
     return runner_up >= CONFLICT_SCORE and _log_odds(best) - _log_odds(runner_up) < CONFLICT_MARGIN
 
 
-def is_standoff(probabilities: np.ndarray, best: int, runner_up: int) -> bool:
-    """From (candidates, 52) corner probabilities: a corner reads ``runner_up`` at
-    :data:`STANDOFF_CORNER` or more, and no more corners read ``best`` (at 0.5 or more) than
-    read ``runner_up``: one corner against another, which no margin in scores can settle."""
+def is_standoff(probabilities: np.ndarray, best: int) -> bool:
+    """From (candidates, 52) corner probabilities: a corner reads another face than ``best``
+    at :data:`STANDOFF_CORNER` or more, and no more corners read ``best`` (at 0.5 or more)
+    than read that face: one corner against another, which no margin in scores can settle.
+    Any other face, not only the runner-up by score: two weaker corners of a third face may
+    outscore the confident one."""
+    import numpy as np
+
     if not len(probabilities):
         return False
-    if float(probabilities[:, runner_up].max()) < STANDOFF_CORNER:
-        return False
-    best_corners = int((probabilities[:, best] >= CONFLICT_SCORE).sum())
-    return best_corners <= int((probabilities[:, runner_up] >= CONFLICT_SCORE).sum())
+    supporters = (probabilities >= CONFLICT_SCORE).sum(axis=0)
+    confident = probabilities.max(axis=0) >= STANDOFF_CORNER
+    confident[best] = False
+    return bool(np.any(confident & (supporters >= supporters[best])))
 
 
 def face_probabilities_from(rank: np.ndarray, suit: np.ndarray) -> np.ndarray:
@@ -123,7 +127,9 @@ class Recognition:
 
     card: Card | None
     confidence: float  # the best face's score, 0..1 (also when abstaining)
-    reason: str  # "recognised", "no card found", "below threshold", "ambiguous"
+    # "recognised", "no card found", "ambiguous", "corners disagree", "below threshold",
+    # "below threshold for one corner"
+    reason: str
     best: Card | None = None  # the best face even when abstaining, for diagnostics
     corners: int = 0
     scores: np.ndarray | None = field(default=None, repr=False)  # (52,) per face
@@ -206,7 +212,7 @@ class Recogniser:
         ``strongest`` the best single candidate's probability of it; None when unknown (the
         single-corner threshold is then not applied). An answer from one corner is judged by
         that corner alone: weak candidates must not lift it over the bar by noisy-OR.
-        ``standoff`` (see :func:`is_standoff`) makes the answer ambiguous."""
+        ``standoff`` (see :func:`is_standoff`): the corners disagree, no answer."""
         import numpy as np
 
         order = np.argsort(scores)[::-1]
@@ -217,8 +223,10 @@ class Recogniser:
         if not math.isfinite(confidence) or confidence <= 0.0:
             # Not finite only from broken heads: every comparison below would be false.
             reason = "no card found"
-        elif standoff or is_ambiguous(confidence, float(scores[runner_up])):
+        elif is_ambiguous(confidence, float(scores[runner_up])):
             reason = "ambiguous"
+        elif standoff:
+            reason = "corners disagree"
         elif confidence < self.threshold:
             reason = "below threshold"
         elif (
@@ -253,8 +261,7 @@ class Recogniser:
                 combined += noisy_or(probabilities)
         if corners == 0:
             return Recognition(None, 0.0, "no card found", None, 0, combined)
-        order = np.argsort(combined)[::-1]
-        best, runner_up = int(order[0]), int(order[1])
+        best = int(np.argsort(combined)[::-1][0])  # as decide() orders them
         # Two corners agree if they do in any one frame (the frames show the same card).
         supporting = max(
             (int((frame[:, best] >= 0.5).sum()) for frame in per_frame if len(frame)), default=0
@@ -262,5 +269,5 @@ class Recogniser:
         # The best single corner's probability, averaged over the frames as the scores are.
         strongest = sum(float(frame[:, best].max()) for frame in per_frame if len(frame))
         count = max(len(images), 1)
-        standoff = any(is_standoff(frame, best, runner_up) for frame in per_frame)
+        standoff = any(is_standoff(frame, best) for frame in per_frame)
         return self.decide(combined / count, corners, supporting, strongest / count, standoff)

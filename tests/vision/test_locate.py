@@ -112,3 +112,19 @@ def test_an_index_printed_into_the_edge_does_not_hide_its_corner(angle: float) -
         ink = corner + inward * 0.06
         cv2.ellipse(image, (int(ink[0]), int(ink[1])), (14, 14), 0, 0, 360, (30, 30, 120), -1)
     assert all(_found_near(sharp, image, 160))
+
+
+@pytest.mark.parametrize("radius", [0.1, 0.13, 0.16, 0.19, 0.22])
+def test_one_corner_gives_one_candidate(radius: float) -> None:
+    # A rounded corner's chamfer vertex may itself pass as a corner beside the long edges'
+    # meeting point; two candidates there would count as two index corners agreeing.
+    for angle in range(0, 90, 7):
+        image = np.full((360, 360, 3), FELT_GREEN, np.uint8)
+        outline, _sharp = _card_outline((180, 180), 150, radius * 150, float(angle))
+        cv2.fillPoly(image, [np.round(outline).astype(np.int32)], (235, 240, 240))
+        candidates = find_corners(image)
+        for i, first in enumerate(candidates):
+            for second in candidates[i + 1 :]:
+                near = np.linalg.norm(np.array(first.point) - np.array(second.point)) < 0.15 * 150
+                aligned = float(np.array(first.x_axis) @ np.array(second.x_axis)) > 0.9
+                assert not (near and aligned), (angle, first, second)

@@ -320,10 +320,9 @@ def test_two_index_corners_that_disagree_abstain() -> None:
     recogniser = _CornersRead(("2C", 0.954), ("2S", 0.998))
     scores = noisy_or(recogniser.read)
     assert not is_ambiguous(float(scores.max()), float(np.sort(scores)[-2]))
-    best, runner_up = ALL_FACES.index(parse_card("2S")), ALL_FACES.index(parse_card("2C"))
-    assert is_standoff(recogniser.read, best, runner_up)
+    assert is_standoff(recogniser.read, ALL_FACES.index(parse_card("2S")))
     result = recogniser.recognise(np.zeros((8, 8, 3), np.uint8))
-    assert (result.card, result.reason, result.best) == (None, "ambiguous", parse_card("2S"))
+    assert (result.card, result.reason, result.best) == (None, "corners disagree", parse_card("2S"))
 
 
 def test_two_agreeing_corners_outvote_a_third() -> None:
@@ -334,4 +333,17 @@ def test_two_agreeing_corners_outvote_a_third() -> None:
 
 def test_a_corner_half_reading_another_card_is_no_standoff() -> None:
     recogniser = _CornersRead(("2S", 0.999), ("2C", 0.6))
+    assert recogniser.recognise(np.zeros((8, 8, 3), np.uint8)).card == parse_card("2S")
+
+
+def test_a_confident_corner_of_a_third_face_is_a_disagreement_too() -> None:
+    # The runner-up by score (two weaker corners) is not the face the confident corner
+    # reads: that corner still stands against the best face's one corner.
+    recogniser = _CornersRead(("KH", 0.9995), ("QH", 0.75), ("QH", 0.75), ("KD", 0.92))
+    result = recogniser.recognise(np.zeros((8, 8, 3), np.uint8))
+    assert (result.card, result.reason) == (None, "corners disagree")
+
+
+def test_a_corner_just_below_the_standoff_level_does_not_veto() -> None:
+    recogniser = _CornersRead(("2S", 0.9995), ("2C", 0.89))
     assert recogniser.recognise(np.zeros((8, 8, 3), np.uint8)).card == parse_card("2S")
