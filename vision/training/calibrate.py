@@ -22,6 +22,7 @@ import numpy as np
 from controller.games.cards import ALL_FACES
 from vision.designs import family_of
 from vision.evaluate import evaluate
+from vision.locate import LOCATOR_REVISION
 from vision.recognise import Recogniser
 from vision.synth import render_scene
 
@@ -93,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
                 "margin_log_odds": args.margin,
                 "correct_at_threshold": kept / max(report.total, 1),
                 "wrong_without_threshold": report.wrong,
+                "locator_revision": LOCATOR_REVISION,
             },
         }
     )
