@@ -272,7 +272,7 @@ def _calibrate(
     2,000 other pictures then gave one (2C read as 2S at 0.9946, docs/vision.md)."""
     import numpy as np
 
-    from vision.recognise import face_probabilities_from, is_ambiguous, noisy_or
+    from vision.recognise import face_probabilities_from, is_ambiguous, is_standoff, noisy_or
 
     # Each card's pictures are dealt round the folds in turn, so every fold's heads have seen
     # every card (a card missing from a fold would be misread there for want of examples,
@@ -282,7 +282,7 @@ def _calibrate(
     for picture in pictures:
         folds.append(seen.get(picture.card, 0) % _CALIBRATION_FOLDS)
         seen[picture.card] = seen.get(picture.card, 0) + 1
-    outcomes: list[tuple[float, bool]] = []
+    outcomes: list[tuple[float, bool, bool]] = []  # score, right, answered at a threshold
     suspects: list[tuple[float, Card, Card]] = []
     for fold in range(_CALIBRATION_FOLDS):
         fit_on = [p for p, f in zip(pictures, folds, strict=True) if f != fold]
@@ -293,7 +293,8 @@ def _calibrate(
         heads = fine_tune(generic, features, ranks, suits)
         for picture in score_on:
             rank, suit = heads.probabilities(picture.features)
-            scores = noisy_or(face_probabilities_from(rank, suit))
+            probabilities = face_probabilities_from(rank, suit)
+            scores = noisy_or(probabilities)
             order = np.argsort(scores)[::-1]
             if is_ambiguous(float(scores[order[0]]), float(scores[order[1]])):
                 continue  # abstains whatever the threshold
@@ -301,15 +302,16 @@ def _calibrate(
             # skipped: when the face it scores best is wrong, a corner read a wrong card
             # confidently, and with the other corner hidden the deck would answer it.
             read_as = ALL_FACES[int(order[0])]
-            outcomes.append((float(scores[order[0]]), read_as == picture.card))
+            answers = not is_standoff(probabilities, int(order[0]))
+            outcomes.append((float(scores[order[0]]), read_as == picture.card, answers))
             if read_as != picture.card and scores[order[0]] >= SUSPECT_LABEL_SCORE:
                 suspects.append((float(scores[order[0]]), picture.card, read_as))
-    wrong = [score for score, right in outcomes if not right]
+    wrong = [score for score, right, _ in outcomes if not right]
     worst = max(wrong, default=0.0)
     clipped = min(max(worst, 1e-12), 1 - 1e-12)
     threshold = 1.0 / (1.0 + math.exp(-(math.log(clipped / (1 - clipped)) + margin)))
     threshold = max(minimum, threshold)
-    kept = sum(1 for score, right in outcomes if right and score >= threshold)
+    kept = sum(1 for score, right, answers in outcomes if right and answers and score >= threshold)
     return threshold, {
         "calibration_pictures": len(pictures),
         "calibration_wrong_without_threshold": len(wrong),

@@ -27,8 +27,9 @@ class EvalReport:
     wrong_answers: list[tuple[str, str, str, float]] = field(default_factory=list)
     # (name, truth, answer, confidence); the best guess and score of every abstention:
     abstentions: list[tuple[str, str, str, float, str]] = field(default_factory=list)
-    # Scores of every image's best face, with whether that face was right: for calibration.
-    best_scores: list[tuple[float, bool, bool]] = field(default_factory=list)
+    # Every image's best face: (score, whether it was right, the recogniser's reason), for
+    # calibration (run with threshold 0, an answer's reason is "recognised").
+    best_scores: list[tuple[float, bool, str]] = field(default_factory=list)
 
     @property
     def accuracy(self) -> float:
@@ -71,7 +72,7 @@ def evaluate(
         report.milliseconds.append((time.perf_counter() - started) * 1000.0)
         report.total += 1
         best_right = result.best == truth
-        report.best_scores.append((result.confidence, best_right, result.reason == "ambiguous"))
+        report.best_scores.append((result.confidence, best_right, result.reason))
         if result.card is None:
             report.abstained += 1
             report.abstentions.append(

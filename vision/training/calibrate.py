@@ -51,10 +51,12 @@ def scenes(designs: list[str], count: int, seed: int):  # type: ignore[no-untype
 
 
 def choose_threshold(
-    best_scores: list[tuple[float, bool, bool]], margin: float
+    best_scores: list[tuple[float, bool, str]], margin: float
 ) -> tuple[float, float]:
-    """(threshold, highest wrong score) from (score, right, ambiguous) per image."""
-    wrong = [score for score, right, ambiguous in best_scores if not right and not ambiguous]
+    """(threshold, highest wrong score) from (score, right, reason) per image. An ambiguous
+    reading abstains whatever the threshold; one whose corners disagree abstains too, but
+    counts: with one corner hidden it would be answered."""
+    wrong = [score for score, right, reason in best_scores if not right and reason != "ambiguous"]
     worst = max(wrong, default=0.0)
     return max(MINIMUM_THRESHOLD, _sigmoid(_logit(worst) + margin)), worst
 
@@ -82,7 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     recogniser = Recogniser(args.model, threshold=0.0)
     report = evaluate(recogniser, scenes(args.designs, args.count, args.seed))
     threshold, worst = choose_threshold(report.best_scores, args.margin)
-    kept = sum(1 for score, right, ambiguous in report.best_scores if score >= threshold and right)
+    kept = sum(
+        1
+        for score, right, reason in report.best_scores
+        if score >= threshold and right and reason == "recognised"
+    )
     settings.update(
         {
             "threshold": threshold,
