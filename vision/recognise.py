@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 CONFLICT_SCORE: Final = 0.5
 CONFLICT_MARGIN: Final = math.log(20.0)
 # The margin lets more corners outvote fewer, never one corner another: when a corner reads
-# the second face this confidently and the best face has no more corners behind it, the two
+# another face this confidently and the best face has no more corners behind it, the two
 # index corners of one card disagree, and the network's confidence cannot say which is right
 # (plastic's 2C, its corners reading 2C at 0.954 and 2S at 0.998, scored 2S at 0.998 and
 # passed its deck's threshold of 0.9954; docs/vision.md).
@@ -264,7 +264,8 @@ class Recogniser:
         best = int(np.argsort(combined)[::-1][0])  # as decide() orders them
         # Two corners agree if they do in any one frame (the frames show the same card).
         supporting = max(
-            (int((frame[:, best] >= 0.5).sum()) for frame in per_frame if len(frame)), default=0
+            (int((frame[:, best] >= CONFLICT_SCORE).sum()) for frame in per_frame if len(frame)),
+            default=0,
         )
         # The best single corner's probability, averaged over the frames as the scores are.
         strongest = sum(float(frame[:, best].max()) for frame in per_frame if len(frame))
