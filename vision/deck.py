@@ -192,6 +192,31 @@ class EnrolledDeck:
                 f"heads over {self.heads.inputs} values, but the deck's features have {expected}"
             )
 
+    @property
+    def locator_revision(self) -> int | None:
+        """The locator revision the deck was enrolled and calibrated with; None for a deck
+        enrolled before it was recorded (revisions 1 and 2)."""
+        value = self.info.get("locator_revision")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def stale_locator_warning(self) -> str | None:
+        """What to tell the engineer when the deck was calibrated with another locator, or
+        None. Such a deck still reads (one enrolled with revision 1 read better with revision
+        3), so it is not refused; but its threshold was set on the corner candidates that
+        locator found, and a new locator finds corners its calibration never saw (plastic's
+        covered AC, read as AS at 0.9998 under revision 2: docs/vision.md)."""
+        from vision.locate import LOCATOR_REVISION
+
+        enrolled_with = self.locator_revision
+        if enrolled_with == LOCATOR_REVISION:
+            return None
+        was = "an older one" if enrolled_with is None else f"revision {enrolled_with}"
+        return (
+            f"the deck was enrolled with {was} of the corner locator and this is revision "
+            f"{LOCATOR_REVISION}: its threshold was calibrated on other corners; enrol the "
+            "deck again"
+        )
+
     def features(self, embedding: np.ndarray, patches: np.ndarray) -> np.ndarray:
         """The heads' input for corners with these embeddings and uint8 BGR patches."""
         return heads_input(embedding, patches, self.appearance_weight)

@@ -8,6 +8,7 @@ Accuracy bounds are those of issue 5 on smaller samples (the 2,000-image figures
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -16,9 +17,11 @@ import pytest
 from controller.cli import main
 from controller.errors import ConfigurationError
 from controller.games.cards import ALL_FACES, parse_card
+from vision.deck import EnrolledDeck
 from vision.designs import FAMILIES, HOLDOUT_FOLDS, family_of
 from vision.enrol import APPEARANCE_WEIGHT, enrol
 from vision.evaluate import EvalReport, evaluate
+from vision.locate import LOCATOR_REVISION
 from vision.model import DEFAULT_MODEL, load_settings
 from vision.recognise import Recogniser, is_ambiguous, is_standoff, noisy_or
 from vision.synth import render_scene, write_dataset
@@ -230,13 +233,59 @@ def test_bad_image_is_a_configuration_error(recogniser: Recogniser) -> None:
         recogniser.recognise(np.zeros((50, 50), np.uint8))
 
 
-def test_deck_made_with_another_model_is_refused(recogniser: Recogniser) -> None:
+@pytest.fixture(scope="module")
+def small_deck(recogniser: Recogniser) -> EnrolledDeck:
+    """A deck enrolled from one picture of each card: too few to read well, enough to be a
+    deck of this model and this locator."""
     enrolment = ((card, image) for _name, card, image in _scenes("tango", 52, seed=3))
-    deck = enrol(recogniser.classifier, enrolment)
-    from dataclasses import replace
+    return enrol(recogniser.classifier, enrolment)
 
+
+def test_deck_made_with_another_model_is_refused(small_deck: EnrolledDeck) -> None:
     with pytest.raises(ConfigurationError, match="another vision model"):
-        Recogniser(deck=replace(deck, model_digest="0" * 64))
+        Recogniser(deck=replace(small_deck, model_digest="0" * 64))
+
+
+def test_a_deck_calibrated_with_another_locator_is_read_with_a_warning(
+    small_deck: EnrolledDeck,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from controller.camera_reader import ReaderConfig, load_recogniser
+
+    assert small_deck.locator_revision == LOCATOR_REVISION
+    assert small_deck.stale_locator_warning() is None
+    current, older = tmp_path / "current.npz", tmp_path / "older.npz"
+    small_deck.save(current)
+    # A deck enrolled before the revision was recorded (revisions 1 and 2).
+    info = {key: value for key, value in small_deck.info.items() if key != "locator_revision"}
+    replace(small_deck, info=info).save(older)
+    images = tmp_path / "images"
+    write_dataset(images, "kde-standard", 1, seed=12)
+
+    assert main(["vision", "eval", str(images), "--deck", str(current)]) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert main(["vision", "eval", str(images), "--deck", str(older)]) == 0
+    err = capsys.readouterr().err
+    assert f"warning: {older}: the deck was enrolled with an older one" in err
+    assert f"this is revision {LOCATOR_REVISION}" in err and "enrol the deck again" in err
+
+    # The camera reader still reads with it, and says so in the log.
+    with caplog.at_level("WARNING", logger="controller.camera_reader"):
+        assert load_recogniser(ReaderConfig(deck=current)).deck is not None
+        assert not caplog.records
+        assert load_recogniser(ReaderConfig(deck=older)).deck is not None
+    assert [record.getMessage() for record in caplog.records] == [
+        f"camera deck {older}: {replace(small_deck, info=info).stale_locator_warning()}"
+    ]
+    earlier = replace(small_deck, info={**info, "locator_revision": LOCATOR_REVISION - 1})
+    assert f"revision {LOCATOR_REVISION - 1} of the corner locator" in str(
+        earlier.stale_locator_warning()
+    )
+    # Only a whole number is a revision: a hand-edited true or "3" is not.
+    for odd in (True, "3", 3.0):
+        assert replace(small_deck, info={**info, "locator_revision": odd}).locator_revision is None
 
 
 def test_cli_classify_json_and_eval(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
