@@ -272,7 +272,13 @@ def _calibrate(
     2,000 other pictures then gave one (2C read as 2S at 0.9946, docs/vision.md)."""
     import numpy as np
 
-    from vision.recognise import face_probabilities_from, is_ambiguous, is_standoff, noisy_or
+    from vision.recognise import (
+        face_probabilities_from,
+        is_ambiguous,
+        is_standoff,
+        noisy_or,
+        threshold_above,
+    )
 
     # Each card's pictures are dealt round the folds in turn, so every fold's heads have seen
     # every card (a card missing from a fold would be misread there for want of examples,
@@ -308,9 +314,7 @@ def _calibrate(
                 suspects.append((float(scores[order[0]]), picture.card, read_as))
     wrong = [score for score, right, _ in outcomes if not right]
     worst = max(wrong, default=0.0)
-    clipped = min(max(worst, 1e-12), 1 - 1e-12)
-    threshold = 1.0 / (1.0 + math.exp(-(math.log(clipped / (1 - clipped)) + margin)))
-    threshold = max(minimum, threshold)
+    threshold = threshold_above(worst, margin, minimum)
     kept = sum(1 for score, right, answers in outcomes if right and answers and score >= threshold)
     return threshold, {
         "calibration_pictures": len(pictures),

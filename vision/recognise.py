@@ -94,6 +94,16 @@ def noisy_or(probabilities: np.ndarray) -> np.ndarray:
     return 1.0 - np.prod(1.0 - probabilities, axis=0)
 
 
+def threshold_above(worst_wrong: float, margin: float, minimum: float) -> float:
+    """A calibrated threshold: ``margin`` log-odds above the highest score a wrong reading
+    reached in calibration, and never below ``minimum`` (a calibration that met no wrong
+    reading says nothing about the ones it never saw). The generic model's calibration and
+    an enrolled deck's both set their threshold so."""
+    clipped = min(max(worst_wrong, 1e-12), 1.0 - 1e-12)
+    above = math.log(clipped / (1.0 - clipped)) + margin
+    return max(minimum, 1.0 / (1.0 + math.exp(-above)))
+
+
 def is_ambiguous(best: float, runner_up: float) -> bool:
     """A second face is supported (score 0.5 or more) and not far less than the best one
     (within :data:`CONFLICT_MARGIN` log-odds): two cards may be in view, or one is misread."""

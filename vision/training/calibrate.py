@@ -23,7 +23,7 @@ from controller.games.cards import ALL_FACES
 from vision.designs import family_of
 from vision.evaluate import evaluate
 from vision.locate import LOCATOR_REVISION
-from vision.recognise import Recogniser
+from vision.recognise import Recogniser, threshold_above
 from vision.synth import render_scene
 
 # Log-odds added above the highest-scoring wrong answer: odds 20 times those of the worst
@@ -31,15 +31,6 @@ from vision.synth import render_scene
 DEFAULT_MARGIN = math.log(20.0)
 # Never accept an answer the model itself rates below this, whatever calibration found.
 MINIMUM_THRESHOLD = 0.9
-
-
-def _logit(p: float) -> float:
-    p = min(max(p, 1e-12), 1 - 1e-12)
-    return math.log(p / (1 - p))
-
-
-def _sigmoid(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-x))
 
 
 def scenes(designs: list[str], count: int, seed: int):  # type: ignore[no-untyped-def]
@@ -58,7 +49,7 @@ def choose_threshold(
     counts: with one corner hidden it would be answered."""
     wrong = [score for score, right, reason in best_scores if not right and reason != "ambiguous"]
     worst = max(wrong, default=0.0)
-    return max(MINIMUM_THRESHOLD, _sigmoid(_logit(worst) + margin)), worst
+    return threshold_above(worst, margin, MINIMUM_THRESHOLD), worst
 
 
 def main(argv: list[str] | None = None) -> int:
