@@ -25,7 +25,7 @@ import math
 import os
 import secrets
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -34,11 +34,9 @@ from controller.errors import ConfigurationError
 if TYPE_CHECKING:
     import numpy as np
 
-# Version 3 added the appearance thumbnail, version 4 the deck's own index templates and
-# the resemblance floor; version 2 decks (embedding only) and version 3 still load.
-FORMAT_VERSION: Final = 4
-_READABLE_FORMATS: Final = frozenset({2, 3, 4})
-_READABLE_FORMATS_TEXT: Final = "2, 3 or 4"
+# Version 3 added the appearance thumbnail; version 2 decks (embedding only) still load.
+FORMAT_VERSION: Final = 3
+_READABLE_FORMATS: Final = frozenset({2, 3})
 EMBEDDING_SIZE: Final = 64
 # The thumbnail of a 32 x 52 corner patch: fine enough to show an index's strokes, coarse
 # enough that the locator's placement error (a pixel or two of the patch) blurs into it.
@@ -48,7 +46,6 @@ APPEARANCE_SIZE: Final = APPEARANCE_WIDTH * APPEARANCE_HEIGHT
 RANK_CLASSES: Final = 14  # 13 ranks, then "no index"
 SUIT_CLASSES: Final = 4
 NO_INDEX_CLASS: Final = 13
-FACES: Final = 52
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
@@ -177,13 +174,6 @@ class EnrolledDeck:
     threshold: float
     info: dict[str, object]
     appearance_weight: float = 0.0
-    # (52, APPEARANCE_SIZE): each face's mean index thumbnail over the enrolment pictures,
-    # unit length; None before format 4.
-    templates: np.ndarray | None = field(default=None, compare=False)
-    # An answer's corners must resemble the deck's own index of the card at least this much
-    # (see vision.recognise.resemblance); None: no such test (format 3 and before, or a deck
-    # whose calibration gained nothing by it).
-    resemblance_floor: float | None = None
 
     def __post_init__(self) -> None:
         import numpy as np
@@ -201,40 +191,6 @@ class EnrolledDeck:
             raise ValueError(
                 f"heads over {self.heads.inputs} values, but the deck's features have {expected}"
             )
-        if self.templates is not None:
-            if not self.appearance_weight:
-                raise ValueError("templates in a deck whose heads read no thumbnail")
-            if self.templates.shape != (FACES, APPEARANCE_SIZE):
-                raise ValueError(f"templates of shape {self.templates.shape}")
-            if not np.isfinite(self.templates).all():
-                raise ValueError("templates that are not finite numbers")
-        if self.resemblance_floor is not None and (
-            self.templates is None
-            or not (math.isfinite(self.resemblance_floor) and -1.0 <= self.resemblance_floor <= 1.0)
-        ):
-            raise ValueError(
-                f"resemblance floor {self.resemblance_floor!r} without templates or out of range"
-            )
-
-    def calibration_summary(self) -> str:
-        """One line for the engineer: what the deck's own calibration found and chose."""
-        info = self.info
-        if "calibration" in info:
-            return f"calibration: {info['calibration']}"
-        line = (
-            f"calibration: {info.get('calibration_pictures')} pictures cross-fitted, "
-            f"{info.get('calibration_wrong_without_threshold')} wrong without a threshold "
-            f"(highest wrong score {float(info.get('calibration_highest_wrong_score', 0.0)):.6f}), "
-            f"{float(info.get('calibration_correct_at_threshold', 0.0)):.2%} correct at the "
-            "threshold"
-        )
-        if self.resemblance_floor is not None:
-            line += (
-                f" with a resemblance floor of {self.resemblance_floor:.3f}, which stops wrong "
-                "readings whose corners look unlike the deck's card (without it: "
-                f"{float(info.get('calibration_correct_without_floor', 0.0)):.2%} correct)"
-            )
-        return line
 
     @property
     def locator_revision(self) -> int | None:
@@ -271,30 +227,6 @@ class EnrolledDeck:
         """(rank (N, 14), suit (N, 4)) probabilities of N corners."""
         return self.heads.probabilities(self.features(embedding, patches))
 
-    def read(
-        self, embedding: np.ndarray, patches: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """(rank (N, 14), suit (N, 4), resemblance (N, 52) or None) of N corners; the
-        resemblance of a corner to a face is the cosine between its thumbnail and the face's
-        template (None for a deck without templates). One thumbnail per corner for both."""
-        import numpy as np
-
-        if not self.appearance_weight:
-            rank, suit = self.heads.probabilities(np.asarray(embedding, np.float32))
-            return rank, suit, None
-        thumbnails = appearance(patches)
-        features = np.concatenate(
-            [
-                np.asarray(embedding, np.float32),
-                thumbnails * np.float32(self.appearance_weight),
-            ],
-            axis=1,
-        )
-        rank, suit = self.heads.probabilities(features)
-        if self.templates is None:
-            return rank, suit, None
-        return rank, suit, thumbnails @ self.templates.T
-
     def save(self, path: Path) -> None:
         """Write the deck to ``path``, all of it or nothing.
 
@@ -310,12 +242,8 @@ class EnrolledDeck:
             "model_digest": self.model_digest,
             "threshold": self.threshold,
             "appearance_weight": float(self.appearance_weight),
-            "resemblance_floor": self.resemblance_floor,
             "info": self.info,
         }
-        arrays = self.heads.arrays()
-        if self.templates is not None:
-            arrays["templates"] = self.templates
         # A name of its own, so two saves to one path cannot write into each other's file;
         # os.open with 0o666 gives the file the usual permissions (the umask's), where
         # tempfile.mkstemp's 0o600 would hide the deck from a daemon running as another user.
@@ -323,7 +251,7 @@ class EnrolledDeck:
         try:
             descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
             with os.fdopen(descriptor, "wb") as handle:
-                np.savez(handle, meta=np.array(json.dumps(meta)), **arrays)
+                np.savez(handle, meta=np.array(json.dumps(meta)), **self.heads.arrays())
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(partial, path)
@@ -341,7 +269,7 @@ class EnrolledDeck:
                 if meta.get("format") not in _READABLE_FORMATS:
                     raise ConfigurationError(
                         f"enrolled deck {path} has format {meta.get('format')!r}, "
-                        f"expected {_READABLE_FORMATS_TEXT}: "
+                        f"expected {' or '.join(map(str, sorted(_READABLE_FORMATS)))}: "
                         "enrol the deck again"
                     )
                 return cls(
@@ -350,16 +278,6 @@ class EnrolledDeck:
                     threshold=float(meta["threshold"]),
                     info=dict(meta.get("info", {})),
                     appearance_weight=float(meta.get("appearance_weight", 0.0)),
-                    templates=(
-                        np.asarray(data["templates"], np.float32)
-                        if "templates" in data.files
-                        else None
-                    ),
-                    resemblance_floor=(
-                        None
-                        if meta.get("resemblance_floor") is None
-                        else float(meta["resemblance_floor"])
-                    ),
                 )
         except FileNotFoundError as error:
             raise ConfigurationError(f"enrolled deck {path} not found") from error

@@ -25,13 +25,12 @@ from typing import TYPE_CHECKING, Final
 from controller.errors import ConfigurationError
 from controller.games.cards import ALL_FACES, RANKS, SUITS, Card, parse_card
 from vision.deck import (
-    APPEARANCE_SIZE,
     NO_INDEX_CLASS,
     RANK_CLASSES,
     SUIT_CLASSES,
     EnrolledDeck,
     Heads,
-    appearance,
+    heads_input,
 )
 from vision.locate import LOCATOR_REVISION, cut_patch, find_corners, normalise_patches
 from vision.model import CornerClassifier
@@ -57,12 +56,6 @@ ENROLLED_MARGIN: Final = math.log(200.0)
 # hidden) in 2,000 pictures. 0.95 was chosen on those 2,000 and checked on 2,000 others
 # (docs/vision.md): the margin above a wrong answer nobody saw is a guess, not a bound.
 ENROLLED_MINIMUM_THRESHOLD: Final = 0.95
-# The resemblance floors tried (vision.recognise.resemblance): each turns away this share of
-# the calibration's right readings, the corners that look least like the deck's index of
-# their card. A floor pays when it stops the wrong readings that set the threshold: those
-# come from an index half hidden under a hand or a neighbouring card, which resembles no
-# card of the deck much. Chosen before measuring, and kept per deck by its own calibration.
-RESEMBLANCE_SHARES: Final = (0.005, 0.01, 0.02)
 # A picture that heads fitted on the others read as another card at least this surely is
 # often mislabelled (a card not swapped before its picture was taken, a misnamed file), but
 # not always: a correctly named bellot 8H read as TH at 0.9989 (the network confuses that
@@ -129,7 +122,6 @@ class _Picture:
     features: np.ndarray  # (candidates, heads' inputs): embedding, then weighted thumbnail
     ranks: np.ndarray  # (candidates,) rank label 0..13 per candidate, -1 = left out
     suits: np.ndarray  # (candidates,) suit label 0..3, -1 = none or left out
-    thumbnails: np.ndarray | None  # (candidates, APPEARANCE_SIZE); None at weight 0
 
 
 def _read_picture(
@@ -163,28 +155,8 @@ def _read_picture(
     for i in index_corners:
         ranks[i] = RANKS.index(card.rank)
         suits[i] = SUITS.index(card.suit)
-    embedding = np.asarray(prediction.embedding, np.float32)
-    if not appearance_weight:
-        return _Picture(card, embedding, ranks, suits, None)
-    # As vision.deck.heads_input makes them, keeping the thumbnails for the templates.
-    thumbnails = appearance(patches)
-    features = np.concatenate([embedding, thumbnails * np.float32(appearance_weight)], axis=1)
-    return _Picture(card, features, ranks, suits, thumbnails)
-
-
-def _templates(pictures: list[_Picture]) -> np.ndarray | None:
-    """(52, APPEARANCE_SIZE) each face's mean thumbnail over the index corners labelled with
-    it, unit length (zeros for a face with none); None without thumbnails."""
-    import numpy as np
-
-    if not pictures or pictures[0].thumbnails is None:
-        return None
-    sums = np.zeros((len(ALL_FACES), APPEARANCE_SIZE), np.float32)
-    for picture in pictures:
-        assert picture.thumbnails is not None
-        index_corners = (picture.ranks >= 0) & (picture.ranks < NO_INDEX_CLASS)
-        sums[ALL_FACES.index(picture.card)] += picture.thumbnails[index_corners].sum(axis=0)
-    return sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-6)
+    features = heads_input(prediction.embedding, patches, appearance_weight)
+    return _Picture(card, features, ranks, suits)
 
 
 def _samples(pictures: list[_Picture]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -283,66 +255,15 @@ def fine_tune(
     return Heads(rank_weight, rank_bias, suit_weight, suit_bias)
 
 
-@dataclass(frozen=True, slots=True)
-class _Reading:
-    """One calibration picture as heads fitted without it read it."""
-
-    score: float  # the best face's noisy-OR score
-    right: bool  # the best face is the picture's card
-    answers: bool  # not a standoff: with the score high enough, it would be the answer
-    likeness: float  # vision.recognise.resemblance of the best face; -1 without templates
-
-
-def _choose_gate(
-    readings: list[_Reading], pictures: int, minimum: float, margin: float
-) -> tuple[float, float | None, float, float]:
-    """(threshold, resemblance floor or None, share of the pictures read right with them,
-    share read right with the threshold alone).
-
-    Without a floor the threshold goes ``margin`` log-odds above the best score of any wrong
-    reading. With one, wrong readings whose corners resemble the deck's index of the card
-    they read less than the floor are stopped by it instead, and only the others count for
-    the threshold. The floor is the resemblance below which the given share
-    (:data:`RESEMBLANCE_SHARES`) of the right readings lie; the option reading the most
-    pictures right is kept, no floor on a tie. Every option is safe on these pictures: no
-    wrong reading passes both the floor and the threshold. Without templates every
-    likeness is -1, every floor too, and no floor is kept."""
-    import numpy as np
-
-    from vision.recognise import threshold_above
-
-    def correct(threshold: float, floor: float) -> float:
-        kept = sum(
-            1
-            for r in readings
-            if r.right and r.answers and r.score >= threshold and r.likeness >= floor
-        )
-        return kept / max(pictures, 1)
-
-    wrong = [r.score for r in readings if not r.right]
-    threshold = threshold_above(max(wrong, default=0.0), margin, minimum)
-    alone = correct(threshold, -math.inf)
-    best: tuple[float, float | None, float] = (threshold, None, alone)
-    right_likeness = [r.likeness for r in readings if r.right]
-    for share in RESEMBLANCE_SHARES if right_likeness else ():
-        floor = float(np.quantile(right_likeness, share))
-        passing = [r.score for r in readings if not r.right and r.likeness >= floor]
-        gated = threshold_above(max(passing, default=0.0), margin, minimum)
-        if (kept := correct(gated, floor)) > best[2]:
-            best = (gated, floor, kept)
-    return best[0], best[1], best[2], alone
-
-
 def _calibrate(
     generic: Heads,
     pictures: list[_Picture],
     minimum: float = ENROLLED_MINIMUM_THRESHOLD,
     margin: float = ENROLLED_MARGIN,
-) -> tuple[float, float | None, dict[str, object]]:
-    """Threshold and resemblance floor from cross-fitting on the enrolment pictures
-    themselves: each quarter is read by heads (and templates) fitted on the other three, and
-    the threshold goes above the best score of any wrong answer the floor lets through, plus
-    ``margin`` log-odds (at least ``minimum``); see :func:`_choose_gate`.
+) -> tuple[float, dict[str, object]]:
+    """Threshold from cross-fitting on the enrolment pictures themselves: each quarter is
+    read by heads fitted on the other three, and the threshold goes above the best score of
+    any wrong answer, plus ``margin`` log-odds (at least ``minimum``).
 
     One threshold for every answer, however many corners give it. Every wrong reading in
     the calibrations of six designs came from one corner (its other index hidden, or cut
@@ -356,7 +277,7 @@ def _calibrate(
         is_ambiguous,
         is_standoff,
         noisy_or,
-        resemblance,
+        threshold_above,
     )
 
     # Each card's pictures are dealt round the folds in turn, so every fold's heads have seen
@@ -367,7 +288,7 @@ def _calibrate(
     for picture in pictures:
         folds.append(seen.get(picture.card, 0) % _CALIBRATION_FOLDS)
         seen[picture.card] = seen.get(picture.card, 0) + 1
-    readings: list[_Reading] = []
+    outcomes: list[tuple[float, bool, bool]] = []  # score, right, answered at a threshold
     suspects: list[tuple[float, Card, Card]] = []
     for fold in range(_CALIBRATION_FOLDS):
         fit_on = [p for p, f in zip(pictures, folds, strict=True) if f != fold]
@@ -376,58 +297,35 @@ def _calibrate(
             continue
         features, ranks, suits = _samples(fit_on)
         heads = fine_tune(generic, features, ranks, suits)
-        templates = _templates(fit_on)
         for picture in score_on:
             rank, suit = heads.probabilities(picture.features)
             probabilities = face_probabilities_from(rank, suit)
             scores = noisy_or(probabilities)
             order = np.argsort(scores)[::-1]
-            best = int(order[0])
-            if is_ambiguous(float(scores[best]), float(scores[order[1]])):
+            if is_ambiguous(float(scores[order[0]]), float(scores[order[1]])):
                 continue  # abstains whatever the threshold
             # A reading whose corners disagree (is_standoff) abstains too, but is not
             # skipped: when the face it scores best is wrong, a corner read a wrong card
             # confidently, and with the other corner hidden the deck would answer it.
-            likeness = -1.0
-            if templates is not None and picture.thumbnails is not None:
-                likeness = resemblance(probabilities, picture.thumbnails @ templates.T, best)
-            read_as = ALL_FACES[best]
-            readings.append(
-                _Reading(
-                    float(scores[best]),
-                    read_as == picture.card,
-                    not is_standoff(probabilities, best),
-                    likeness,
-                )
-            )
-            if read_as != picture.card and scores[best] >= SUSPECT_LABEL_SCORE:
-                suspects.append((float(scores[best]), picture.card, read_as))
-    wrong = [r.score for r in readings if not r.right]
+            read_as = ALL_FACES[int(order[0])]
+            answers = not is_standoff(probabilities, int(order[0]))
+            outcomes.append((float(scores[order[0]]), read_as == picture.card, answers))
+            if read_as != picture.card and scores[order[0]] >= SUSPECT_LABEL_SCORE:
+                suspects.append((float(scores[order[0]]), picture.card, read_as))
+    wrong = [score for score, right, _ in outcomes if not right]
     worst = max(wrong, default=0.0)
-    threshold, floor, kept, kept_without_floor = _choose_gate(
-        readings, len(pictures), minimum, margin
-    )
-    passing = [
-        r.score for r in readings if not r.right and floor is not None and r.likeness >= floor
-    ]
-    return (
-        threshold,
-        floor,
-        {
-            "calibration_pictures": len(pictures),
-            "calibration_wrong_without_threshold": len(wrong),
-            "calibration_highest_wrong_score": worst,
-            "calibration_highest_wrong_score_past_floor": max(passing, default=0.0)
-            if floor is not None
-            else worst,
-            "calibration_correct_at_threshold": kept,
-            "calibration_correct_without_floor": kept_without_floor,
-            "calibration_suspect_labels": [
-                f"a picture labelled {label} reads as {read_as} ({score:.4f})"
-                for score, label, read_as in sorted(suspects, key=lambda s: s[0], reverse=True)[:10]
-            ],
-        },
-    )
+    threshold = threshold_above(worst, margin, minimum)
+    kept = sum(1 for score, right, answers in outcomes if right and answers and score >= threshold)
+    return threshold, {
+        "calibration_pictures": len(pictures),
+        "calibration_wrong_without_threshold": len(wrong),
+        "calibration_highest_wrong_score": worst,
+        "calibration_correct_at_threshold": kept / max(len(pictures), 1),
+        "calibration_suspect_labels": [
+            f"a picture labelled {label} reads as {read_as} ({score:.4f})"
+            for score, label, read_as in sorted(suspects, key=lambda s: s[0], reverse=True)[:10]
+        ],
+    }
 
 
 def enrol(
@@ -473,7 +371,6 @@ def enrol(
         "index_samples": int((ranks < NO_INDEX_CLASS).sum()),
         "no_index_samples": int((ranks == NO_INDEX_CLASS).sum()),
     }
-    floor: float | None = None  # no resemblance floor unless calibration chooses one
     if threshold is None:
         if min(Counter(p.card for p in pictures).values()) < _CALIBRATION_FOLDS:
             # Too few pictures of some card to read each one with heads fitted without it:
@@ -484,16 +381,12 @@ def enrol(
                 "the generic threshold is used"
             )
         else:
-            threshold, floor, calibration = _calibrate(generic, pictures)
+            threshold, calibration = _calibrate(generic, pictures)
             info.update(calibration)
-    if floor is not None:
-        info["resemblance_floor"] = floor
     return EnrolledDeck(
         heads=heads,
         model_digest=classifier.digest,
         threshold=threshold,
         info=info,
         appearance_weight=appearance_weight,
-        templates=_templates(pictures),
-        resemblance_floor=floor,
     )

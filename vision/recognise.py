@@ -126,22 +126,6 @@ def is_standoff(probabilities: np.ndarray, best: int) -> bool:
     return bool(np.any(confident & (supporters >= supporters[best])))
 
 
-def resemblance(probabilities: np.ndarray, resemblances: np.ndarray, best: int) -> float:
-    """How much the corners that read face ``best`` (at :data:`CONFLICT_SCORE` or more)
-    look like the enrolled deck's own index of it: the highest cosine between such a
-    corner's thumbnail and the face's template; -1 when no corner reads it so.
-
-    The heads read the thumbnail too, but through a softmax, which says which card a corner
-    is likeliest to be, not whether it looks like any: an index half hidden under a hand or
-    a neighbouring card, or a pip corner, can be likelier one card than the others and yet
-    look like none of them. Such readings are what set an enrolled deck's threshold high
-    (docs/vision.md)."""
-    supporting = probabilities[:, best] >= CONFLICT_SCORE
-    if not supporting.any():
-        return -1.0
-    return float(resemblances[supporting, best].max())
-
-
 def face_probabilities_from(rank: np.ndarray, suit: np.ndarray) -> np.ndarray:
     """(N, 52) P(face) = P(rank) x P(suit) from the heads' (N, 14) and (N, 4) outputs."""
     return rank[:, _FACE_RANK] * suit[:, _FACE_SUIT]
@@ -154,7 +138,7 @@ class Recognition:
     card: Card | None
     confidence: float  # the best face's score, 0..1 (also when abstaining)
     # "recognised", "no card found", "ambiguous", "corners disagree", "below threshold",
-    # "below threshold for one corner", "unlike the deck's card"
+    # "below threshold for one corner"
     reason: str
     best: Card | None = None  # the best face even when abstaining, for diagnostics
     corners: int = 0
@@ -190,9 +174,6 @@ class Recogniser:
             raise ConfigurationError(
                 "the enrolled deck was made with another vision model; enrol the deck again"
             )
-        # With an enrolled deck that has one, the corners giving an answer must look like
-        # the deck's own index of that card (see resemblance()).
-        self.resemblance_floor = deck.resemblance_floor if deck is not None else None
         if threshold is not None:
             self.threshold = threshold
         elif deck is not None:
@@ -202,12 +183,6 @@ class Recogniser:
 
     def face_probabilities(self, image: np.ndarray) -> np.ndarray:
         """(candidates, 52) probability of each face at each corner candidate."""
-        return self.corner_readings(image)[0]
-
-    def corner_readings(self, image: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        """(candidates, 52) probability of each face at each corner candidate, and with an
-        enrolled deck that has templates, (candidates, 52) how much each corner resembles
-        the deck's index of each face (None otherwise)."""
         import numpy as np
 
         if image is None or image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
@@ -222,14 +197,13 @@ class Recogniser:
                 if centred_on(candidate, image.shape, SLOT_CENTRE_TOLERANCE)
             ]
         if not candidates:
-            empty = np.zeros((0, len(ALL_FACES)))
-            return empty, (empty if self.resemblance_floor is not None else None)
+            return np.zeros((0, len(ALL_FACES)))
         patches = np.stack([cut_patch(image, candidate) for candidate in candidates])
         prediction = self.classifier.predict(normalise_patches(patches))
-        rank, suit, resemblances = prediction.rank, prediction.suit, None
+        rank, suit = prediction.rank, prediction.suit
         if self.deck is not None:
-            rank, suit, resemblances = self.deck.read(prediction.embedding, patches)
-        return face_probabilities_from(rank, suit), resemblances
+            rank, suit = self.deck.probabilities(prediction.embedding, patches)
+        return face_probabilities_from(rank, suit)
 
     def scores(self, image: np.ndarray) -> np.ndarray:
         """(52,) noisy-OR score of each face over the image's corner candidates."""
@@ -242,16 +216,13 @@ class Recogniser:
         supporting: int | None = None,
         strongest: float | None = None,
         standoff: bool = False,
-        resemblance: float | None = None,
     ) -> Recognition:
         """Turn face scores into an answer: the best face, or an abstention. ``supporting``
         is how many corner candidates (of one frame) read the best face at 0.5 or more, and
         ``strongest`` the best single candidate's probability of it; None when unknown (the
         single-corner threshold is then not applied). An answer from one corner is judged by
         that corner alone: weak candidates must not lift it over the bar by noisy-OR.
-        ``standoff`` (see :func:`is_standoff`): the corners disagree, no answer.
-        ``resemblance`` (see :func:`resemblance`), with a deck that sets a floor for it:
-        below the floor, no answer; None when unknown (not tested)."""
+        ``standoff`` (see :func:`is_standoff`): the corners disagree, no answer."""
         import numpy as np
 
         order = np.argsort(scores)[::-1]
@@ -275,12 +246,6 @@ class Recogniser:
             and (confidence if strongest is None else strongest) < single
         ):
             reason = "below threshold for one corner"
-        elif (
-            self.resemblance_floor is not None
-            and resemblance is not None
-            and not resemblance >= self.resemblance_floor
-        ):
-            reason = "unlike the deck's card"
         else:
             return Recognition(best_card, confidence, "recognised", best_card, corners, scores)
         return Recognition(None, confidence, reason, best_card, corners, scores)
@@ -298,12 +263,10 @@ class Recogniser:
         combined = np.zeros(len(ALL_FACES))
         corners = 0
         per_frame = []
-        resemblances_per_frame = []
         for image in images:
-            probabilities, resemblances = self.corner_readings(image)
+            probabilities = self.face_probabilities(image)
             corners += len(probabilities)
             per_frame.append(probabilities)
-            resemblances_per_frame.append(resemblances)
             if len(probabilities):
                 combined += noisy_or(probabilities)
         if corners == 0:
@@ -318,15 +281,4 @@ class Recogniser:
         strongest = sum(float(frame[:, best].max()) for frame in per_frame if len(frame))
         count = max(len(images), 1)
         standoff = any(is_standoff(frame, best) for frame in per_frame)
-        # A frame in which a corner reading the card looks like the deck's index of it is
-        # enough: the others may show it blurred, or half covered by the dealer's hand.
-        likeness = None
-        if self.resemblance_floor is not None:
-            likeness = max(
-                resemblance(frame, resemblances, best)
-                for frame, resemblances in zip(per_frame, resemblances_per_frame, strict=True)
-                if resemblances is not None
-            )
-        return self.decide(
-            combined / count, corners, supporting, strongest / count, standoff, likeness
-        )
+        return self.decide(combined / count, corners, supporting, strongest / count, standoff)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 import stat
 import subprocess
@@ -14,7 +13,7 @@ import pytest
 
 from controller.errors import ConfigurationError
 from vision.deck import APPEARANCE_SIZE, NO_INDEX_CLASS, EnrolledDeck, Heads, appearance
-from vision.enrol import _choose_gate, _Reading, card_from_filename, fine_tune, labelled_images
+from vision.enrol import card_from_filename, fine_tune, labelled_images
 
 
 def _clusters(seed: int, per_class: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -248,10 +247,8 @@ def test_deck_with_appearance_round_trip_and_older_decks_still_load(tmp_path: Pa
         ),
         ('{"format": 3, "model_digest": "a", "threshold": 0.9, "appearance_weight": -1}', "weight"),
         ('{"format": 3, "model_digest": "a", "threshold": 1.5}', "not a probability"),
-        ('{"format": 1, "model_digest": "a", "threshold": 0.9}', "expected 2, 3 or 4"),
-        ('{"format": 5, "model_digest": "a", "threshold": 0.9}', "expected 2, 3 or 4"),
-        # A resemblance floor with no templates to resemble.
-        ('{"format": 4, "model_digest": "a", "threshold": 0.9, "resemblance_floor": 0.5}', "floor"),
+        ('{"format": 1, "model_digest": "a", "threshold": 0.9}', "expected 2 or 3"),
+        ('{"format": 4, "model_digest": "a", "threshold": 0.9}', "expected 2 or 3"),
     ],
 )
 def test_a_deck_file_with_values_that_cannot_be_read_is_refused(
@@ -286,80 +283,3 @@ def test_vision_cli_does_not_import_opencv() -> None:
         "sys.exit(1 if 'cv2' in sys.modules else 0)"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
-
-
-def _unit_rows(seed: int) -> np.ndarray:
-    rows = np.random.default_rng(seed).normal(0, 1, (52, APPEARANCE_SIZE)).astype(np.float32)
-    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
-
-
-def test_templates_and_the_resemblance_floor_round_trip_and_read(tmp_path: Path) -> None:
-    patches, _labels = _glyph_patches(seed=6, count=6)
-    embeddings = np.random.default_rng(7).normal(0, 1, (6, 64)).astype(np.float32)
-    templates = _unit_rows(3)
-    # Face 5's template is the first patch's own thumbnail: a perfect resemblance.
-    templates[5] = appearance(patches[:1])[0]
-    deck = EnrolledDeck(
-        _zero_heads_over(64 + APPEARANCE_SIZE), "abc", 0.95, {}, 30.0, templates, 0.4
-    )
-    deck.save(tmp_path / "deck.npz")
-    loaded = EnrolledDeck.load(tmp_path / "deck.npz")
-    assert loaded.resemblance_floor == 0.4
-    assert loaded.templates is not None and np.array_equal(loaded.templates, templates)
-    rank, suit, resemblance = loaded.read(embeddings, patches)
-    assert resemblance is not None and resemblance.shape == (6, 52)
-    assert resemblance[0, 5] == pytest.approx(1.0, abs=1e-5)
-    assert np.abs(resemblance).max() <= 1.0 + 1e-5
-    # The same heads' probabilities as the older call, from one thumbnail per corner.
-    for mine, theirs in zip((rank, suit), loaded.probabilities(embeddings, patches), strict=True):
-        assert np.allclose(mine, theirs)
-    # A deck of format 3 has neither, and reads no resemblance.
-    plain = EnrolledDeck(_zero_heads_over(64 + APPEARANCE_SIZE), "abc", 0.95, {}, 30.0)
-    plain.save(tmp_path / "plain.npz")
-    assert EnrolledDeck.load(tmp_path / "plain.npz").read(embeddings, patches)[2] is None
-
-
-@pytest.mark.parametrize(
-    ("templates", "floor", "refusal"),
-    [
-        (np.zeros((51, APPEARANCE_SIZE), np.float32), None, "templates of shape"),
-        (np.full((52, APPEARANCE_SIZE), np.nan, np.float32), None, "not finite"),
-        (_unit_rows(1), float("nan"), "resemblance floor"),
-        (_unit_rows(1), 1.5, "resemblance floor"),
-        (None, 0.5, "resemblance floor"),
-    ],
-)
-def test_damaged_templates_or_floor_are_refused(
-    tmp_path: Path, templates: np.ndarray | None, floor: float | None, refusal: str
-) -> None:
-    heads = _zero_heads_over(64 + APPEARANCE_SIZE)
-    with pytest.raises(ValueError, match=refusal):
-        EnrolledDeck(heads, "abc", 0.95, {}, 30.0, templates, floor)
-
-
-def _readings(wrong_likeness: float) -> list[_Reading]:
-    # 200 right readings at 0.99, their corners resembling the deck's card from 0.5 to 1.0,
-    # and one wrong reading at 0.9 (odds 9: the threshold without a floor is odds 1,800).
-    rights = [_Reading(0.99, True, True, 0.5 + 0.5 * i / 199) for i in range(200)]
-    return [*rights, _Reading(0.9, False, True, wrong_likeness)]
-
-
-def test_a_floor_is_kept_when_it_stops_the_wrong_readings_that_set_the_threshold() -> None:
-    readings = _readings(wrong_likeness=0.15)  # a half-covered index: like no card
-    threshold, floor, kept, alone = _choose_gate(readings, 201, 0.95, math.log(200.0))
-    assert alone == 0.0  # 0.99 is under the threshold set by the wrong reading
-    assert floor is not None and 0.15 < floor < 0.52
-    assert threshold == 0.95  # no wrong reading passes the floor: the minimum decides
-    assert kept == pytest.approx(199 / 201)  # the floor turned away 0.5 % of the right ones
-    for reading in readings:
-        assert reading.right or not (reading.likeness >= floor and reading.score >= threshold)
-
-
-def test_no_floor_when_the_wrong_reading_looks_like_the_card_it_read() -> None:
-    # Plastic's clubs read as spades look like the deck's spades: no floor stops them, and
-    # each would only turn right readings away.
-    readings = _readings(wrong_likeness=0.9)
-    threshold, floor, kept, alone = _choose_gate(readings, 201, 0.95, math.log(200.0))
-    assert floor is None
-    assert threshold == pytest.approx(1800 / 1801)
-    assert kept == alone == 0.0

@@ -23,7 +23,7 @@ from vision.enrol import APPEARANCE_WEIGHT, enrol
 from vision.evaluate import EvalReport, evaluate
 from vision.locate import LOCATOR_REVISION
 from vision.model import DEFAULT_MODEL, load_settings
-from vision.recognise import Recogniser, is_ambiguous, is_standoff, noisy_or, resemblance
+from vision.recognise import Recogniser, is_ambiguous, is_standoff, noisy_or
 from vision.synth import render_scene, write_dataset
 
 SETTINGS = load_settings(DEFAULT_MODEL)
@@ -353,25 +353,14 @@ def test_a_mislabelled_enrolment_picture_is_named_and_the_deck_stays_safe(
 class _CornersRead(Recogniser):
     """A recogniser whose corners read as given: the decision rules without pixels."""
 
-    def __init__(
-        self,
-        *reads: tuple[str, float],
-        threshold: float = 0.99,
-        likeness: tuple[float, ...] | None = None,
-        floor: float | None = None,
-    ) -> None:
+    def __init__(self, *reads: tuple[str, float], threshold: float = 0.99) -> None:
         super().__init__(threshold=threshold)
         self.read = np.full((len(reads), len(ALL_FACES)), 1e-4)
         for corner, (card, probability) in enumerate(reads):
             self.read[corner, ALL_FACES.index(parse_card(card))] = probability
-        # Each corner's resemblance to every face of a deck with templates, and its floor.
-        self.likeness = likeness
-        self.resemblance_floor = floor
 
-    def corner_readings(self, image: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        if self.likeness is None:
-            return self.read, None
-        return self.read, np.tile(np.array(self.likeness)[:, None], (1, len(ALL_FACES)))
+    def face_probabilities(self, image: np.ndarray) -> np.ndarray:
+        return self.read
 
 
 def test_two_index_corners_that_disagree_abstain() -> None:
@@ -407,36 +396,3 @@ def test_a_confident_corner_of_a_third_face_is_a_disagreement_too() -> None:
 def test_a_corner_just_below_the_standoff_level_does_not_veto() -> None:
     recogniser = _CornersRead(("2S", 0.9995), ("2C", 0.89))
     assert recogniser.recognise(np.zeros((8, 8, 3), np.uint8)).card == parse_card("2S")
-
-
-def test_an_answer_whose_corners_look_unlike_the_decks_card_abstains() -> None:
-    # kde-nicu-white's QS, its suit under a neighbouring card's edge, read as QC at 0.9983 by
-    # one corner: likelier a club than a spade to the heads, yet like neither.
-    blank = np.zeros((8, 8, 3), np.uint8)
-    unlike = _CornersRead(("QC", 0.9983), likeness=(0.5,), floor=0.6)
-    result = unlike.recognise(blank)
-    assert (result.card, result.reason, result.best) == (
-        None,
-        "unlike the deck's card",
-        parse_card("QC"),
-    )
-    assert _CornersRead(("QC", 0.9983), likeness=(0.65,), floor=0.6).recognise(blank).card == (
-        parse_card("QC")
-    )
-    # One corner reading the card that looks like it is enough.
-    both = _CornersRead(("QC", 0.99), ("QC", 0.98), likeness=(0.3, 0.8), floor=0.6)
-    assert both.recognise(blank).card == parse_card("QC")
-    # A corner that does not read the card (below 0.5) does not lend it its likeness.
-    lent = _CornersRead(("QC", 0.9999), ("QS", 0.3), likeness=(0.3, 0.95), floor=0.6)
-    assert lent.recognise(blank).reason == "unlike the deck's card"
-    # Without a floor (a deck without templates, or one whose calibration chose none), the
-    # likeness is not asked.
-    assert _CornersRead(("QC", 0.9983), likeness=(0.1,)).recognise(blank).card == parse_card("QC")
-
-
-def test_resemblance_is_the_best_likeness_among_the_corners_reading_the_face() -> None:
-    probabilities = np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]])
-    likeness = np.array([[0.2, 0.9], [0.7, 0.1], [0.99, 0.5]])
-    assert resemblance(probabilities, likeness, 0) == pytest.approx(0.7)
-    assert resemblance(probabilities, likeness, 1) == pytest.approx(0.5)
-    assert resemblance(probabilities[:1], likeness[:1], 1) == -1.0
