@@ -316,15 +316,5 @@ def run_enrol(args: argparse.Namespace) -> int:
         return status
     deck = EnrolledDeck.load(args.output)
     print(f"threshold {deck.threshold:.6f}")
-    info = deck.info
-    if "calibration" in info:
-        print(f"calibration: {info['calibration']}")
-    else:
-        print(
-            f"calibration: {info.get('calibration_pictures')} pictures cross-fitted, "
-            f"{info.get('calibration_wrong_without_threshold')} wrong without a threshold "
-            f"(highest wrong score {float(info.get('calibration_highest_wrong_score', 0.0)):.6f}), "
-            f"{float(info.get('calibration_correct_at_threshold', 0.0)):.2%} correct at the "
-            "threshold"
-        )
+    print(deck.calibration_summary())
     return 0

@@ -165,6 +165,7 @@ def run_enrol(args: argparse.Namespace) -> int:
         f"enrolled {len(images)} images ({deck.info['index_samples']} index corners) "
         f"into {args.output}"
     )
+    print(f"threshold {deck.threshold:.6f}; {deck.calibration_summary()}")
     suspects = deck.info.get("calibration_suspect_labels") or []
     if suspects:
         print(

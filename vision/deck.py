@@ -192,6 +192,19 @@ class EnrolledDeck:
                 f"heads over {self.heads.inputs} values, but the deck's features have {expected}"
             )
 
+    def calibration_summary(self) -> str:
+        """One line for the engineer: what the deck's own calibration found."""
+        info = self.info
+        if "calibration" in info:
+            return f"calibration: {info['calibration']}"
+        return (
+            f"calibration: {info.get('calibration_pictures')} pictures cross-fitted, "
+            f"{info.get('calibration_wrong_without_threshold')} wrong without a threshold "
+            f"(highest wrong score {float(info.get('calibration_highest_wrong_score', 0.0)):.6f}), "
+            f"{float(info.get('calibration_correct_at_threshold', 0.0)):.2%} correct at the "
+            "threshold"
+        )
+
     @property
     def locator_revision(self) -> int | None:
         """The locator revision the deck was enrolled and calibrated with; None for a deck

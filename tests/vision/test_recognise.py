@@ -322,6 +322,10 @@ def test_cli_enrol_writes_a_deck_that_classify_loads(
     deck_file = tmp_path / "studio.npz"
     assert main(["vision", "enrol", str(folder), "-o", str(deck_file)]) == 0
     assert deck_file.is_file()
+    # One picture of each card is too few to calibrate on, and the engineer is told so.
+    printed = capsys.readouterr().out
+    assert "; calibration: none: fewer than 4 pictures of some card" in printed
+    assert f"threshold {load_settings(DEFAULT_MODEL)['threshold']:.6f}" in printed
     probe = write_dataset(tmp_path / "probe", "kde-nicu-white", 2, seed=22)
     capsys.readouterr()
     assert main(["vision", "classify", "--json", "--deck", str(deck_file), str(probe[0])]) == 0
