@@ -213,20 +213,25 @@ class EnrolledDeck:
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
     def stale_locator_warning(self) -> str | None:
-        """What to tell the engineer when the deck was calibrated with another locator, or
+        """What to tell the engineer when the deck was enrolled with another locator, or
         None. Such a deck still reads (one enrolled with revision 1 read better with revision
-        3), so it is not refused; but its threshold was set on the corner candidates that
-        locator found, and a new locator finds corners its calibration never saw (plastic's
-        covered AC, read as AS at 0.9998 under revision 2: docs/vision.md)."""
+        3), so it is not refused; but its heads were fitted, and its threshold calibrated, on
+        the corner candidates that locator found, and a new locator finds corners they never
+        saw (plastic's covered AC, read as AS at 0.9998 under revision 2: docs/vision.md)."""
         from vision.locate import LOCATOR_REVISION
 
         enrolled_with = self.locator_revision
         if enrolled_with == LOCATOR_REVISION:
             return None
-        was = "an older one" if enrolled_with is None else f"revision {enrolled_with}"
+        if enrolled_with is not None:
+            was = f"revision {enrolled_with} of the corner locator"
+        elif "locator_revision" in self.info:
+            was = f"a corner locator revision it records as {self.info['locator_revision']!r}"
+        else:
+            was = "an older revision of the corner locator"
         return (
-            f"the deck was enrolled with {was} of the corner locator and this is revision "
-            f"{LOCATOR_REVISION}: its threshold was calibrated on other corners; enrol the "
+            f"the deck was enrolled with {was} and this is revision {LOCATOR_REVISION}: its "
+            "heads and threshold were fitted on the corners that locator found; enrol the "
             "deck again"
         )
 

@@ -383,6 +383,8 @@ def enrol(
         else:
             threshold, calibration = _calibrate(generic, pictures)
             info.update(calibration)
+    else:
+        info["calibration"] = "none: the threshold was given"
     return EnrolledDeck(
         heads=heads,
         model_digest=classifier.digest,

@@ -307,8 +307,8 @@ def test_the_command_collects_what_is_missing_from_a_video_source_and_enrols_the
     )
     assert f"enrolled {total} images" in printed
     deck = EnrolledDeck.load(deck_path)
-    assert f"threshold {deck.threshold:.6f}" in printed
-    assert "calibration: " in printed
+    assert f"threshold {deck.threshold:.6f}; {deck.calibration_summary()}" in printed
+    assert printed.count("calibration: ") == 1
     assert deck.info["pictures"] <= total and deck.info["name"] == "studio"
     assert pictures_in(pictures) == {card: PICTURES_PER_CARD for card in ALL_FACES}
 

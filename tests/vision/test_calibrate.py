@@ -30,6 +30,6 @@ def test_the_threshold_is_the_margin_in_odds_above_the_worst_wrong_reading() -> 
     # No wrong reading, or a weak one: the minimum decides.
     assert threshold_above(0.0, math.log(200.0), 0.95) == 0.95
     assert threshold_above(0.001, math.log(200.0), 0.95) == 0.95
-    # A wrong reading scoring 1.0 leaves a threshold no answer below 1 reaches, yet a
-    # probability a deck file accepts.
+    # A wrong reading scoring 1.0 leaves a threshold within 1e-12 of 1, so that only a
+    # score of exactly 1.0 passes it, yet a probability a deck file accepts.
     assert 1.0 - 1e-12 < threshold_above(1.0, math.log(200.0), 0.95) <= 1.0

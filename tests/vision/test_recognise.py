@@ -268,7 +268,7 @@ def test_a_deck_calibrated_with_another_locator_is_read_with_a_warning(
     assert "warning" not in capsys.readouterr().err
     assert main(["vision", "eval", str(images), "--deck", str(older)]) == 0
     err = capsys.readouterr().err
-    assert f"warning: {older}: the deck was enrolled with an older one" in err
+    assert f"warning: {older}: the deck was enrolled with an older revision of the" in err
     assert f"this is revision {LOCATOR_REVISION}" in err and "enrol the deck again" in err
 
     # The camera reader still reads with it, and says so in the log.
@@ -283,9 +283,11 @@ def test_a_deck_calibrated_with_another_locator_is_read_with_a_warning(
     assert f"revision {LOCATOR_REVISION - 1} of the corner locator" in str(
         earlier.stale_locator_warning()
     )
-    # Only a whole number is a revision: a hand-edited true or "3" is not.
+    # Only a whole number is a revision: a hand-edited true or "3" is not, and is named.
     for odd in (True, "3", 3.0):
-        assert replace(small_deck, info={**info, "locator_revision": odd}).locator_revision is None
+        hand_edited = replace(small_deck, info={**info, "locator_revision": odd})
+        assert hand_edited.locator_revision is None
+        assert f"it records as {odd!r}" in str(hand_edited.stale_locator_warning())
 
 
 def test_cli_classify_json_and_eval(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -326,6 +328,12 @@ def test_cli_enrol_writes_a_deck_that_classify_loads(
     printed = capsys.readouterr().out
     assert "; calibration: none: fewer than 4 pictures of some card" in printed
     assert f"threshold {load_settings(DEFAULT_MODEL)['threshold']:.6f}" in printed
+    # A threshold given is no calibration either.
+    given = tmp_path / "given.npz"
+    assert main(["vision", "enrol", str(folder), "-o", str(given), "--threshold", "0.99"]) == 0
+    assert "threshold 0.990000; calibration: none: the threshold was given" in (
+        capsys.readouterr().out
+    )
     probe = write_dataset(tmp_path / "probe", "kde-nicu-white", 2, seed=22)
     capsys.readouterr()
     assert main(["vision", "classify", "--json", "--deck", str(deck_file), str(probe[0])]) == 0
