@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from controller.config_file import read_toml
 from controller.errors import ConfigurationError
 
 GAME_IDS: Final = ("baccarat", "blackjack-boundless", "blackjack-classic", "blackjack-21")
@@ -133,11 +133,8 @@ def table_config_from_mapping(
 
 def load_table_config(path: Path, environ: dict[str, str] | None = None) -> TableConfig:
     """Read and validate the table's TOML file; ConfigurationError says what is wrong."""
+    data = read_toml(path)
     try:
-        with open(path, "rb") as file:
-            data = tomllib.load(file)
-    except OSError as error:
-        raise ConfigurationError(f"cannot read {path}: {error}") from error
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigurationError(f"{path} is not valid TOML: {error}") from error
-    return table_config_from_mapping(data, base_dir=path.parent, environ=environ)
+        return table_config_from_mapping(data, base_dir=path.parent, environ=environ)
+    except ConfigurationError as error:
+        raise ConfigurationError(f"{path}: {error}") from error

@@ -15,7 +15,6 @@ import json
 import logging
 import sys
 import time
-import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -86,21 +85,11 @@ def _help(parser: argparse.ArgumentParser) -> int:
 
 def load_camera_config(path: Path, section: str = "camera") -> Any:
     """The :class:`~drivers.camera.CameraConfig` in table ``section`` of the TOML file."""
+    from controller.config_file import read_toml
+    from controller.config_file import section as toml_section
     from drivers.camera import CameraConfig
 
-    try:
-        document: Any = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as error:
-        raise ConfigurationError(f"config file {path} does not exist") from error
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigurationError(f"cannot read config file {path}: {error}") from error
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigurationError(f"{path} is not valid TOML: {error}") from error
-    table: Any = document
-    for key in section.split(".") if section else ():
-        if not isinstance(table, dict) or key not in table:
-            raise ConfigurationError(f"{path} has no [{section}] table")
-        table = table[key]
+    table = toml_section(read_toml(path), section, path)
     try:
         return CameraConfig.from_mapping(table)
     except ConfigurationError as error:
