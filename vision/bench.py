@@ -12,6 +12,8 @@ import json
 import time
 from pathlib import Path
 
+from controller.stats import percentile
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -68,10 +70,10 @@ def run(args: argparse.Namespace) -> int:
 
     def summary(values: list[float]) -> dict[str, float]:
         return {
-            "p50": round(float(np.percentile(values, 50)), 2),
-            "p90": round(float(np.percentile(values, 90)), 2),
-            "p99": round(float(np.percentile(values, 99)), 2),
-            "max": round(float(np.max(values)), 2),
+            "p50": round(percentile(values, 50), 2),
+            "p90": round(percentile(values, 90), 2),
+            "p99": round(percentile(values, 99), 2),
+            "max": round(max(values), 2),
         }
 
     report = {

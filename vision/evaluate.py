@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from controller.games.cards import Card
+from controller.stats import percentile
 
 if TYPE_CHECKING:
     import numpy as np
@@ -40,9 +41,7 @@ class EvalReport:
         return self.abstained / self.total if self.total else 0.0
 
     def percentile_ms(self, percent: float) -> float:
-        import numpy as np
-
-        return float(np.percentile(self.milliseconds, percent)) if self.milliseconds else 0.0
+        return percentile(self.milliseconds, percent) if self.milliseconds else 0.0
 
     def as_dict(self) -> dict[str, object]:
         return {

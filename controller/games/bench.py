@@ -16,7 +16,6 @@ import argparse
 import importlib
 import json
 import random
-import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -24,6 +23,7 @@ from typing import Any, Final
 
 from controller.games.baccarat import BaccaratRound
 from controller.games.cards import ALL_FACES, DECKS_PER_SHOE, Card
+from controller.stats import percentile
 
 BACCARAT_TARGET: Final = 100_000  # rounds/s, issue 3
 BLACKJACK_TARGET: Final = 30_000
@@ -133,18 +133,12 @@ def bench_blackjack(game: str, batches: int, rounds: int, seed: int) -> Rates | 
 
 
 def _percentiles(rates: list[float], prefix: str = "") -> dict[str, float]:
-    ordered = sorted(rates)
-    if len(ordered) > 1:
-        # Inclusive: with few batches the deciles stay within the measured range.
-        deciles = statistics.quantiles(ordered, n=10, method="inclusive")
-    else:
-        deciles = ordered * 9
     return {
-        f"{prefix}p10": deciles[0],
-        f"{prefix}p50": statistics.median(ordered),
-        f"{prefix}p90": deciles[-1],
-        f"{prefix}min": ordered[0],
-        f"{prefix}max": ordered[-1],
+        f"{prefix}p10": percentile(rates, 10),
+        f"{prefix}p50": percentile(rates, 50),
+        f"{prefix}p90": percentile(rates, 90),
+        f"{prefix}min": min(rates),
+        f"{prefix}max": max(rates),
     }
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.errors import DeviceError
+from controller.stats import percentile
 from drivers.shoe.sessions import PROTOCOL_NAMES
 
 P99_TARGET_MS = 2.0
@@ -44,12 +45,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--frames", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.set_defaults(func=run)
-
-
-def percentile(sorted_values: list[float], fraction: float) -> float:
-    """Nearest-rank percentile of already sorted values."""
-    index = min(len(sorted_values) - 1, max(0, round(fraction * len(sorted_values)) - 1))
-    return sorted_values[index]
 
 
 def _shoe_process(protocol: str, link: str, seed: int) -> None:
@@ -120,16 +115,15 @@ def measure(protocol: str, frames: int, seed: int = 1) -> dict[str, float]:
                 shoe.wait()
             shoe.stdout.close()
     latencies.sort()
-    wakeups.sort()
     return {
         "frames": len(latencies),
-        "p50_ms": percentile(latencies, 0.50),
-        "p99_ms": percentile(latencies, 0.99),
+        "p50_ms": percentile(latencies, 50),
+        "p99_ms": percentile(latencies, 99),
         "min_ms": latencies[0],
         "max_ms": latencies[-1],
         "mean_ms": statistics.fmean(latencies),
-        "consumer_p50_ms": percentile(wakeups, 0.50),
-        "consumer_p99_ms": percentile(wakeups, 0.99),
+        "consumer_p50_ms": percentile(wakeups, 50),
+        "consumer_p99_ms": percentile(wakeups, 99),
     }
 
 
