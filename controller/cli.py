@@ -14,6 +14,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from controller.cli_support import default_to_help
 from controller.errors import TableError
 
 # Top-level commands, by the module that registers them.
@@ -59,14 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
         group_subparsers = group_parser.add_subparsers(dest=f"{group}_command", metavar="WHAT")
         for module_name in module_names:
             _register(module_name, group_subparsers)
-        group_parser.set_defaults(func=lambda _args, p=group_parser: _print_help(p))
-    parser.set_defaults(func=lambda _args: _print_help(parser))
+        default_to_help(group_parser)
+    default_to_help(parser)
     return parser
-
-
-def _print_help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help(sys.stderr)
-    return 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from controller.cli_support import default_to_help
 from controller.errors import JournalError
 
 if TYPE_CHECKING:
@@ -35,12 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     export.add_argument("journal", type=Path, help="the journal file")
     export.add_argument("--round", dest="round_id", type=int, required=True, help="round id")
     export.set_defaults(func=run_export)
-    parser.set_defaults(func=lambda _args: _help(parser))
-
-
-def _help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help(sys.stderr)
-    return 2
+    default_to_help(parser)
 
 
 def _open(path: Path) -> Journal:

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import IO, Any, Final
 
+from controller.cli_support import default_to_help
 from controller.errors import RulesError, TableError
 
 logger = logging.getLogger(__name__)
@@ -45,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     replay.set_defaults(func=run_replay)
-    rules.set_defaults(func=lambda _args: _print_help(rules))
+    default_to_help(rules)
 
     rtp = subparsers.add_parser(
         "rtp",
@@ -63,11 +64,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rtp.add_argument("--seed", type=int, default=1, help="simulation seed (default 1)")
     rtp.add_argument("--json", action="store_true", help="machine-readable output")
     rtp.set_defaults(func=run_rtp)
-
-
-def _print_help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help(sys.stderr)
-    return 2
 
 
 # -- rules replay -------------------------------------------------------------------------

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from controller.cli_support import default_to_help
 from controller.errors import ConfigurationError, DeviceError
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     calibrate.add_argument("--json", action="store_true", help="print the summary as JSON")
     calibrate.set_defaults(func=run_calibrate)
     _register_enrol(camera_commands)
-    camera.set_defaults(func=lambda _args, parser=camera: _help(parser))
+    default_to_help(camera)
 
 
 def _add_camera_options(parser: argparse.ArgumentParser) -> None:
@@ -76,11 +77,6 @@ def _add_camera_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--source", help="read from this source instead (V4L2 index, URL or video file)"
     )
-
-
-def _help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help(sys.stderr)
-    return 2
 
 
 def load_camera_config(path: Path, section: str = "camera") -> Any:

@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from controller.cli_support import default_to_help
 from controller.errors import ConfigurationError
 
 
@@ -22,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Recognise cards in images; abstain rather than guess.",
     )
     commands = vision.add_subparsers(dest="vision_command", metavar="WHAT")
-    vision.set_defaults(func=lambda _args: _help(vision))
+    default_to_help(vision)
 
     def model_options(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(
@@ -86,11 +87,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     synth.add_argument("--seed", type=int, default=1)
     synth.add_argument("--list", action="store_true", help="list the installed designs")
     synth.set_defaults(func=run_synth)
-
-
-def _help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help(sys.stderr)
-    return 2
 
 
 def _recogniser(args: argparse.Namespace):  # type: ignore[no-untyped-def]

@@ -15,6 +15,7 @@ import time
 from datetime import datetime
 from typing import Any
 
+from controller.cli_support import default_to_help
 from drivers.shoe.driver import PARITIES, ShoeConfig, ShoeDriver
 from drivers.shoe.events import ShoeEvent
 from drivers.shoe.sessions import PROTOCOL_NAMES
@@ -23,7 +24,7 @@ from drivers.shoe.sessions import PROTOCOL_NAMES
 def register(subparsers: argparse._SubParsersAction) -> None:
     shoe = subparsers.add_parser("shoe", help="card-shoe scanner tools", description=__doc__)
     shoe_commands = shoe.add_subparsers(dest="shoe_command", metavar="WHAT")
-    shoe.set_defaults(func=lambda _args, parser=shoe: parser.print_help(sys.stderr) or 2)
+    default_to_help(shoe)
     monitor = shoe_commands.add_parser(
         "monitor", help="print each decoded shoe event", description=__doc__
     )
