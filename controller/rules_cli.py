@@ -78,7 +78,7 @@ def replay_request(request: object) -> dict[str, Any]:
         return _replay_baccarat(request)
     if game in BLACKJACK_GAMES:
         try:
-            blackjack = importlib.import_module("controller.games.blackjack")
+            blackjack = importlib.import_module("controller.games.blackjack_replay")
             replay = blackjack.replay
         except (ImportError, AttributeError) as error:
             raise RulesError(f"{game} cannot be replayed in this build: {error}") from None

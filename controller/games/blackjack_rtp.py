@@ -22,19 +22,19 @@ from typing import Final
 
 from controller.errors import RulesError
 from controller.games.base import CardNeeded
-from controller.games.blackjack import (
+from controller.games.blackjack import BlackjackRound
+from controller.games.blackjack_hand import (
     BOUNDLESS,
     MORE_CARDS,
     NO,
     PLAY,
     PRESETS,
     YES,
-    BlackjackRound,
     rules_for,
 )
-from controller.games.boundless import (
+from controller.games.boundless import PlayerResolver
+from controller.games.boundless_side_bets import (
     SIDE_BETS,
-    PlayerResolver,
     side_bet_available,
     side_bet_results,
 )

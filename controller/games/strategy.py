@@ -2,7 +2,7 @@
 
 The standard total-dependent basic strategy for an 8-deck S17 shoe with the dealer's hole
 card checked for BJ (every game here ends the round on a dealer BJ before anyone plays, which
-is the same as a peek), adjusted per :class:`~controller.games.blackjack.BlackjackRules`:
+is the same as a peek), adjusted per :class:`~controller.games.blackjack_hand.BlackjackRules`:
 pair splits with or without double after split, late surrender where it is allowed (Boundless:
 never against an Ace or ten, which leaves only 16 against a 9), and the fallbacks when a
 double, split or surrender is not among the legal options (a third card, a split hand in 21,
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from controller.games.blackjack import (
+from controller.games.blackjack_hand import (
     DOUBLE,
     HIT,
     NO,

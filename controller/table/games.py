@@ -46,7 +46,7 @@ def available_bets(game: str, round_number: int) -> list[str]:
 def _blackjack_side_bets(game: str, round_number: int) -> list[str]:
     if game != "blackjack-boundless":
         return ["main"]
-    boundless = importlib.import_module("controller.games.boundless")
+    boundless = importlib.import_module("controller.games.boundless_side_bets")
     return ["main"] + [
         bet for bet in boundless.SIDE_BETS if boundless.side_bet_available(bet, round_number)
     ]

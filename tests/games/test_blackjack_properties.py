@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 
 from controller.errors import RulesError
 from controller.games.base import CardNeeded, DecisionNeeded
-from controller.games.blackjack import PRESETS, BlackjackRound, replay
+from controller.games.blackjack import BlackjackRound
+from controller.games.blackjack_hand import PRESETS
+from controller.games.blackjack_replay import replay
 from controller.games.boundless import PlayerResolver, players_need_card, resolve_player
 from controller.games.cards import ALL_FACES, Card
 

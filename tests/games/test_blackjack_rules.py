@@ -10,15 +10,15 @@ import pytest
 
 from controller.errors import RulesError
 from controller.games.base import CardNeeded, DecisionNeeded
-from controller.games.blackjack import (
-    BlackjackRound,
+from controller.games.blackjack import BlackjackRound
+from controller.games.blackjack_hand import (
     auto_play_token,
     dealer_must_draw,
     hand_total,
     insufficient_balance_token,
     is_blackjack,
-    replay,
 )
+from controller.games.blackjack_replay import replay
 from controller.games.cards import parse_card, parse_cards
 
 CLASSIC = "blackjack-classic"

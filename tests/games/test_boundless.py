@@ -8,16 +8,15 @@ from hypothesis import strategies as st
 
 from controller.errors import RulesError
 from controller.games.base import CardNeeded
-from controller.games.blackjack import BlackjackRound, replay
-from controller.games.boundless import (
+from controller.games.blackjack import BlackjackRound
+from controller.games.blackjack_replay import replay
+from controller.games.boundless import PlayerResolver, players_need_card, resolve_player
+from controller.games.boundless_side_bets import (
     SIDE_BET_LIMITS,
-    PlayerResolver,
     bust_bonus_payout,
     lucky_trio_pattern,
     pair_pattern,
-    players_need_card,
     poker_trio_pattern,
-    resolve_player,
     side_bet_available,
     side_bet_results,
 )

@@ -122,7 +122,7 @@ def test_blackjack_lines_go_to_the_blackjack_rules(monkeypatch: pytest.MonkeyPat
         return {"boxes": [], "dealer": [], "cards_used": 0}
 
     monkeypatch.setitem(
-        sys.modules, "controller.games.blackjack", types.SimpleNamespace(replay=replay)
+        sys.modules, "controller.games.blackjack_replay", types.SimpleNamespace(replay=replay)
     )
     request = {"game": "blackjack-21", "cards": ["AS"], "decisions": [["H"]]}
     assert rules_cli.replay_line(json.dumps(request)) == {
@@ -138,7 +138,7 @@ def test_blackjack_lines_go_to_the_blackjack_rules(monkeypatch: pytest.MonkeyPat
 def test_blackjack_lines_without_the_blackjack_rules_get_an_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setitem(sys.modules, "controller.games.blackjack", None)  # import fails
+    monkeypatch.setitem(sys.modules, "controller.games.blackjack_replay", None)  # import fails
     answer = rules_cli.replay_line(json.dumps({"game": "blackjack-classic", "cards": []}))
     assert "cannot be replayed" in answer["error"]
     # Baccarat is unaffected.
@@ -152,7 +152,7 @@ def test_a_bug_in_the_rules_is_an_error_line_not_a_dead_stream(
         raise ZeroDivisionError("boom")
 
     monkeypatch.setitem(
-        sys.modules, "controller.games.blackjack", types.SimpleNamespace(replay=broken)
+        sys.modules, "controller.games.blackjack_replay", types.SimpleNamespace(replay=broken)
     )
     answer = rules_cli.replay_line(json.dumps({"game": "blackjack-21"}))
     assert answer == {"error": "internal error: ZeroDivisionError: boom"}

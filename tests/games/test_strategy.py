@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.games.blackjack import Hand
+from controller.games.blackjack_hand import Hand
 from controller.games.cards import parse_card, parse_cards
 from controller.games.strategy import BasicStrategy
 

@@ -378,7 +378,7 @@ def test_a_hole_card_the_camera_cannot_read_at_its_reveal(ending: str) -> None:
 
 
 def test_boundless_settles_only_the_side_bets_offered_in_the_round() -> None:
-    from controller.games.boundless import SIDE_BET_LIMITS
+    from controller.games.boundless_side_bets import SIDE_BET_LIMITS
 
     driver = table_for("blackjack-boundless")
     cards = shuffled_shoe(11)
