@@ -34,6 +34,27 @@ JOURNAL_PATH_ENV: Final = "LIVETABLE_JOURNAL_PATH"
 
 
 @dataclass(frozen=True, slots=True)
+class OperationalSettings:
+    """The table's settings that change no past row's meaning: a journal outlives a change
+    of them (journaled as ``SettingsChanged`` and applied from the next round on)."""
+
+    betting_s: float
+    decision_s: float
+    dealer_idle_s: float
+    rounds_after_cut_card: int
+    camera_cross_check: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "betting_s": self.betting_s,
+            "decision_s": self.decision_s,
+            "dealer_idle_s": self.dealer_idle_s,
+            "rounds_after_cut_card": self.rounds_after_cut_card,
+            "camera_cross_check": self.camera_cross_check,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class TableConfig:
     """Everything the table's state machine and journal need to know about one table."""
 
@@ -79,6 +100,25 @@ class TableConfig:
             )
         if not isinstance(self.journal_path, Path):
             raise ConfigurationError("journal_path must be a path")
+
+    def operational(self) -> OperationalSettings:
+        """The settings that may change while a journal lives (from the next round on)."""
+        return OperationalSettings(
+            betting_s=self.betting_s,
+            decision_s=self.decision_s,
+            dealer_idle_s=self.dealer_idle_s,
+            rounds_after_cut_card=self.rounds_after_cut_card,
+            camera_cross_check=self.camera_cross_check,
+        )
+
+    def binding_fingerprint(self) -> dict[str, Any]:
+        """The settings that give a journal's rows their meaning: the table, the game and
+        its rule variant. A journal is replayed only under these."""
+        return {
+            "table_id": self.table_id,
+            "game": self.game,
+            "baccarat_mode": self.baccarat_mode,
+        }
 
     def rules_fingerprint(self) -> dict[str, Any]:
         """Every setting that changes how events act on the state (all but the journal's

@@ -1,19 +1,23 @@
-"""The table's input events: everything that can change the state of a table.
+"""The table's input events: everything that can change the state of a table, and the
+journal's encoding of them.
 
-The shoe driver's events (``drivers/shoe/events.py``) are used as they are; this module adds
-the camera, the timers, the game platform, the supervisors and the table process itself.
-Events are frozen dataclasses named as nouns in the past tense; ``at`` is the wall-clock time
-(seconds since the epoch) stamped by whoever produced the event, so the state machine never
-reads a clock and a journal replays to the identical state.
+This module is the table's vocabulary: the shoe driver, the camera driver, the timers, the
+game platform, the supervisors and the table process itself produce these events, and the
+journal stores exactly these. Events are frozen dataclasses named as nouns in the past tense;
+``at`` is the wall-clock time (seconds since the epoch) stamped by whoever produced the
+event, so the state machine never reads a clock and a journal replays to the identical state.
 
-``encode_event`` / ``decode_event`` turn an event into JSON-ready data and back, for the
-journal; an object that is not one of these events is refused with a
-:class:`~controller.errors.JournalError`.
+**The journal's encoding is explicit and versioned.** Each event kind has a wire name and a
+list of fields written out in :data:`ENCODINGS` (not derived from Python class names: a class
+may be renamed without breaking an old journal). :data:`EVENT_ENCODING` is the version a new
+journal is written with; a journal records the version it was written with, and
+:func:`decode_event` reads every version up to the current one. Changing a kind's name or
+fields means a new version (a test compares :func:`encoding_schema` with the schema recorded
+for each version under ``tests/fixtures/event_encoding/``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import types
 import typing
@@ -22,21 +26,13 @@ from typing import Any, Final, Union
 
 from controller.errors import JournalError, TableError
 from controller.games.cards import Card, parse_card
-from drivers.shoe.events import (
-    CardDrawn,
-    CardMisread,
-    CardsLost,
-    CutCardDrawn,
-    ShoeEvent,
-    ShoeFault,
-    ShoeFaultCleared,
-    ShoeLockChanged,
-    ShoeOffline,
-    ShoeOnline,
-)
 
 __all__ = [
+    "EVENT_ENCODING",
     "SUPERVISOR_COMMANDS",
+    "CameraEvent",
+    "CameraOffline",
+    "CameraOnline",
     "CameraRead",
     "CardDrawn",
     "CardMisread",
@@ -45,6 +41,7 @@ __all__ = [
     "CutCardDrawn",
     "PlatformDecided",
     "RoundRequested",
+    "SettingsChanged",
     "ShoeEvent",
     "ShoeFault",
     "ShoeFaultCleared",
@@ -56,7 +53,141 @@ __all__ = [
     "TimerExpired",
     "decode_event",
     "encode_event",
+    "encoding_schema",
 ]
+
+
+# -- the card shoe (produced by drivers/shoe) --------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CardDrawn:
+    """The scanner read a card leaving the shoe."""
+
+    card: Card
+    sequence: int | None
+    at: float
+    position: str | None = None
+    """Where the shoe says the card goes, when its protocol says so (Angel Eye: ``player``,
+    ``banker``, ``burn``, ``first``, ``burn-count``, or ``outside-game`` for a card drawn
+    while the shoe was locked or in error); ``None`` otherwise."""
+
+
+@dataclass(frozen=True, slots=True)
+class CutCardDrawn:
+    """The plastic cut card came out: the current (or next) round is the shoe's last."""
+
+    sequence: int | None
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class CardMisread:
+    """A card left the shoe but the scanner could not read its face."""
+
+    sequence: int | None
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class CardsLost:
+    """Sequence numbers the shoe sent that never arrived and cannot be recovered."""
+
+    sequences: tuple[int, ...]
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ShoeFault:
+    """The shoe reported an error of its own (jam, sensor fault, ...)."""
+
+    code: str
+    message: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ShoeFaultCleared:
+    """The shoe reports that one of its errors (same ``code`` as the :class:`ShoeFault`) ended."""
+
+    code: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ShoeLockChanged:
+    """The shoe confirmed that its gate is now locked (no card can leave) or unlocked."""
+
+    locked: bool
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ShoeOnline:
+    """The port is open and the shoe is talking (at start and after every reconnect)."""
+
+    port: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ShoeOffline:
+    """The port vanished, stopped answering or went silent past the heartbeat timeout."""
+
+    port: str
+    reason: str
+    at: float
+
+
+ShoeEvent = (
+    CardDrawn
+    | CutCardDrawn
+    | CardMisread
+    | CardsLost
+    | ShoeFault
+    | ShoeFaultCleared
+    | ShoeLockChanged
+    | ShoeOnline
+    | ShoeOffline
+)
+
+
+# -- the camera (produced by drivers/camera and the camera reader) -----------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CameraOnline:
+    """The source is open and delivered its first frame (at start and after every reconnect).
+
+    ``width`` and ``height`` are the size of the frames the source actually delivers, which a
+    camera may choose differently from the configured resolution hint.
+    """
+
+    source: str
+    width: int
+    height: int
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class CameraOffline:
+    """The source could not be opened, stopped delivering frames or reached its end.
+
+    Sent once when the camera goes away (or cannot be opened at start), not for every failed
+    retry; ``retry_in_s`` is the delay before the next attempt to open it. While the camera is
+    offline the driver holds no frame, so no stale picture can be read as the current table.
+    """
+
+    source: str
+    reason: str
+    retry_in_s: float
+    at: float
+
+
+CameraEvent = CameraOnline | CameraOffline
+
+
+# -- timers, the platform, the supervisors, the process ---------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,40 +283,101 @@ class ControllerStarted:
     at: float
 
 
+@dataclass(frozen=True, slots=True)
+class SettingsChanged:
+    """The table's operational settings changed (the daemon started with another
+    configuration than the journal's last settings). They apply from the next round on:
+    a round in progress keeps the betting window and deadlines it opened with.
+
+    Only settings that do not change what past rows mean may change this way; the game and
+    its rule variant bind a journal for its whole life.
+    """
+
+    betting_s: float
+    decision_s: float
+    dealer_idle_s: float
+    rounds_after_cut_card: int
+    camera_cross_check: bool
+    at: float
+
+
 TableEvent = (
     ShoeEvent
+    | CameraEvent
     | CameraRead
     | TimerExpired
     | PlatformDecided
     | SupervisorCommanded
     | RoundRequested
     | ControllerStarted
+    | SettingsChanged
 )
 
-EVENT_TYPES: Final[dict[str, type]] = {
-    cls.__name__: cls
-    for cls in (
-        CardDrawn,
-        CutCardDrawn,
-        CardMisread,
-        CardsLost,
-        ShoeFault,
-        ShoeFaultCleared,
-        ShoeLockChanged,
-        ShoeOnline,
-        ShoeOffline,
-        CameraRead,
-        TimerExpired,
-        PlatformDecided,
+# -- the journal's encoding ------------------------------------------------------------------
+
+# Each version: wire name of the kind -> (class, the fields written, in order). Written out
+# by hand on purpose: a renamed class or field must not silently change what a journal holds.
+_V1: Final[dict[str, tuple[type, tuple[str, ...]]]] = {
+    "CardDrawn": (CardDrawn, ("card", "sequence", "at", "position")),
+    "CutCardDrawn": (CutCardDrawn, ("sequence", "at")),
+    "CardMisread": (CardMisread, ("sequence", "at")),
+    "CardsLost": (CardsLost, ("sequences", "at")),
+    "ShoeFault": (ShoeFault, ("code", "message", "at")),
+    "ShoeFaultCleared": (ShoeFaultCleared, ("code", "at")),
+    "ShoeLockChanged": (ShoeLockChanged, ("locked", "at")),
+    "ShoeOnline": (ShoeOnline, ("port", "at")),
+    "ShoeOffline": (ShoeOffline, ("port", "reason", "at")),
+    "CameraRead": (CameraRead, ("position", "card", "at", "card_number")),
+    "TimerExpired": (TimerExpired, ("timer_id", "at")),
+    "PlatformDecided": (PlatformDecided, ("round_id", "kind", "box", "hand", "decision", "at")),
+    "SupervisorCommanded": (
         SupervisorCommanded,
-        RoundRequested,
-        ControllerStarted,
-    )
+        ("command_id", "command", "by", "role", "at", "reason", "resolution", "card"),
+    ),
+    "RoundRequested": (RoundRequested, ("command_id", "by", "at", "boxes")),
+    "ControllerStarted": (ControllerStarted, ("at",)),
 }
+# Version 2 adds the camera's online/offline and the operational settings' changes.
+_V2: Final[dict[str, tuple[type, tuple[str, ...]]]] = {
+    **_V1,
+    "CameraOnline": (CameraOnline, ("source", "width", "height", "at")),
+    "CameraOffline": (CameraOffline, ("source", "reason", "retry_in_s", "at")),
+    "SettingsChanged": (
+        SettingsChanged,
+        (
+            "betting_s",
+            "decision_s",
+            "dealer_idle_s",
+            "rounds_after_cut_card",
+            "camera_cross_check",
+            "at",
+        ),
+    ),
+}
+ENCODINGS: Final[dict[int, dict[str, tuple[type, tuple[str, ...]]]]] = {1: _V1, 2: _V2}
+EVENT_ENCODING: Final = max(ENCODINGS)
+"""The encoding version new journal rows are written with."""
+
+_KIND_OF: Final[dict[type, str]] = {cls: kind for kind, (cls, _) in _V2.items()}
+EVENT_TYPES: Final[dict[str, type]] = {kind: cls for kind, (cls, _) in _V2.items()}
+
+
+def encoding_schema(version: int = EVENT_ENCODING) -> dict[str, dict[str, str]]:
+    """What encoding ``version`` writes: each kind's fields with their types, as text."""
+    schema: dict[str, dict[str, str]] = {}
+    for kind, (cls, names) in sorted(ENCODINGS[version].items()):
+        hints = typing.get_type_hints(cls)
+        schema[kind] = {name: _type_text(hints[name]) for name in names}
+    return schema
+
+
+def _type_text(hint: object) -> str:
+    text = str(hint) if not isinstance(hint, type) else hint.__name__
+    return text.replace("controller.games.cards.", "").replace("typing.", "")
 
 
 def is_table_event(event: object) -> bool:
-    return type(event) in EVENT_TYPES.values()
+    return type(event) in _KIND_OF
 
 
 def _encode_value(value: object) -> object:
@@ -198,13 +390,11 @@ def _encode_value(value: object) -> object:
 
 def encode_event(event: object) -> tuple[str, dict[str, Any]]:
     """``(kind, fields)`` with every field JSON-ready (cards in their notation)."""
-    if not is_table_event(event):
-        raise JournalError(f"not a table event: {event!r}")
-    fields = {
-        field.name: _encode_value(getattr(event, field.name))
-        for field in dataclasses.fields(event)  # type: ignore[arg-type]
-    }
-    return type(event).__name__, fields
+    kind = _KIND_OF.get(type(event))
+    if kind is None:
+        raise JournalError(f"not a table event: {type(event).__name__}")
+    _cls, names = ENCODINGS[EVENT_ENCODING][kind]
+    return kind, {name: _encode_value(getattr(event, name)) for name in names}
 
 
 def _decode_value(hint: object, value: object) -> object:
@@ -238,7 +428,7 @@ def _decode_value(hint: object, value: object) -> object:
     return value
 
 
-_HINTS: Final = {name: typing.get_type_hints(cls) for name, cls in EVENT_TYPES.items()}
+_HINTS: Final = {kind: typing.get_type_hints(cls) for kind, cls in EVENT_TYPES.items()}
 
 
 def check_event(event: object) -> None:
@@ -250,11 +440,21 @@ def check_event(event: object) -> None:
         raise JournalError(f"{kind} has a field of the wrong type")
 
 
-def decode_event(kind: str, fields: dict[str, Any]) -> object:
-    """Rebuild the event ``encode_event`` described; JournalError if it does not fit."""
-    cls = EVENT_TYPES.get(kind)
-    if cls is None:
-        raise JournalError(f"unknown event kind {kind!r}")
+def decode_event(kind: str, fields: dict[str, Any], version: int = EVENT_ENCODING) -> object:
+    """Rebuild the event ``encode_event`` described in encoding ``version``; JournalError if
+    it does not fit."""
+    encoding = ENCODINGS.get(version)
+    if encoding is None:
+        raise JournalError(
+            f"event encoding {version} is unknown to this livetable (it reads 1 to "
+            f"{EVENT_ENCODING})"
+        )
+    if kind not in encoding:
+        raise JournalError(f"unknown event kind {kind!r} in event encoding {version}")
+    cls, names = encoding[kind]
+    unknown = sorted(set(fields) - set(names))
+    if unknown:
+        raise JournalError(f"a {kind} has unknown fields {unknown}")
     hints = _HINTS[kind]
     try:
         values = {name: _decode_value(hints[name], value) for name, value in fields.items()}

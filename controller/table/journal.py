@@ -22,10 +22,14 @@ from pathlib import Path
 from typing import Any, Final
 
 from controller.errors import JournalError
-from controller.table.events import decode_event, encode_event
+from controller.table.events import ENCODINGS, EVENT_ENCODING, decode_event, encode_event
 
 SCHEMA_VERSION: Final = 1
 GENESIS_HASH: Final = "0" * 64
+EVENT_ENCODING_META_KEY: Final = "event_encoding"
+# A journal written with an older event encoding may take new rows in the current one when
+# the current one reads every old row alike (it only adds kinds): (old, new) pairs.
+_ENCODING_UPGRADES: Final = frozenset({(1, 2)})
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -56,13 +60,15 @@ class JournalEntry:
     body: str
     prev_hash: str
     hash: str
+    encoding: int = EVENT_ENCODING
+    """The event encoding the row was written with (the journal's, see :class:`Journal`)."""
 
     @property
     def fields(self) -> dict[str, Any]:
         return json.loads(self.body)
 
     def event(self) -> object:
-        return decode_event(self.kind, self.fields)
+        return decode_event(self.kind, self.fields, self.encoding)
 
 
 class Journal:
@@ -103,9 +109,36 @@ class Journal:
             last = self._db.execute(
                 "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1"
             ).fetchone()
+            self.event_encoding = self._open_encoding(last is None)
         except sqlite3.Error as error:
             raise JournalError(f"cannot open the journal {self.path}: {error}") from error
         self._last_seq, self._last_hash = (0, GENESIS_HASH) if last is None else last
+
+    def _open_encoding(self, empty: bool) -> int:
+        """The event encoding of the journal's rows; a writable journal is upgraded to the
+        current one where that reads its old rows alike, and refused where it does not."""
+        row = self._db.execute(
+            "SELECT value FROM meta WHERE key=?", (EVENT_ENCODING_META_KEY,)
+        ).fetchone()
+        # Journals written before the encoding was recorded used encoding 1.
+        found = int(row[0]) if row is not None else (EVENT_ENCODING if empty else 1)
+        if found not in ENCODINGS:
+            raise JournalError(
+                f"{self.path} was written with event encoding {found}; this livetable reads "
+                f"1 to {EVENT_ENCODING}"
+            )
+        if self.read_only or (found == EVENT_ENCODING and row is not None):
+            return found
+        if found != EVENT_ENCODING and (found, EVENT_ENCODING) not in _ENCODING_UPGRADES:
+            raise JournalError(
+                f"{self.path} was written with event encoding {found}, which this livetable "
+                f"reads but cannot extend (it writes {EVENT_ENCODING}): start a new journal"
+            )
+        self._db.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+            (EVENT_ENCODING_META_KEY, str(EVENT_ENCODING)),
+        )
+        return EVENT_ENCODING
 
     def meta(self, key: str) -> str | None:
         try:
@@ -143,7 +176,7 @@ class Journal:
             )
         except sqlite3.Error as error:
             raise JournalError(f"cannot append to the journal {self.path}: {error}") from error
-        entry = JournalEntry(seq, kind, body, self._last_hash, digest)
+        entry = JournalEntry(seq, kind, body, self._last_hash, digest, self.event_encoding)
         self._last_seq, self._last_hash = seq, digest
         return entry
 
@@ -155,7 +188,7 @@ class Journal:
                 (after,),
             )
             for row in cursor:
-                yield JournalEntry(*row)
+                yield JournalEntry(*row, encoding=self.event_encoding)
         except sqlite3.Error as error:
             raise JournalError(f"cannot read the journal {self.path}: {error}") from error
 

@@ -47,6 +47,8 @@ from controller.table.effects import (
 )
 from controller.table.events import (
     SUPERVISOR_COMMANDS,
+    CameraOffline,
+    CameraOnline,
     CameraRead,
     CardDrawn,
     CardMisread,
@@ -55,6 +57,7 @@ from controller.table.events import (
     CutCardDrawn,
     PlatformDecided,
     RoundRequested,
+    SettingsChanged,
     ShoeFault,
     ShoeFaultCleared,
     ShoeLockChanged,
@@ -65,7 +68,7 @@ from controller.table.events import (
     check_event,
     is_table_event,
 )
-from controller.table_config import TableConfig
+from controller.table_config import OperationalSettings, TableConfig
 
 logger = logging.getLogger(__name__)
 
@@ -155,6 +158,7 @@ class Pause:
     held: tuple[Card | None, ...] = ()
     unread: str | None = None
     by: str | None = None
+    since: float | None = None  # when the table paused (first reason, if several)
 
     def needs(self) -> list[str]:
         needs = []
@@ -192,6 +196,10 @@ class TableState:
     shoe_online: bool = True
     shoe_locked: bool = True  # what the machine asked of the shoe
     shoe_reports_locked: bool | None = None  # what the shoe last confirmed
+    camera_online: bool | None = None  # None: no camera has reported (or none is fitted)
+    # The operational settings in force, and those journaled to apply from the next round.
+    settings: OperationalSettings | None = None
+    pending_settings: OperationalSettings | None = None
 
     def copy(self) -> TableState:
         clone = dataclasses.replace(self)
@@ -227,6 +235,8 @@ _ALWAYS: Final[dict[str, Callable[[Phase], Transition]]] = {
     "shoe_lock": lambda phase: _t("on_shoe_lock", phase),
     # A fault's end is news, not a resolution: a pause it caused still needs a supervisor.
     "shoe_fault_cleared": lambda phase: _t("on_shoe_fault_cleared", phase),
+    "camera_status": lambda phase: _t("on_camera_status", phase),
+    "settings": lambda phase: _t("on_settings", phase),
     "timer.stale": lambda phase: _t("on_stale_timer", phase),
     "command.pause": lambda phase: _t("on_pause_command", P.PAUSED),
 }
@@ -385,6 +395,9 @@ _SIMPLE_KINDS: Final[dict[type, str]] = {
     PlatformDecided: "decision",
     RoundRequested: "round_request",
     ControllerStarted: "started",
+    CameraOnline: "camera_status",
+    CameraOffline: "camera_status",
+    SettingsChanged: "settings",
 }
 
 
@@ -480,9 +493,16 @@ class TableMachine:
     reaches the identical state (compare :meth:`snapshot`).
     """
 
-    def __init__(self, config: TableConfig) -> None:
+    def __init__(self, config: TableConfig, settings: OperationalSettings | None = None) -> None:
+        """``settings``: the operational settings the journal began with (default: the
+        config's); a ``SettingsChanged`` event changes them later."""
         self.config = config
-        self.state = TableState()
+        self.state = TableState(settings=settings or config.operational())
+
+    @property
+    def settings(self) -> OperationalSettings:
+        """The operational settings in force (a pending change applies at the next round)."""
+        return self.state.settings  # type: ignore[return-value]
 
     # -- the one entry point ------------------------------------------------------------
 
@@ -717,10 +737,12 @@ class TableMachine:
         """Move to ``phase`` and say so: shoe lock, dealer's line, timers, the new state."""
         state.phase = phase
         state.timers = {}
+        if phase in (P.SHOE_READY, P.AWAITING_SHUFFLE) and state.pending_settings is not None:
+            state.settings, state.pending_settings = state.pending_settings, None
         effects: list[Effect] = self._lock(state, phase not in DRAWING_PHASES)
         if phase is P.BURN_REVEAL:
             effects.append(TellDealer("reveal", "draw the first card of the shoe and reveal it"))
-            effects.append(self._timer(state, "dealer_idle", self.config.dealer_idle_s, at))
+            effects.append(self._timer(state, "dealer_idle", state.settings.dealer_idle_s, at))
         elif phase is P.BURNING:
             effects.append(
                 TellDealer(
@@ -729,7 +751,7 @@ class TableMachine:
                     count=state.burn_left,
                 )
             )
-            effects.append(self._timer(state, "dealer_idle", self.config.dealer_idle_s, at))
+            effects.append(self._timer(state, "dealer_idle", state.settings.dealer_idle_s, at))
         elif phase is P.DEALING:
             step = state.round.next_step()  # type: ignore[union-attr]
             assert isinstance(step, CardNeeded)
@@ -737,7 +759,7 @@ class TableMachine:
             effects.append(
                 TellDealer("deal", f"next card to {step.position}, {how}", position=step.position)
             )
-            effects.append(self._timer(state, "dealer_idle", self.config.dealer_idle_s, at))
+            effects.append(self._timer(state, "dealer_idle", state.settings.dealer_idle_s, at))
         elif phase is P.READING:
             position: str = state.reading  # type: ignore[assignment]
             if self._reading_hole(state):
@@ -746,11 +768,11 @@ class TableMachine:
             else:
                 effects.append(AskCamera(position, "misread", self._reading_number(state)))
                 effects.append(TellDealer("wait", "the card is being read by the camera"))
-            effects.append(self._timer(state, "camera", self.config.dealer_idle_s, at))
+            effects.append(self._timer(state, "camera", state.settings.dealer_idle_s, at))
         elif phase is P.DECIDING:
             step = state.round.next_step()  # type: ignore[union-attr]
             assert isinstance(step, DecisionNeeded)
-            timer = self._timer(state, "decision", self.config.decision_s, at)
+            timer = self._timer(state, "decision", state.settings.decision_s, at)
             effects.append(
                 PublishEvent(
                     "decision_requested",
@@ -768,7 +790,7 @@ class TableMachine:
             effects.append(timer)
             effects.append(TellDealer("wait", f"waiting for the {step.kind} decision"))
         elif phase is P.BETTING:
-            effects.append(self._timer(state, "betting", self.config.betting_s, at))
+            effects.append(self._timer(state, "betting", state.settings.betting_s, at))
             effects.append(TellDealer("wait", "betting is open"))
         elif phase is P.SHOE_READY:
             effects.append(TellDealer("wait", "waiting for the next round"))
@@ -857,10 +879,12 @@ class TableMachine:
         previous = state.pause
         resume_to = previous.resume_to if previous is not None else state.phase
         message = PAUSE_MESSAGES[reason] + (f": {detail}" if detail else "")
+        since = at
         if previous is not None:
             held = previous.held + held
             unread = unread or previous.unread
-        state.pause = Pause(reason, message, resume_to, held, unread, by)
+            since = previous.since if previous.since is not None else at
+        state.pause = Pause(reason, message, resume_to, held, unread, by, since)
         state.reading = None
         state.phase = P.PAUSED
         state.timers = {}
@@ -911,7 +935,7 @@ class TableMachine:
         if not step.face_down:
             payload["card"] = str(card)
         effects: list[Effect] = [PublishEvent("card_dealt", payload)]
-        if self.config.camera_cross_check and not step.face_down and source == "shoe":
+        if state.settings.camera_cross_check and not step.face_down and source == "shoe":
             number = _cards_held(state, step.position)
             state.cross_checks += ((step.position, number, card),)
             effects.append(AskCamera(step.position, "cross_check", number))
@@ -954,6 +978,49 @@ class TableMachine:
     def on_shoe_fault_cleared(self, state: TableState, event: ShoeFaultCleared) -> list[Effect]:
         return [PublishEvent("shoe_fault_cleared", {"code": event.code})]
 
+    def on_camera_status(
+        self, state: TableState, event: CameraOnline | CameraOffline
+    ) -> list[Effect]:
+        # News for the supervisors: a question the camera cannot answer now still runs into
+        # its own timer, and a pause it causes is resolved as any other.
+        online = isinstance(event, CameraOnline)
+        if state.camera_online == online:
+            return []
+        state.camera_online = online
+        if isinstance(event, CameraOnline):
+            notice = PublishEvent("camera_online", {"source": event.source})
+        else:
+            details = {"source": event.source, "reason": event.reason}
+            notice = PublishEvent("camera_offline", details)
+        return [notice, self._publish(state)]
+
+    def on_settings(self, state: TableState, event: SettingsChanged) -> list[Effect]:
+        try:
+            settings = OperationalSettings(
+                betting_s=event.betting_s,
+                decision_s=event.decision_s,
+                dealer_idle_s=event.dealer_idle_s,
+                rounds_after_cut_card=event.rounds_after_cut_card,
+                camera_cross_check=event.camera_cross_check,
+            )
+            TableConfig(
+                table_id=self.config.table_id, game=self.config.game, **settings.to_dict()
+            )
+        except TableError as error:
+            raise TransitionError(f"settings refused: {error}") from error
+        idle = state.phase in (P.AWAITING_SHUFFLE, P.SHOE_READY)
+        if idle:
+            state.settings, state.pending_settings = settings, None
+        else:
+            state.pending_settings = settings
+        return [
+            PublishEvent(
+                "settings_changed",
+                {**settings.to_dict(), "applies": "now" if idle else "next_round"},
+            ),
+            self._publish(state),
+        ]
+
     def on_idle_notice(self, state: TableState, event: ShoeFault | CardsLost) -> list[Effect]:
         if isinstance(event, ShoeFault):
             return [PublishEvent("shoe_fault", {"code": event.code, "message": event.message})]
@@ -979,7 +1046,7 @@ class TableMachine:
             state,
             PauseReason.DEALER_IDLE,
             event.at,
-            f"nothing for {self.config.dealer_idle_s:g} s",
+            f"nothing for {state.settings.dealer_idle_s:g} s",
         )
 
     def on_started(self, state: TableState, event: ControllerStarted) -> list[Effect]:
@@ -1058,7 +1125,7 @@ class TableMachine:
         state.burn_left -= 1
         if state.burn_left > 0:
             state.timers = {}
-            return [self._timer(state, "dealer_idle", self.config.dealer_idle_s, event.at)]
+            return [self._timer(state, "dealer_idle", state.settings.dealer_idle_s, event.at)]
         return [
             PublishEvent(
                 "burn_completed", {"shoe_id": state.shoe_id, "cards": len(state.burn_cards)}
@@ -1120,7 +1187,7 @@ class TableMachine:
         # The round in progress (a round in betting is "in progress": its cards are next) is
         # the last; between rounds, the next one is.
         cut_round = state.round_number if phase in ROUND_PHASES else state.round_number + 1
-        state.final_round = final_round_number(cut_round, self.config.rounds_after_cut_card)
+        state.final_round = final_round_number(cut_round, state.settings.rounds_after_cut_card)
         return [
             PublishEvent(
                 "cut_card_drawn", {"shoe_id": state.shoe_id, "final_round": state.final_round}
@@ -1147,7 +1214,7 @@ class TableMachine:
                 "round_number": state.round_number,
                 "final_round": state.final_round,
                 "bets": games.available_bets(self.config.game, state.round_number),
-                "betting_closes_at": event.at + self.config.betting_s,
+                "betting_closes_at": event.at + state.settings.betting_s,
             },
         )
         return [
@@ -1276,7 +1343,7 @@ class TableMachine:
                 state,
                 PauseReason.PLATFORM_SILENT,
                 event.at,
-                f"no answer within {self.config.decision_s:g} s",
+                f"no answer within {state.settings.decision_s:g} s",
             )
         return self._decide(state, step.box, step.hand, step.default, event.at, auto=True)
 
@@ -1451,10 +1518,16 @@ class TableMachine:
                 "held": [_card_text(card) for card in pause.held],
                 "unread": pause.unread,
                 "by": pause.by,
+                "since": pause.since,
             },
             "shoe_online": state.shoe_online,
             "shoe_locked": state.shoe_locked,
             "shoe_reports_locked": state.shoe_reports_locked,
+            "camera_online": state.camera_online,
+            "settings": None if state.settings is None else state.settings.to_dict(),
+            "pending_settings": None
+            if state.pending_settings is None
+            else state.pending_settings.to_dict(),
         }
 
     def round_in_progress(self) -> int | None:

@@ -111,8 +111,7 @@ def run(journal_path: Path, config: TableConfig, seed: int, limit: int | None) -
     say(f"pid {os.getpid()}")
     journal = Journal(journal_path)
     try:
-        bind_config(journal, config)
-        machine = replay(journal, config)
+        machine = replay(journal, config, bind_config(journal, config))
         say(f"replayed {journal.last_seq} {snapshot_digest(machine)}")
         table = JournaledTable(config, journal, machine)
         event: object = ControllerStarted(START_TIME + journal.last_seq + 1)

@@ -17,10 +17,10 @@ from typing import Any
 
 from controller.errors import ConfigurationError, JournalError
 from controller.table.effects import Effect
-from controller.table.events import ControllerStarted
+from controller.table.events import ControllerStarted, SettingsChanged
 from controller.table.journal import Journal, canonical_json
 from controller.table.machine import TableMachine
-from controller.table_config import TableConfig
+from controller.table_config import OperationalSettings, TableConfig
 
 logger = logging.getLogger(__name__)
 
@@ -28,18 +28,35 @@ logger = logging.getLogger(__name__)
 CONFIG_META_KEY = "table_config"
 
 
-def bind_config(journal: Journal, config: TableConfig) -> None:
-    """Record ``config``'s settings in a new journal, or check they are those it was
-    written with: replaying events under other settings would rebuild another state."""
-    wanted = canonical_json(config.rules_fingerprint())
+def bind_config(journal: Journal, config: TableConfig) -> OperationalSettings:
+    """Record ``config``'s settings in a new journal, or check that the table, game and rule
+    variant are those it was written with (replaying its rows under another game would
+    rebuild another state). Returns the operational settings the journal began with; later
+    changes are journaled events (``SettingsChanged``)."""
     stored = journal.meta(CONFIG_META_KEY)
     if stored is None:
-        journal.set_meta(CONFIG_META_KEY, wanted)
-    elif stored != wanted:
-        raise ConfigurationError(
-            f"the journal {journal.path} was written with the settings {stored}, not {wanted}: "
-            "start a new journal to change them"
+        journal.set_meta(CONFIG_META_KEY, canonical_json(config.rules_fingerprint()))
+        return config.operational()
+    written = _stored_config(journal, stored)
+    wanted, found = config.binding_fingerprint(), written.binding_fingerprint()
+    if found != wanted:
+        changed = ", ".join(
+            f"{key} {found[key]!r} (now {wanted[key]!r})"
+            for key in wanted
+            if found[key] != wanted[key]
         )
+        raise ConfigurationError(
+            f"the journal {journal.path} belongs to another table or game: it was written "
+            f"with {changed}; start a new journal for it"
+        )
+    return written.operational()
+
+
+def _stored_config(journal: Journal, stored: str) -> TableConfig:
+    try:
+        return TableConfig(**json.loads(stored), journal_path=journal.path)
+    except (ValueError, TypeError, ConfigurationError) as error:
+        raise JournalError(f"{journal.path} records unreadable table settings: {error}") from error
 
 
 def config_of(journal: Journal) -> TableConfig:
@@ -47,15 +64,30 @@ def config_of(journal: Journal) -> TableConfig:
     stored = journal.meta(CONFIG_META_KEY)
     if stored is None:
         raise JournalError(f"{journal.path} records no table settings")
-    return TableConfig(**json.loads(stored), journal_path=journal.path)
+    return _stored_config(journal, stored)
 
 
-def replay(journal: Journal, config: TableConfig) -> TableMachine:
-    """A machine fed every verified row of ``journal``; JournalError if the chain breaks."""
-    machine = TableMachine(config)
+def replay(
+    journal: Journal, config: TableConfig, settings: OperationalSettings | None = None
+) -> TableMachine:
+    """A machine fed every verified row of ``journal``; JournalError if the chain breaks.
+    ``settings``: the operational settings the journal began with (default: the config's)."""
+    machine = TableMachine(config, settings)
     for entry in journal.verified_entries():
         machine.handle(entry.event())
     return machine
+
+
+def settings_change(
+    machine: TableMachine, config: TableConfig, at: float
+) -> SettingsChanged | None:
+    """The event that brings the replayed table to ``config``'s operational settings, or
+    None when they are those it already has (or will have from the next round)."""
+    wanted = config.operational()
+    latest = machine.state.pending_settings or machine.settings
+    if latest == wanted:
+        return None
+    return SettingsChanged(**wanted.to_dict(), at=at)
 
 
 class JournaledTable:
@@ -77,8 +109,8 @@ class JournaledTable:
         """
         journal = Journal(path or config.journal_path)
         try:
-            bind_config(journal, config)
-            machine = replay(journal, config)
+            initial = bind_config(journal, config)
+            machine = replay(journal, config, initial)
         except BaseException:
             journal.close()
             raise
@@ -89,7 +121,12 @@ class JournaledTable:
             machine.state.phase.name,
         )
         table = cls(config, journal, machine)
-        return table, table.handle(ControllerStarted(at))
+        effects: list[Effect] = []
+        change = settings_change(machine, config, at)
+        if change is not None:
+            logger.info("operational settings changed: %s", config.operational().to_dict())
+            effects += table.handle(change)
+        return table, effects + table.handle(ControllerStarted(at))
 
     def handle(self, event: object) -> list[Effect]:
         """Journal ``event``, then apply it. An event that cannot be journaled faithfully is
@@ -112,7 +149,9 @@ class JournaledTable:
 def export_round(journal: Journal, config: TableConfig, round_id: int) -> list[dict[str, Any]]:
     """Every journaled event that belongs to round ``round_id`` (from the request that
     opened it to the result or the void), each with the effects it had."""
-    machine = TableMachine(config)
+    stored = journal.meta(CONFIG_META_KEY)
+    initial = _stored_config(journal, stored).operational() if stored else None
+    machine = TableMachine(config, initial)
     lines: list[dict[str, Any]] = []
     for entry in journal.verified_entries():
         before = machine.round_in_progress()

@@ -10,9 +10,11 @@ import pytest
 
 from controller.errors import ConfigurationError, JournalError
 from controller.games.cards import parse_card
-from controller.table.effects import EventRejected
+from controller.table.effects import EventRejected, PublishEvent
 from controller.table.events import (
     EVENT_TYPES,
+    CameraOffline,
+    CameraOnline,
     CameraRead,
     CardDrawn,
     CardMisread,
@@ -21,6 +23,7 @@ from controller.table.events import (
     CutCardDrawn,
     PlatformDecided,
     RoundRequested,
+    SettingsChanged,
     ShoeFault,
     ShoeFaultCleared,
     ShoeLockChanged,
@@ -57,6 +60,9 @@ ONE_OF_EACH = [
     ),
     RoundRequested("r1", "platform", 8.0, 3),
     ControllerStarted(8.5),
+    CameraOnline("rtsp://cam", 1920, 1080, 9.0),
+    CameraOffline("rtsp://cam", "stream ended", 2.0, 9.5),
+    SettingsChanged(12.0, 8.0, 45.0, 1, True, 10.0),
 ]
 
 
@@ -239,3 +245,44 @@ def test_a_second_writer_on_the_same_journal_is_refused(tmp_path: Path) -> None:
         first.append(ONE_OF_EACH[1])
     with Journal(path, read_only=True) as journal:
         assert journal.verify() == 2
+
+
+def test_operational_settings_change_under_a_living_journal_from_the_next_round(
+    tmp_path: Path,
+) -> None:
+    table, _ = JournaledTable.open(config_for("baccarat", tmp_path, betting_s=15.0), at=1.0)
+    driver = Driver(table, now=2.0)
+    try:
+        driver.new_shoe()
+        driver.open_and_close_betting()  # a round in progress when the process stops
+    finally:
+        table.close()
+    changed = config_for("baccarat", tmp_path, betting_s=5.0, dealer_idle_s=30.0)
+    table, effects = JournaledTable.open(changed, at=100.0)
+    driver = Driver(table, now=101.0)
+    try:
+        (notice,) = [
+            e for e in effects if isinstance(e, PublishEvent) and e.name == "settings_changed"
+        ]
+        assert notice.payload["betting_s"] == 5.0
+        assert notice.payload["applies"] == "next_round"
+        # The recovered round keeps the settings it opened with.
+        assert table.machine.settings.betting_s == 15.0
+        assert driver.command("cancel").ok
+        assert table.machine.settings.betting_s == 5.0
+        answer = driver.request_round()
+        assert answer.ok
+        (opened,) = driver.published_events("round_opened")
+        assert opened["betting_closes_at"] == pytest.approx(driver.now + 5.0)
+        live = table.machine.snapshot()
+    finally:
+        table.close()
+    # The change is a journaled event: a replay reaches the same state, and opening again
+    # with the same settings journals no second change.
+    with Journal(changed.journal_path, read_only=True) as journal:
+        assert [entry.kind for entry in journal.entries()].count("SettingsChanged") == 1
+        started_with = config_for("baccarat", betting_s=15.0).operational()
+        assert replay(journal, changed, started_with).snapshot() == live
+    table, effects = JournaledTable.open(changed, at=200.0)
+    table.close()
+    assert not [e for e in effects if isinstance(e, PublishEvent) and e.name == "settings_changed"]

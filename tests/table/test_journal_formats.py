@@ -1,0 +1,137 @@
+"""The journal's event encoding is a format of its own: old journals replay identically, and
+an encoding never changes without a new version number.
+
+``tests/fixtures/journals/`` holds journals written by livetable 0.1.0 (event encoding 1)
+with what replaying them gave then; ``tests/fixtures/event_encoding/vN.json`` the schema of
+each encoding version as it was released.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.table.effects import PublishEvent
+from controller.table.events import ENCODINGS, EVENT_ENCODING, encoding_schema
+from controller.table.journal import Journal
+from controller.table.machine import TableMachine
+from controller.table.table import JournaledTable, config_of, replay
+from controller.table_config import TableConfig
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+OLD_JOURNALS = sorted((FIXTURES / "journals").glob("*.journal"))
+
+
+def expected_of(journal_path: Path) -> dict[str, Any]:
+    return json.loads(journal_path.with_suffix(".expected.json").read_text())
+
+
+def _initial_settings(journal: Journal) -> Any:
+    return config_of(journal).operational()
+
+
+def test_there_are_old_journals_for_every_game() -> None:
+    assert {path.stem for path in OLD_JOURNALS} == {
+        "baccarat",
+        "blackjack-boundless",
+        "blackjack-classic",
+        "blackjack-21",
+    }
+
+
+@pytest.mark.parametrize("journal_path", OLD_JOURNALS, ids=lambda path: path.stem)
+def test_an_old_journal_replays_to_the_state_it_had(journal_path: Path) -> None:
+    expected = expected_of(journal_path)
+    with Journal(journal_path, read_only=True) as journal:
+        assert journal.event_encoding == 1
+        assert journal.verify() == expected["rows"]
+        assert journal.last_hash == expected["head"]
+        config = config_of(journal)
+        assert config.rules_fingerprint() == expected["config"]
+        machine = TableMachine(config, _initial_settings(journal))
+        settled: list[dict[str, Any]] = []
+        snapshots: dict[str, dict[str, Any]] = {}
+        for entry in journal.verified_entries():
+            for effect in machine.handle(entry.event()):
+                if isinstance(effect, PublishEvent) and effect.name == "round_settled":
+                    settled.append(effect.payload)
+            if str(entry.seq) in expected["snapshots"]:
+                snapshots[str(entry.seq)] = machine.snapshot()
+    assert settled == expected["round_settled"]
+    for seq, then in expected["snapshots"].items():
+        now = snapshots[seq]
+        # Today's snapshot may know more (keys added since); what it knew then is unchanged.
+        assert {key: now[key] for key in then} == then, f"state after row {seq}"
+
+
+@pytest.mark.parametrize("journal_path", OLD_JOURNALS[:2], ids=lambda path: path.stem)
+def test_an_old_journal_takes_new_rows_and_still_verifies(
+    journal_path: Path, tmp_path: Path
+) -> None:
+    copy = tmp_path / journal_path.name
+    shutil.copy(journal_path, copy)
+    with Journal(copy, read_only=True) as journal:
+        config = dataclasses.replace(config_of(journal), journal_path=copy)
+        before = replay(journal, config, _initial_settings(journal)).snapshot()
+    table, _effects = JournaledTable.open(config, at=2_000_000_000.0)
+    try:
+        assert table.journal.event_encoding == EVENT_ENCODING
+        live = table.machine.snapshot()
+    finally:
+        table.close()
+    assert live["round_log"] == before["round_log"]
+    with Journal(copy, read_only=True) as journal:
+        assert journal.verify() == expected_of(journal_path)["rows"] + 1
+        assert replay(journal, config, _initial_settings(journal)).snapshot() == live
+
+
+def encoding_mismatches(version: int, recorded: dict[str, dict[str, str]]) -> list[str]:
+    """What encoding ``version`` writes today that differs from its recorded schema."""
+    today = encoding_schema(version)
+    problems = []
+    for kind in sorted(set(today) | set(recorded)):
+        if today.get(kind) != recorded.get(kind):
+            problems.append(f"{kind}: recorded {recorded.get(kind)}, today {today.get(kind)}")
+    return problems
+
+
+@pytest.mark.parametrize("version", sorted(ENCODINGS))
+def test_an_encoding_never_changes_without_a_new_version(version: int) -> None:
+    record = FIXTURES / "event_encoding" / f"v{version}.json"
+    assert record.is_file(), f"encoding {version} has no recorded schema: record it once"
+    problems = encoding_mismatches(version, json.loads(record.read_text()))
+    assert not problems, (
+        f"event encoding {version} changed; give the change a new version instead: {problems}"
+    )
+
+
+def test_the_current_encoding_writes_every_field_of_every_event() -> None:
+    # A field added to an event class but not to the encoding would be lost in the journal.
+    for kind, (cls, names) in ENCODINGS[EVENT_ENCODING].items():
+        assert tuple(field.name for field in dataclasses.fields(cls)) == names, kind
+
+
+def test_a_renamed_field_is_caught() -> None:
+    recorded = encoding_schema(EVENT_ENCODING)
+    renamed = {**recorded, "CardDrawn": {**recorded["CardDrawn"]}}
+    renamed["CardDrawn"]["face"] = renamed["CardDrawn"].pop("card")
+    assert encoding_mismatches(EVENT_ENCODING, renamed) == [
+        f"CardDrawn: recorded {renamed['CardDrawn']}, today {recorded['CardDrawn']}"
+    ]
+
+
+def test_a_journal_from_a_newer_livetable_is_refused_with_a_clear_message(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "newer.journal"
+    config = TableConfig(journal_path=path)
+    table, _ = JournaledTable.open(config, at=1.0)
+    table.journal.set_meta("event_encoding", str(EVENT_ENCODING + 1))
+    table.close()
+    with pytest.raises(Exception, match=f"event encoding {EVENT_ENCODING + 1}"):
+        Journal(path, read_only=True)
