@@ -45,9 +45,12 @@ def test_there_are_old_journals_for_every_game() -> None:
 
 
 @pytest.mark.parametrize("journal_path", OLD_JOURNALS, ids=lambda path: path.stem)
-def test_an_old_journal_replays_to_the_state_it_had(journal_path: Path) -> None:
+def test_an_old_journal_replays_to_the_state_it_had(journal_path: Path, tmp_path: Path) -> None:
     expected = expected_of(journal_path)
-    with Journal(journal_path, read_only=True) as journal:
+    # A copy: SQLite leaves -shm files beside a WAL journal even when reading it.
+    copy = tmp_path / journal_path.name
+    shutil.copy(journal_path, copy)
+    with Journal(copy, read_only=True) as journal:
         assert journal.event_encoding == 1
         assert journal.verify() == expected["rows"]
         assert journal.last_hash == expected["head"]
