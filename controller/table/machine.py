@@ -197,6 +197,7 @@ class TableState:
     shoe_locked: bool = True  # what the machine asked of the shoe
     shoe_reports_locked: bool | None = None  # what the shoe last confirmed
     camera_online: bool | None = None  # None: no camera has reported (or none is fitted)
+    deadline: float | None = None  # when betting closes or the awaited decision times out
     # The operational settings in force, and those journaled to apply from the next round.
     settings: OperationalSettings | None = None
     pending_settings: OperationalSettings | None = None
@@ -705,7 +706,10 @@ class TableMachine:
             "round_number": state.round_number,
             "final_round": state.final_round,
             "cards_left": None if state.count is None else state.count.cards_left,
+            "cards_drawn": None if state.count is None else state.count.cards_seen,
+            "cut_card_seen": state.final_round is not None,
             "shoe_online": state.shoe_online,
+            "camera_online": state.camera_online,
             "paused": None
             if pause is None
             else {
@@ -714,9 +718,48 @@ class TableMachine:
                 "resume_to": pause.resume_to.value,
                 "needs": pause.needs(),
                 "by": pause.by,
+                "since": pause.since,
             },
             "round": None if state.round is None else _without_stand_in(state),
+            "awaiting": self._awaiting(state),
+            "deadline": state.deadline,
+            "bets_open": games.available_bets(self.config.game, state.round_number)
+            if state.phase is P.BETTING
+            else [],
+            "settings": None if state.settings is None else state.settings.to_dict(),
         }
+
+    @staticmethod
+    def _awaiting(state: TableState) -> dict[str, Any] | None:
+        """What the table waits for now, in public terms: a card for a position, a decision
+        from the platform, the end of betting, or a supervisor."""
+        phase = state.phase
+        if phase is P.BETTING:
+            return {"what": "bets"}
+        if phase is P.DEALING and state.round is not None:
+            step = state.round.next_step()
+            if isinstance(step, CardNeeded):
+                return {"what": "card", "position": step.position, "face_down": step.face_down}
+        if phase is P.DECIDING and state.round is not None:
+            step = state.round.next_step()
+            if isinstance(step, DecisionNeeded):
+                return {
+                    "what": "decision",
+                    "kind": step.kind,
+                    "box": step.box,
+                    "hand": step.hand,
+                    "options": sorted(step.options),
+                    "default": step.default,
+                }
+        if phase is P.READING:
+            return {"what": "camera", "position": state.reading}
+        if phase in BURN_PHASES:
+            return {"what": "burn", "cards": state.burn_left}
+        if phase is P.PAUSED:
+            return {"what": "supervisor"}
+        if phase is P.AWAITING_SHUFFLE:
+            return {"what": "new_shoe"}
+        return {"what": "round_request"} if phase is P.SHOE_READY else None
 
     def _reading_number(self, state: TableState) -> int:
         """The slot number of the card the camera is asked to read (``state.reading``): the
@@ -737,6 +780,7 @@ class TableMachine:
         """Move to ``phase`` and say so: shoe lock, dealer's line, timers, the new state."""
         state.phase = phase
         state.timers = {}
+        state.deadline = None
         if phase in (P.SHOE_READY, P.AWAITING_SHUFFLE) and state.pending_settings is not None:
             state.settings, state.pending_settings = state.pending_settings, None
         effects: list[Effect] = self._lock(state, phase not in DRAWING_PHASES)
@@ -773,6 +817,7 @@ class TableMachine:
             step = state.round.next_step()  # type: ignore[union-attr]
             assert isinstance(step, DecisionNeeded)
             timer = self._timer(state, "decision", state.settings.decision_s, at)
+            state.deadline = timer.due_at  # type: ignore[attr-defined]
             effects.append(
                 PublishEvent(
                     "decision_requested",
@@ -790,7 +835,9 @@ class TableMachine:
             effects.append(timer)
             effects.append(TellDealer("wait", f"waiting for the {step.kind} decision"))
         elif phase is P.BETTING:
-            effects.append(self._timer(state, "betting", state.settings.betting_s, at))
+            betting = self._timer(state, "betting", state.settings.betting_s, at)
+            state.deadline = betting.due_at  # type: ignore[attr-defined]
+            effects.append(betting)
             effects.append(TellDealer("wait", "betting is open"))
         elif phase is P.SHOE_READY:
             effects.append(TellDealer("wait", "waiting for the next round"))
@@ -888,6 +935,7 @@ class TableMachine:
         state.reading = None
         state.phase = P.PAUSED
         state.timers = {}
+        state.deadline = None
         # Always said, even if the gate should already be closed: a pause must hold the shoe.
         state.shoe_locked = True
         effects: list[Effect] = [LockShoe()]
@@ -1524,6 +1572,7 @@ class TableMachine:
             "shoe_locked": state.shoe_locked,
             "shoe_reports_locked": state.shoe_reports_locked,
             "camera_online": state.camera_online,
+            "deadline": state.deadline,
             "settings": None if state.settings is None else state.settings.to_dict(),
             "pending_settings": None
             if state.pending_settings is None
