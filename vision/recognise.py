@@ -41,7 +41,7 @@ CONFLICT_MARGIN: Final = math.log(20.0)
 # passed its deck's threshold of 0.9954; docs/vision.md).
 STANDOFF_CORNER: Final = 0.9
 
-# A card slot's region is centred on the slot (drivers/camera.py). In a blackjack cascade the
+# A card slot's region is centred on the slot (drivers/camera/). In a blackjack cascade the
 # card underneath shows its index inside the slot's region too, its centre about 0.4 card
 # widths away; a card is off its slot by at most ~0.1 width and the locator's estimate of the
 # centre errs by about as much again.
