@@ -7,14 +7,14 @@ the rules cannot play gives ``{"error": "..."}`` and the following lines still r
 ``rtp`` prints the return to player of every bet of a game, exactly (baccarat) or by
 simulation through the same live engine the table runs.
 
-The rules modules are imported inside the commands: blackjack's only when a blackjack line
-or game asks for it, so the baccarat commands work whatever state blackjack is in.
+Both take the games from :mod:`controller.games.registry`, whose entry points import a
+rules module only when a line or a game asks for it: the baccarat commands work whatever
+state blackjack is in.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import logging
 import math
@@ -25,13 +25,17 @@ from typing import IO, Any, Final
 
 from controller.cli_support import default_to_help
 from controller.errors import RulesError, TableError
+from controller.games.registry import (
+    GAME_IDS,
+    GAMES,
+    VARIANTS,
+    GameSpec,
+    Interval,
+    Progress,
+    find_game,
+)
 
 logger = logging.getLogger(__name__)
-
-BACCARAT: Final = "baccarat"
-BLACKJACK_GAMES: Final = ("blackjack-boundless", "blackjack-classic", "blackjack-21")
-GAMES: Final = (BACCARAT, *BLACKJACK_GAMES)
-BACCARAT_MODES: Final = ("traditional", "no-commission")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -56,14 +60,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "shoe), or --rounds N --seed S to simulate through the live engine."
         ),
     )
-    rtp.add_argument("--game", required=True, choices=GAMES)
-    rtp.add_argument("--mode", choices=BACCARAT_MODES, default="traditional", help="baccarat only")
+    rtp.add_argument("--game", required=True, choices=GAME_IDS)
+    rtp.add_argument(
+        "--mode",
+        choices=VARIANTS,
+        default=VARIANTS[0],
+        help=f"rule variant ({', '.join(_games_with(lambda spec: bool(spec.variants)))} only)",
+    )
     method = rtp.add_mutually_exclusive_group(required=True)
-    method.add_argument("--exact", action="store_true", help="exact enumeration (baccarat only)")
+    method.add_argument(
+        "--exact",
+        action="store_true",
+        help=f"exact enumeration ({', '.join(_exact_games())} only)",
+    )
     method.add_argument("--rounds", type=int, help="simulate this many rounds")
     rtp.add_argument("--seed", type=int, default=1, help="simulation seed (default 1)")
     rtp.add_argument("--json", action="store_true", help="machine-readable output")
     rtp.set_defaults(func=run_rtp)
+
+
+def _games_with(test: Callable[[GameSpec], bool]) -> tuple[str, ...]:
+    return tuple(spec.id for spec in GAMES.values() if test(spec))
+
+
+def _exact_games() -> tuple[str, ...]:
+    return _games_with(lambda spec: spec.exact_rtp is not None)
 
 
 # -- rules replay -------------------------------------------------------------------------
@@ -74,28 +95,15 @@ def replay_request(request: object) -> dict[str, Any]:
     if not isinstance(request, dict):
         raise RulesError(f"a request must be a JSON object, not {type(request).__name__}")
     game = request.get("game")
-    if game == BACCARAT:
-        return _replay_baccarat(request)
-    if game in BLACKJACK_GAMES:
-        try:
-            blackjack = importlib.import_module("controller.games.blackjack_replay")
-            replay = blackjack.replay
-        except (ImportError, AttributeError) as error:
-            raise RulesError(f"{game} cannot be replayed in this build: {error}") from None
-        return replay(request)
-    raise RulesError(f"unknown game {game!r}: expected one of {', '.join(GAMES)}")
-
-
-def _replay_baccarat(request: Mapping[str, Any]) -> dict[str, Any]:
-    from controller.games.baccarat import play_baccarat
-
-    mode = request.get("mode", "traditional")
-    if mode not in BACCARAT_MODES:
-        raise RulesError(f"unknown baccarat mode {mode!r}: expected one of {BACCARAT_MODES}")
-    cards = request.get("cards")
-    if not isinstance(cards, list):
-        raise RulesError("'cards' must be a list of card strings like \"AS\"")
-    return play_baccarat(cards, mode).as_dict()
+    spec = find_game(game)
+    if spec is None:
+        raise RulesError(f"unknown game {game!r}: expected one of {', '.join(GAME_IDS)}")
+    try:
+        return spec.replay(request)
+    except ImportError as error:
+        # The entry point imports its rules module now: a game whose module is missing or
+        # broken answers this, and the other games' lines still play.
+        raise RulesError(f"{game} cannot be replayed in this build: {error}") from None
 
 
 def replay_line(line: str) -> dict[str, Any]:
@@ -133,16 +141,14 @@ def run_replay(_args: argparse.Namespace) -> int:
 
 # -- rtp --------------------------------------------------------------------------------------
 
-Progress = Callable[[int], None]
-Interval = tuple[float, float, float]
-
 
 def run_rtp(args: argparse.Namespace) -> int:
     if args.exact:
-        if args.game != BACCARAT:
-            raise RulesError(f"--exact is available for baccarat only; simulate {args.game}")
-        from controller.games.baccarat_rtp import exact_rtp
-
+        exact_rtp = GAMES[args.game].exact_rtp
+        if exact_rtp is None:
+            raise RulesError(
+                f"--exact is available for {', '.join(_exact_games())} only; simulate {args.game}"
+            )
         started = time.perf_counter()
         exact = {bet: float(value) for bet, value in exact_rtp(args.mode).items()}
         elapsed = time.perf_counter() - started
@@ -166,18 +172,13 @@ def simulate(
     game: str, mode: str, rounds: int, seed: int, progress: Progress | None
 ) -> dict[str, Interval]:
     """bet -> (rtp, ci_low, ci_high) from ``rounds`` simulated rounds of ``game``."""
-    if game == BACCARAT:
-        from controller.games.baccarat_rtp import simulate as simulate_baccarat
-
-        return simulate_baccarat(mode, rounds, seed, progress)
-    if game in BLACKJACK_GAMES:
-        try:
-            blackjack_rtp = importlib.import_module("controller.games.blackjack_rtp")
-            simulate_blackjack = blackjack_rtp.simulate
-        except (ImportError, AttributeError) as error:
-            raise RulesError(f"{game} cannot be simulated in this build: {error}") from None
-        return dict(simulate_blackjack(game, rounds, seed, progress))
-    raise RulesError(f"unknown game {game!r}")
+    spec = find_game(game)
+    if spec is None:
+        raise RulesError(f"unknown game {game!r}")
+    try:
+        return dict(spec.simulate_rtp(mode, rounds, seed, progress))
+    except ImportError as error:
+        raise RulesError(f"{game} cannot be simulated in this build: {error}") from None
 
 
 def _print_exact(args: argparse.Namespace, rtps: Mapping[str, float], elapsed: float) -> None:
@@ -201,7 +202,7 @@ def _print_exact(args: argparse.Namespace, rtps: Mapping[str, float], elapsed: f
 def _print_simulation(
     args: argparse.Namespace, results: Mapping[str, Interval], elapsed: float
 ) -> None:
-    mode = args.mode if args.game == BACCARAT else None
+    mode = args.mode if GAMES[args.game].variants else None
     if args.json:
         document = {
             "game": args.game,

@@ -27,9 +27,11 @@ from typing import Any, Final
 
 from controller.config_file import read_toml
 from controller.errors import ConfigurationError
+from controller.games.registry import GAME_IDS, find_game, game_spec
 
-GAME_IDS: Final = ("baccarat", "blackjack-boundless", "blackjack-classic", "blackjack-21")
-BACCARAT_MODES: Final = ("traditional", "no-commission")
+# The games and baccarat's rule variants come from the registry (GAME_IDS is imported from
+# there and still importable from here).
+BACCARAT_MODES: Final = game_spec("baccarat").variants
 JOURNAL_PATH_ENV: Final = "LIVETABLE_JOURNAL_PATH"
 
 
@@ -71,7 +73,7 @@ class TableConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.table_id, str) or not self.table_id.strip():
             raise ConfigurationError("table id must be a non-empty string")
-        if self.game not in GAME_IDS:
+        if find_game(self.game) is None:
             raise ConfigurationError(
                 f"unknown game {self.game!r}: expected one of {', '.join(GAME_IDS)}"
             )

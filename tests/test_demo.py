@@ -9,11 +9,14 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
+from itertools import cycle
 from pathlib import Path
 
 import pytest
 
 from controller.games.cards import parse_card
+from controller.games.registry import GAME_IDS
+from drivers.shoe.sessions import PROTOCOL_NAMES
 
 
 def run_demo(*args: str, tmp_path: Path) -> list[dict]:
@@ -45,15 +48,8 @@ def run_demo(*args: str, tmp_path: Path) -> list[dict]:
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
-@pytest.mark.parametrize(
-    ("game", "protocol"),
-    [
-        ("baccarat", "angel-eye"),
-        ("blackjack-classic", "native"),
-        ("blackjack-21", "angel-eye"),
-        ("blackjack-boundless", "ascii"),
-    ],
-)
+# Every game, each with a shoe protocol in turn, so every protocol plays too.
+@pytest.mark.parametrize(("game", "protocol"), list(zip(GAME_IDS, cycle(PROTOCOL_NAMES))))
 def test_demo_plays_rounds_of_every_game(game: str, protocol: str, tmp_path: Path) -> None:
     effects = run_demo(
         "--game",

@@ -425,3 +425,15 @@ def play_baccarat(
             ) from None
         round_.deal(card if isinstance(card, Card) else parse_card(card))
     return round_.result()
+
+
+def replay(request: Mapping[str, Any]) -> dict[str, Any]:
+    """Play one `livetable rules replay` line: ``{"game", "mode", "cards"}`` in, the
+    round's :meth:`BaccaratResult.as_dict` out; :class:`RulesError` if it cannot be played."""
+    mode = request.get("mode", TRADITIONAL)
+    if mode not in MODES:
+        raise RulesError(f"unknown baccarat mode {mode!r}: expected one of {MODES}")
+    cards = request.get("cards")
+    if not isinstance(cards, list):
+        raise RulesError("'cards' must be a list of card strings like \"AS\"")
+    return play_baccarat(cards, mode).as_dict()

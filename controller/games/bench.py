@@ -23,11 +23,11 @@ from typing import Any, Final
 
 from controller.games.baccarat import BaccaratRound
 from controller.games.cards import ALL_FACES, DECKS_PER_SHOE, Card
+from controller.games.registry import BACCARAT, GAME_IDS, game_spec
 from controller.stats import percentile
 
 BACCARAT_TARGET: Final = 100_000  # rounds/s, issue 3
 BLACKJACK_TARGET: Final = 30_000
-BLACKJACK_GAMES: Final = ("blackjack-boundless", "blackjack-classic", "blackjack-21")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -49,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--game",
         action="append",
-        choices=("baccarat", *BLACKJACK_GAMES),
+        choices=GAME_IDS,
         help="only this game (repeatable); default all",
     )
     parser.add_argument("--seed", type=int, default=1)
@@ -157,10 +157,10 @@ def run(args: argparse.Namespace) -> int:
     if args.batches < 1 or args.baccarat_rounds < 1 or args.blackjack_rounds < 1:
         print("livetable: error: batches and rounds must be positive", file=sys.stderr)
         return 2
-    games = args.game or ["baccarat", *BLACKJACK_GAMES]
+    games = args.game or list(GAME_IDS)
     report: dict[str, Any] = {}
     for game in games:
-        if game == "baccarat":
+        if game_spec(game).family == BACCARAT:
             rates = bench_baccarat(args.batches, args.baccarat_rounds, args.seed)
             report[game] = {**_summary(rates, BACCARAT_TARGET), "rounds": args.baccarat_rounds}
         else:

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from controller.table_config import GAME_IDS
+from controller.games.registry import GAME_IDS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib
 import os
 import random
 import sys
@@ -31,6 +30,7 @@ from pathlib import Path
 
 from controller.games.base import DecisionNeeded
 from controller.games.cards import ALL_FACES, DECKS_PER_SHOE, Card
+from controller.games.registry import GAMES
 from controller.table.events import CardDrawn as CardDrawnEvent
 from controller.table.events import (
     ControllerStarted,
@@ -127,8 +127,11 @@ def run(journal_path: Path, config: TableConfig, seed: int, limit: int | None) -
 
 
 def zygote(journal_path: Path, config: TableConfig, seed: int, limit: int | None) -> int:
-    for module in ("controller.games.baccarat", "controller.games.blackjack"):
-        importlib.import_module(module)
+    # Every game's rules are imported before forking, so no child pays for it: a round and
+    # the first round's bets run each game's lazy imports.
+    for spec in GAMES.values():
+        spec.new_round(1)
+        spec.available_bets(1)
     child = 0
     for line in sys.stdin:
         command = line.strip()

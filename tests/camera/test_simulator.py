@@ -292,6 +292,12 @@ def test_the_command_line_offers_every_simulated_game() -> None:
     assert camera_cli.GAMES == GAMES
 
 
+def test_the_simulator_lays_out_every_registered_game() -> None:
+    from controller.games.registry import GAME_IDS
+
+    assert sorted(GAMES) == sorted(GAME_IDS)
+
+
 def test_sim_camera_command_refuses_bad_requests(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -11,11 +11,12 @@ import pytest
 from controller.games.base import DecisionNeeded
 from controller.games.blackjack import BlackjackRound
 from controller.games.cards import parse_card
+from controller.games.registry import BLACKJACK, games_in
 from controller.table.effects import AskCamera, PublishEvent, PublishState, StartTimer
 from controller.table.machine import Phase
 from tests.table.driver import Driver, deal_until_settled, shuffled_shoe
 
-GAMES = ("blackjack-classic", "blackjack-21", "blackjack-boundless")
+GAMES = games_in(BLACKJACK)
 
 
 def table_for(game: str, **overrides: object) -> Driver:

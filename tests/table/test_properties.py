@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from controller.games.base import CardNeeded, DecisionNeeded
 from controller.games.cards import ALL_FACES, DECKS_PER_SHOE
+from controller.games.registry import GAME_IDS
 from controller.table import games
 from controller.table.effects import (
     CommandAnswered,
@@ -45,7 +46,7 @@ from controller.table.events import (
 from controller.table.journal import Journal
 from controller.table.machine import Phase, TableMachine
 from controller.table.table import JournaledTable, replay
-from controller.table_config import GAME_IDS, TableConfig
+from controller.table_config import TableConfig
 
 faces = st.sampled_from(ALL_FACES)
 positions = st.sampled_from(["player", "banker", "dealer", "box1", "box2", "burn", "nowhere"])

@@ -1,0 +1,253 @@
+"""Every game the table can run, in one place: one frozen :class:`GameSpec` per game.
+
+Whatever lists the games or picks code by game takes it from here: the table's configuration
+check and its live rounds (``controller/table``), `livetable rules replay` and `livetable
+rtp`, the benchmarks and the tests. Adding a game is its rules module (a
+:class:`~controller.games.base.LiveRound`) and one entry in :data:`GAMES`.
+
+The entry points are small functions that import their rules module when first called, so
+a baccarat table never imports blackjack, and a blackjack module that fails to import stops
+only the blackjack games. This module itself imports no rules module: it sits on top of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Final
+
+from controller.errors import ConfigurationError
+from controller.games.base import LiveRound
+
+Progress = Callable[[int], None]
+Interval = tuple[float, float, float]
+"""An RTP and its 95 % confidence interval, as fractions: ``(rtp, low, high)``."""
+
+BACCARAT: Final = "baccarat"
+BLACKJACK: Final = "blackjack"
+"""The two families: what the benches and the rules tools share within one family."""
+
+
+@dataclass(frozen=True, slots=True)
+class GameSpec:
+    """One game: its id, limits, variants and the entry points into its rules."""
+
+    id: str
+    """The id in configuration files, on the command line and in every published state."""
+    label: str
+    """Its plain name, for people."""
+    family: str
+    """:data:`BACCARAT` or :data:`BLACKJACK`."""
+    default_boxes: int
+    """Boxes (or seats) a round has when the round request does not say."""
+    max_boxes: int
+    """The most boxes one round may have (Boundless: 1, one shared hand for every player)."""
+    variants: tuple[str, ...]
+    """Rule variants it accepts, the default first; empty: the game has none."""
+    round_factory: Callable[[int, int, str], LiveRound]
+    """``(round_number, boxes, variant)`` -> a fresh live round; see :meth:`new_round`."""
+    bet_ids: Callable[[], tuple[str, ...]]
+    """Every bet the game settles."""
+    bets_in_round: Callable[[int], tuple[str, ...]]
+    """The bets open in round N (1-based) of a shoe; see :meth:`available_bets`."""
+    replay: Callable[[Mapping[str, Any]], dict[str, Any]]
+    """`rules replay`: one parsed JSON request in, its JSON-ready answer out (RulesError)."""
+    simulate_rtp: Callable[[str, int, int, Progress | None], Mapping[str, Interval]]
+    """`rtp --rounds`: ``(variant, rounds, seed, progress)`` -> bet -> :data:`Interval`."""
+    exact_rtp: Callable[[str], Mapping[str, Fraction]] | None = None
+    """`rtp --exact`: ``variant`` -> bet -> exact RTP; ``None`` where only simulation exists."""
+
+    @property
+    def default_variant(self) -> str | None:
+        return self.variants[0] if self.variants else None
+
+    def new_round(
+        self, round_number: int, boxes: int | None = None, variant: str | None = None
+    ) -> LiveRound:
+        """A fresh live round; RulesError if the rules refuse the arguments.
+
+        ``variant`` only matters to a game that has variants (the table passes its
+        ``baccarat_mode`` whatever the game); ``None`` is the game's default.
+        """
+        chosen = variant if variant is not None else self.default_variant or ""
+        return self.round_factory(
+            round_number, self.default_boxes if boxes is None else boxes, chosen
+        )
+
+    def available_bets(self, round_number: int) -> list[str]:
+        """The bets the platform may accept in round ``round_number`` (1-based) of a shoe."""
+        return list(self.bets_in_round(round_number))
+
+
+# -- baccarat ---------------------------------------------------------------------------------
+
+
+def _baccarat_round(round_number: int, boxes: int, variant: str) -> LiveRound:
+    from controller.games.baccarat import BaccaratRound
+
+    return BaccaratRound(variant, round_number)  # one table, no boxes
+
+
+def _baccarat_bet_ids() -> tuple[str, ...]:
+    from controller.games.baccarat import BET_IDS
+
+    return BET_IDS
+
+
+def _baccarat_bets_in_round(round_number: int) -> tuple[str, ...]:
+    from controller.games.baccarat import available_bets
+
+    return available_bets(round_number)
+
+
+def _baccarat_replay(request: Mapping[str, Any]) -> dict[str, Any]:
+    from controller.games.baccarat import replay
+
+    return replay(request)
+
+
+def _baccarat_simulate(
+    variant: str, rounds: int, seed: int, progress: Progress | None
+) -> Mapping[str, Interval]:
+    from controller.games.baccarat_rtp import simulate
+
+    return simulate(variant, rounds, seed, progress)
+
+
+def _baccarat_exact(variant: str) -> Mapping[str, Fraction]:
+    from controller.games.baccarat_rtp import exact_rtp
+
+    return exact_rtp(variant)
+
+
+# -- blackjack --------------------------------------------------------------------------------
+
+
+def _blackjack_round(game: str) -> Callable[[int, int, str], LiveRound]:
+    def new_round(round_number: int, boxes: int, variant: str) -> LiveRound:
+        from controller.games.blackjack import BlackjackRound
+
+        return BlackjackRound(game, boxes)  # the round number changes nothing in blackjack
+
+    return new_round
+
+
+def _boundless_round(round_number: int, boxes: int, variant: str) -> LiveRound:
+    from controller.games.blackjack import BlackjackRound
+
+    return BlackjackRound("blackjack-boundless", 1)  # one shared hand, whoever plays it
+
+
+def _main_bet_only() -> tuple[str, ...]:
+    return ("main",)
+
+
+def _main_bet_in_every_round(round_number: int) -> tuple[str, ...]:
+    return ("main",)
+
+
+def _boundless_bet_ids() -> tuple[str, ...]:
+    from controller.games.boundless_side_bets import SIDE_BETS
+
+    return ("main", *SIDE_BETS)
+
+
+def _boundless_bets_in_round(round_number: int) -> tuple[str, ...]:
+    from controller.games.boundless_side_bets import SIDE_BETS, side_bet_available
+
+    return ("main", *(bet for bet in SIDE_BETS if side_bet_available(bet, round_number)))
+
+
+def _blackjack_replay(request: Mapping[str, Any]) -> dict[str, Any]:
+    from controller.games.blackjack_replay import replay
+
+    return replay(request)
+
+
+def _blackjack_simulate(game: str) -> Callable[..., Mapping[str, Interval]]:
+    def simulate(
+        variant: str, rounds: int, seed: int, progress: Progress | None
+    ) -> Mapping[str, Interval]:
+        from controller.games.blackjack_rtp import simulate
+
+        return simulate(game, rounds, seed, progress)
+
+    return simulate
+
+
+def _blackjack(
+    game: str,
+    label: str,
+    boxes: int,
+    bet_ids: Callable[[], tuple[str, ...]] = _main_bet_only,
+    bets_in_round: Callable[[int], tuple[str, ...]] = _main_bet_in_every_round,
+    round_factory: Callable[[int, int, str], LiveRound] | None = None,
+) -> GameSpec:
+    return GameSpec(
+        id=game,
+        label=label,
+        family=BLACKJACK,
+        default_boxes=boxes,
+        max_boxes=boxes,
+        variants=(),
+        round_factory=round_factory or _blackjack_round(game),
+        bet_ids=bet_ids,
+        bets_in_round=bets_in_round,
+        replay=_blackjack_replay,
+        simulate_rtp=_blackjack_simulate(game),
+    )
+
+
+# -- the registry -----------------------------------------------------------------------------
+
+GAMES: Final[Mapping[str, GameSpec]] = {
+    spec.id: spec
+    for spec in (
+        GameSpec(
+            id="baccarat",
+            label="Baccarat",
+            family=BACCARAT,
+            default_boxes=1,
+            max_boxes=1,
+            variants=("traditional", "no-commission"),
+            round_factory=_baccarat_round,
+            bet_ids=_baccarat_bet_ids,
+            bets_in_round=_baccarat_bets_in_round,
+            replay=_baccarat_replay,
+            simulate_rtp=_baccarat_simulate,
+            exact_rtp=_baccarat_exact,
+        ),
+        _blackjack(
+            "blackjack-boundless",
+            "Boundless Blackjack",
+            1,
+            _boundless_bet_ids,
+            _boundless_bets_in_round,
+            _boundless_round,
+        ),
+        _blackjack("blackjack-classic", "Classic Blackjack", 5),
+        _blackjack("blackjack-21", "Blackjack 21", 7),  # Decision: seats default to 7
+    )
+}
+GAME_IDS: Final = tuple(GAMES)
+VARIANTS: Final = tuple(dict.fromkeys(v for spec in GAMES.values() for v in spec.variants))
+"""Every rule variant of any game, in order (today: baccarat's two modes)."""
+
+
+def find_game(game: object) -> GameSpec | None:
+    """The spec of ``game``, or ``None`` if there is no such game."""
+    return GAMES.get(game) if isinstance(game, str) else None
+
+
+def game_spec(game: object) -> GameSpec:
+    """The spec of ``game``; :class:`ConfigurationError` naming the known ids otherwise."""
+    spec = find_game(game)
+    if spec is None:
+        raise ConfigurationError(f"unknown game {game!r}: expected one of {', '.join(GAME_IDS)}")
+    return spec
+
+
+def games_in(family: str) -> tuple[str, ...]:
+    """The ids of one family's games, in registry order."""
+    return tuple(spec.id for spec in GAMES.values() if spec.family == family)
