@@ -33,12 +33,15 @@ def mqtt_broker(tmp_path: Path) -> Iterator[tuple[str, int]]:
         pytest.fail(f"mosquitto died during the test (exit {died_with}):\n{broker.log()}")
 
 
+# Accounts of the production ACL (systemd/mosquitto/livetable.acl) by role: the daemon of
+# table t1, the platform, two supervisors (alice, and bob for one acting as another), a viewer.
 SECURE_USERS: dict[str, tuple[str, str]] = {
     role: (username, f"{role}-secret-{os.getpid()}")
     for role, username in {
-        "table": "livetable-table",
+        "table": "livetable-t1",
         "platform": "platform",
-        "supervisor": "supervisor",
+        "supervisor": "alice",
+        "other_supervisor": "bob",
         "viewer": "viewer",
     }.items()
 }
