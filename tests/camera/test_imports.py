@@ -20,6 +20,11 @@ CAMERA_FREE_MODULES = (
     "drivers.camera_events",
     "drivers.camera_cli",
     "simulators.camera_cli",
+    "simulators.camera",
+    "simulators.camera.layout",
+    "simulators.camera.renderer",
+    "simulators.camera.simulated",
+    "simulators.camera.video",
 )
 
 

@@ -1,0 +1,151 @@
+"""The simulated tables seen from straight above: every position's spot, for each game.
+
+:func:`layout_for` gives the layout of a game; every position is a card slot named
+``<hand>.card<n>`` (:func:`drivers.camera.card_slot` maps the rules' position and card number
+to it). The renderer draws the felt and lays the cards by it, and the simulated camera's region
+map comes from it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final
+
+from controller.errors import ConfigurationError
+
+GAMES: Final = ("baccarat", "blackjack-classic", "blackjack-21", "blackjack-boundless")
+
+# A poker-size card is 63 x 88 mm.
+CARD_ASPECT: Final = 63.0 / 88.0
+
+
+@dataclass(frozen=True, slots=True)
+class Spot:
+    """Where one position's card lies on the table, in pixels of the table's top view.
+
+    ``angle`` is the card's nominal rotation in degrees (90: dealt sideways, as baccarat's
+    third cards are).
+    """
+
+    position: str
+    x: float
+    y: float
+    angle: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class TableLayout:
+    """The table seen from straight above: its size, the card size, every position's spot.
+
+    ``deal_order`` is the order a round normally fills the spots (the order the simulator's
+    command line deals a list of cards in); ``labels`` are the words printed on the felt.
+    """
+
+    game: str
+    width: int
+    height: int
+    card_height: int
+    spots: Mapping[str, Spot]
+    deal_order: tuple[str, ...]
+    labels: tuple[tuple[str, float, float], ...] = ()
+
+    @property
+    def card_width(self) -> int:
+        return round(self.card_height * CARD_ASPECT)
+
+
+def _hand_cascade(prefix: str, x: float, y: float, cards: int, dx: float, dy: float) -> list[Spot]:
+    return [
+        Spot(f"{prefix}.card{c}", x + (c - 1) * dx, y + (c - 1) * dy) for c in range(1, cards + 1)
+    ]
+
+
+def layout_for(game: str, width: int = 1280, height: int = 720) -> TableLayout:
+    """The simulator's layout of ``game`` (see ``docs/camera.md`` for the position names).
+
+    Every position is a card slot named ``<hand>.card<n>``, the hand as the rules name it
+    (:func:`drivers.camera.card_slot` maps the rules' position and card number to it):
+
+    * ``baccarat``: ``player.card1``..``player.card3``, ``banker.card1``..``banker.card3``
+      (third cards sideways).
+    * ``blackjack-classic``: 5 boxes, ``box{b}.hand{h}.card{c}`` (2 hands, 6 cards each).
+    * ``blackjack-21``: 7 boxes, ``box{b}.hand{h}.card{c}`` (3 hands, 6 cards each).
+    * ``blackjack-boundless``: one shared hand, ``player.card1``..``player.card12``.
+    * every blackjack game: ``dealer.card1``..``dealer.card7``.
+    """
+    if not (160 <= width <= 8192 and 120 <= height <= 8192):
+        raise ConfigurationError(f"simulated frame {width}x{height} is outside 160x120..8192x8192")
+    spots: list[Spot] = []
+    labels: list[tuple[str, float, float]] = []
+    if game == "baccarat":
+        card_height = round(height * 0.2)
+        card_width = card_height * CARD_ASPECT
+        # Neighbouring cards are laid a little closer than a card's width: they touch or
+        # overlap, as they do when a dealer works quickly.
+        pitch = card_width * 0.92
+        row = height * 0.48
+        for side, centre in (("player", width * 0.3), ("banker", width * 0.7)):
+            spots.append(Spot(f"{side}.card1", centre - pitch / 2, row))
+            spots.append(Spot(f"{side}.card2", centre + pitch / 2, row))
+            spots.append(Spot(f"{side}.card3", centre, row + card_height * 0.95, 90.0))
+            labels.append((side.upper(), centre, row - card_height * 0.8))
+        order = (
+            "player.card1",
+            "banker.card1",
+            "player.card2",
+            "banker.card2",
+            "player.card3",
+            "banker.card3",
+        )
+        return TableLayout(game, width, height, card_height, _spot_map(spots), order, tuple(labels))
+    boxes, hands, cards = {
+        "blackjack-classic": (5, 2, 6),
+        "blackjack-21": (7, 3, 6),
+        "blackjack-boundless": (1, 1, 12),
+    }.get(game, (0, 0, 0))
+    if not boxes:
+        raise ConfigurationError(f"no camera layout for game {game!r}; known: {', '.join(GAMES)}")
+    card_height = round(height * (0.17 if boxes <= 5 else 0.15))
+    card_width = card_height * CARD_ASPECT
+    # A blackjack hand is a cascade: each card a little right of and above the one before,
+    # so every index corner stays in sight.
+    dx, dy = card_width * 0.32, -card_height * 0.16
+    dealer_y = height * 0.22
+    dealer_x = width / 2 - 3 * card_width * 0.55
+    spots += [
+        Spot(f"dealer.card{c}", dealer_x + (c - 1) * card_width * 0.55, dealer_y)
+        for c in range(1, 8)
+    ]
+    labels.append(("DEALER", width / 2, dealer_y - card_height * 0.7))
+    if game == "blackjack-boundless":
+        row_y = height * 0.72
+        start_x = width / 2 - 5.5 * card_width * 0.55
+        spots += [
+            Spot(f"player.card{c}", start_x + (c - 1) * card_width * 0.55, row_y)
+            for c in range(1, cards + 1)
+        ]
+        labels.append(("PLAYER", width / 2, row_y + card_height * 0.75))
+        order = ("player.card1", "dealer.card1", "player.card2", "dealer.card2")
+    else:
+        for b in range(1, boxes + 1):
+            # Boxes sit on an arc around the dealer, box 1 on the dealer's left (our right).
+            fraction = (b - 0.5) / boxes
+            box_x = width * (0.93 - 0.86 * fraction)
+            box_y = height * (0.62 + 0.16 * math.sin(math.pi * fraction))
+            labels.append((str(b), box_x, box_y + card_height * 0.8))
+            for h in range(1, hands + 1):
+                hand_x = box_x + (h - (hands + 1) / 2) * card_width * 0.8
+                spots += _hand_cascade(f"box{b}.hand{h}", hand_x, box_y, cards, dx, dy)
+        # Each box's first card, the dealer's first, each box's second, the dealer's second
+        # (which of the dealer's two is the face-down hole card depends on the game).
+        first = [f"box{b}.hand1.card1" for b in range(1, boxes + 1)]
+        second = [f"box{b}.hand1.card2" for b in range(1, boxes + 1)]
+        order = (*first, "dealer.card1", *second, "dealer.card2")
+    return TableLayout(game, width, height, card_height, _spot_map(spots), order, tuple(labels))
+
+
+def _spot_map(spots: Sequence[Spot]) -> Mapping[str, Spot]:
+    return MappingProxyType({spot.position: spot for spot in spots})
