@@ -63,7 +63,10 @@ class ShoeSession(ABC):
     """One protocol's state for one driver; reset of the link via :meth:`closed`."""
 
     name: ClassVar[str]
+    """The protocol's name in ``[shoe] protocol`` and every ``--protocol`` option."""
     default_baudrate: ClassVar[int]
+    sequenced: ClassVar[bool] = True
+    """Whether frames carry sequence numbers: only then can a lost or repeated card be told."""
     heartbeat_timeout_s: ClassVar[float | None] = None
     """Silence after which the shoe counts as offline; ``None``: the protocol has no
     heartbeat, the shoe is online as soon as its port is open."""
@@ -263,6 +266,7 @@ class AsciiLineSession(ShoeSession):
 
     name = "ascii"
     default_baudrate = 9600
+    sequenced = False
 
     def __init__(self) -> None:
         super().__init__()
@@ -420,6 +424,8 @@ class NativeSession(ShoeSession):
 
 
 # --- registry -------------------------------------------------------------------------------
+# The one list of shoe protocols: ShoeConfig, every --protocol option, the simulator and the
+# contract tests take the names from here.
 
 SESSIONS: Final[dict[str, type[ShoeSession]]] = {
     AngelEyeSession.name: AngelEyeSession,

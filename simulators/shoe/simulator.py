@@ -33,7 +33,7 @@ from typing import IO, Any, Final
 from controller.errors import ConfigurationError, DeviceError
 from controller.games.cards import ALL_FACES, CARDS_PER_DECK, Card
 from drivers.shoe import angel_eye, ascii_lines, native
-from drivers.shoe.sessions import PROTOCOL_NAMES
+from drivers.shoe.sessions import session_class
 
 logger = logging.getLogger(__name__)
 
@@ -124,10 +124,7 @@ class ShoeSimulator:
         truth_path: Path | str | None = None,
         bcc_includes_stx: bool | None = None,
     ) -> None:
-        if protocol not in PROTOCOL_NAMES:
-            raise ConfigurationError(
-                f"unknown shoe protocol {protocol!r}: expected one of {', '.join(PROTOCOL_NAMES)}"
-            )
+        session_class(protocol)  # ConfigurationError naming the known protocols
         if decks < 1:
             raise ConfigurationError("a shoe holds at least one deck")
         if not 0 <= cut_card_depth <= decks * CARDS_PER_DECK:

@@ -21,9 +21,15 @@ from pathlib import Path
 
 from drivers.shoe.driver import ShoeConfig, ShoeDriver
 from drivers.shoe.events import ShoeEvent, ShoeOnline
+from drivers.shoe.sessions import PROTOCOL_NAMES, session_class
 from simulators.shoe import FaultPlan, ShoeSimulator
 
 # Generous: the machine is shared; nothing here measures speed.
+# The protocols the suites run over, from the one registry of shoe protocols.
+ALL = list(PROTOCOL_NAMES)
+SEQUENCED = [protocol for protocol in ALL if session_class(protocol).sequenced]
+WITH_COMMANDS = [protocol for protocol in ALL if session_class(protocol).supported_commands]
+
 EVENT_TIMEOUT_S = 10.0
 
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from controller.games.cards import ALL_FACES, Card, parse_card
 from drivers.shoe import angel_eye, ascii_lines, native
 from drivers.shoe.codec import ShoeProtocolError
+from drivers.shoe.sessions import PROTOCOL_NAMES
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -55,6 +56,10 @@ DECODERS: dict[str, Callable[[], object]] = {
     "ascii": ascii_lines.AsciiLineDecoder,
     "native": native.NativeDecoder,
 }
+
+
+def test_every_registered_protocol_has_a_decoder_here() -> None:
+    assert sorted(DECODERS) == sorted(PROTOCOL_NAMES)
 
 
 # --- worked examples from the protocol notes --------------------------------------------

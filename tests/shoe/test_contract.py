@@ -24,12 +24,10 @@ from drivers.shoe.events import (
     ShoeOffline,
     ShoeOnline,
 )
+from drivers.shoe.sessions import session_class
 from simulators.shoe import FaultPlan, ShoeSimulator
-from tests.shoe.rig import Rig, shoe_rig
+from tests.shoe.rig import ALL, SEQUENCED, WITH_COMMANDS, Rig, shoe_rig
 
-ALL = ["angel-eye", "ascii", "native"]
-SEQUENCED = ["angel-eye", "native"]
-WITH_COMMANDS = ["angel-eye", "native"]
 TRANSPORTS = ["pty", "tcp"]  # tcp: socket:// through a serial-to-Ethernet server
 
 
@@ -38,7 +36,7 @@ def cards_of(events: list[ShoeEvent]) -> list[tuple[int | None, str]]:
 
 
 def expected_cards(rig: Rig, protocol: str) -> list[tuple[int | None, str]]:
-    sequenced = protocol != "ascii"
+    sequenced = session_class(protocol).sequenced
     return [
         (record.sequence if sequenced else None, record.card or "")
         for record in rig.simulator.truth
@@ -85,7 +83,7 @@ def test_cut_card_and_unreadable_card(tmp_path: Path, protocol: str) -> None:
         last = rig.wait_for(
             lambda e: sum(isinstance(x, CardMisread) for x in rig.seen) == misreads_expected
         )
-        sequenced = protocol != "ascii"
+        sequenced = session_class(protocol).sequenced
         assert last.sequence == (misread.sequence if sequenced else None)
         kinds = [type(e) for e in rig.seen if not isinstance(e, ShoeOnline)]
         if protocol == "ascii":

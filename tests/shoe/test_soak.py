@@ -18,7 +18,7 @@ from drivers.shoe.events import (
     ShoeOnline,
 )
 from simulators.shoe import FaultPlan
-from tests.shoe.rig import EVENT_TIMEOUT_S, Rig, shoe_rig
+from tests.shoe.rig import EVENT_TIMEOUT_S, SEQUENCED, Rig, shoe_rig
 
 CARDS = 2_000
 PULL_EVERY = 200
@@ -77,7 +77,7 @@ def _run_soak(rig: Rig) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("protocol", ["angel-eye", "native"])
+@pytest.mark.parametrize("protocol", SEQUENCED)
 def test_soak_every_card_once_in_order_or_reported_lost(tmp_path: Path, protocol: str) -> None:
     with shoe_rig(tmp_path, protocol, SOAK_FAULTS, seed=2026) as rig:
         _run_soak(rig)
