@@ -37,36 +37,52 @@ class StudioBroker:
 
 
 def _make_certificates(directory: Path) -> None:
+    """A test CA and a broker certificate for 127.0.0.1, signed by it."""
     openssl = shutil.which("openssl")
     assert openssl is not None
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    run = [openssl, "req", *ec]
-    subprocess.run(
-        [*run, "-x509", "-days", "2", "-subj", "/CN=livetable test CA"]
-        + ["-keyout", str(directory / "ca.key"), "-out", str(directory / "ca.pem")],
-        check=True,
-        capture_output=True,
-    )
-    subprocess.run(
-        [*run, "-subj", "/CN=127.0.0.1"]
-        + ["-keyout", str(directory / "broker.key"), "-out", str(directory / "broker.csr")],
-        check=True,
-        capture_output=True,
-    )
-    (directory / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
-    subprocess.run(
-        [openssl, "x509", "-req", "-days", "2", "-in", str(directory / "broker.csr")]
-        + ["-CA", str(directory / "ca.pem"), "-CAkey", str(directory / "ca.key")]
-        + ["-CAcreateserial", "-extfile", str(directory / "san.ext")]
-        + ["-out", str(directory / "broker.pem")],
-        check=True,
-        capture_output=True,
-    )
+    ca_key, ca_pem = str(directory / "ca.key"), str(directory / "ca.pem")
+    key, csr, pem = (str(directory / name) for name in ("broker.key", "broker.csr", "broker.pem"))
+    san = directory / "san.ext"
+    san.write_text("subjectAltName=IP:127.0.0.1\n")
+    new_key = [openssl, "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"]
+    for command in (
+        [
+            *new_key,
+            "-nodes",
+            "-x509",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=test CA",
+            "-keyout",
+            ca_key,
+            "-out",
+            ca_pem,
+        ],
+        [*new_key, "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", key, "-out", csr],
+        [
+            openssl,
+            "x509",
+            "-req",
+            "-days",
+            "2",
+            "-in",
+            csr,
+            "-CA",
+            ca_pem,
+            "-CAkey",
+            ca_key,
+            "-CAcreateserial",
+            "-extfile",
+            str(san),
+            "-out",
+            pem,
+        ],
+    ):
+        subprocess.run(command, check=True, capture_output=True)
 
 
-def adapt_config(
-    text: str, *, workdir: Path, password_file: Path, tls_port: int | None
-) -> str:
+def adapt_config(text: str, *, workdir: Path, password_file: Path, tls_port: int | None) -> str:
     """livetable.conf for a test: tests.support.broker provides the loopback listener and the
     log file; the TLS listener moves to ``tls_port`` (or goes, without openssl); paths go to
     ``workdir``. Every other line is kept as written."""
