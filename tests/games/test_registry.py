@@ -39,6 +39,12 @@ def test_a_new_round_is_a_live_round_of_that_game(spec: GameSpec) -> None:
     assert spec.label and spec.family in (BACCARAT, BLACKJACK)
 
 
+def test_the_blackjack_games_are_the_rules_presets() -> None:
+    from controller.games.blackjack_hand import PRESETS
+
+    assert sorted(games_in(BLACKJACK)) == sorted(PRESETS)
+
+
 @pytest.mark.parametrize("spec", games_in(BLACKJACK))
 def test_blackjack_box_limits_are_the_rules_own(spec: str) -> None:
     from controller.games.blackjack_hand import PRESETS
