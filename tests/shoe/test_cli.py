@@ -7,7 +7,6 @@ import queue
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from drivers.shoe.driver import ShoeConfig, ShoeDriver
 from drivers.shoe.events import CardDrawn, ShoeEvent, ShoeLockChanged, ShoeOnline
 from simulators.shoe import ShoeSimulator
 from simulators.shoe.control import execute
+from tests.support.wait import wait_until
 
 
 def test_control_language(tmp_path: Path) -> None:
@@ -79,10 +79,14 @@ def test_shoe_monitor_prints_json_lines(tmp_path: Path, capsys: pytest.CaptureFi
         monitor = threading.Thread(target=lambda: status.append(main(arguments)))
         monitor.start()
         # Draw once the monitor has the port open (its ShoeOnline line), not after a guess.
-        output, deadline = "", time.monotonic() + 20
-        while "ShoeOnline" not in output and time.monotonic() < deadline:
-            output += capsys.readouterr().out
-            time.sleep(0.02)
+        printed: list[str] = []
+
+        def monitor_online() -> bool:
+            printed.append(capsys.readouterr().out)
+            return "ShoeOnline" in "".join(printed)
+
+        wait_until(monitor_online, 20, "the monitor's ShoeOnline line")
+        output = "".join(printed)
         first, second = sim.draw(), sim.draw("banker", 1)
         monitor.join(30)
     output += capsys.readouterr().out
@@ -121,9 +125,7 @@ def test_sim_shoe_control_socket_and_sigterm(tmp_path: Path) -> None:
     try:
         assert process.stdout is not None
         assert "shoe (angel-eye) on" in process.stdout.readline()
-        deadline = time.monotonic() + 10
-        while not control.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(control.exists, 10, "the simulator's control socket")
         with (
             ShoeDriver(ShoeConfig(str(link), "angel-eye"), events),
             socket.socket(socket.AF_UNIX) as client,
