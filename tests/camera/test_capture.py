@@ -14,7 +14,8 @@ import pytest
 from controller.errors import ConfigurationError, DeviceError
 from drivers.camera import CameraCapture, CameraConfig
 from drivers.camera_events import CameraEvent, CameraOffline, CameraOnline
-from tests.camera.conftest import numbered_frames, write_video
+from tests.camera.conftest import failed_retries, numbered_frames, write_video
+from tests.support.wait import wait_until
 
 TIMEOUT_S = 10.0
 
@@ -96,9 +97,10 @@ def test_capture_reconnects_with_doubling_backoff_when_the_file_disappears_and_r
         assert camera.latest() is None
         with pytest.raises(DeviceError, match="no frame"):
             camera.region("player1")
-        time.sleep(1.2)
+        # Only one CameraOffline for the whole outage, not one per failed retry: checked once
+        # the thread has logged three retries that failed after it (the delays checked below).
+        wait_until(lambda: failed_retries(caplog) >= 3, TIMEOUT_S, "three failed retries")
         assert not camera.online
-        # Only one CameraOffline for the whole outage, not one per failed retry.
         assert events.empty()
         write_video(video, numbered_frames(10), fps=50)
         back = _next_event(events, CameraOnline)
@@ -116,14 +118,18 @@ def test_capture_reconnects_with_doubling_backoff_when_the_file_disappears_and_r
     assert all(delay == 0.4 for delay in delays[3:])
 
 
-def test_a_source_that_cannot_be_opened_is_reported_offline_once(tmp_path: Path) -> None:
+def test_a_source_that_cannot_be_opened_is_reported_offline_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="drivers.camera")
     events: queue.Queue[CameraEvent] = queue.Queue()
     with CameraCapture(_config(tmp_path / "missing.mkv"), events) as camera:
         offline = _next_event(events, CameraOffline)
         assert isinstance(offline, CameraOffline)
         assert "does not exist" in offline.reason
         assert offline.retry_in_s == 0.05
-        assert camera.wait_for_frame(timeout=0.3) is None
+        wait_until(lambda: failed_retries(caplog) >= 2, TIMEOUT_S, "two failed retries")
+        assert camera.wait_for_frame(timeout=0.05) is None  # the file does not exist
         assert not camera.online
     assert events.empty()
 

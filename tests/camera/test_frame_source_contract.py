@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import logging
 import queue
 import threading
 from collections.abc import Iterator
@@ -20,6 +21,8 @@ from controller.games.cards import parse_card
 from drivers.camera import CameraCapture, FrameSource
 from drivers.camera_events import CameraEvent, CameraOffline, CameraOnline
 from simulators.camera import SimulatedCamera
+from tests.camera.conftest import failed_retries
+from tests.support.wait import wait_until
 
 TIMEOUT_S = 10.0
 POSITION = "banker.card1"
@@ -110,7 +113,10 @@ def test_the_region_of_a_dealt_card_shows_the_card(source: FrameSource) -> None:
     assert set(source.regions) >= {POSITION, "player.card1"}
 
 
-def test_an_http_camera_that_goes_away_and_comes_back(tmp_path: Path) -> None:
+def test_an_http_camera_that_goes_away_and_comes_back(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="drivers.camera")
     _, _video = _simulated_round(tmp_path)
     server = FileServer(tmp_path)
     server.start()
@@ -128,11 +134,10 @@ def test_an_http_camera_that_goes_away_and_comes_back(tmp_path: Path) -> None:
         last = events.get(timeout=TIMEOUT_S)
         while not isinstance(last, CameraOffline):
             last = events.get(timeout=TIMEOUT_S)
-        while True:  # until the events settle: nothing more for 1.5 s, and no second report
-            try:
-                extra = events.get(timeout=1.5)
-            except queue.Empty:
-                break
+        # One report for the outage, checked once reopening has failed twice after it.
+        wait_until(lambda: failed_retries(caplog) >= 2, TIMEOUT_S, "two failed reconnections")
+        while not events.empty():
+            extra = events.get_nowait()
             assert not isinstance(extra, CameraOffline), "one outage, reported twice"
         assert f"127.0.0.1:{server.port}" in last.source
         assert not camera.online and camera.latest() is None
