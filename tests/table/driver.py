@@ -187,6 +187,17 @@ class Driver:
         return None
 
 
+def table_for(game: str, **overrides: Any) -> Driver:
+    """A ``game`` table whose shoe is shuffled and burnt, awaiting its first round.
+
+    Blackjack decisions are timed at 8 s unless ``overrides`` say otherwise, so a test can
+    compute the deadlines it expects to see published.
+    """
+    driver = Driver.for_game(game, **{"decision_s": 8.0, **overrides})
+    driver.new_shoe()
+    return driver
+
+
 def shuffled_shoe(seed: int) -> list[Card]:
     """An 8-deck shoe in a random but reproducible order."""
     import random

@@ -17,16 +17,6 @@ from controller.table.machine import Phase
 from tests.table.driver import Driver
 
 
-@pytest.fixture
-def dealing() -> Driver:
-    """A baccarat table in round 1 after two cards (player 9S, banker TD)."""
-    driver = Driver.for_game("baccarat")
-    driver.new_shoe()
-    driver.open_and_close_betting()
-    driver.draw("9S", "TD")
-    return driver
-
-
 def assert_paused(driver: Driver, reason: str) -> None:
     assert driver.phase is Phase.PAUSED
     assert driver.machine.state.pause.reason.value == reason

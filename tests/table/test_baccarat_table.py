@@ -11,13 +11,6 @@ from controller.table.machine import Phase
 from tests.table.driver import Driver, card_faces_in, deal_until_settled, shuffled_shoe
 
 
-@pytest.fixture
-def table() -> Driver:
-    driver = Driver.for_game("baccarat")
-    driver.new_shoe()
-    return driver
-
-
 def positions_told(driver: Driver, since: int) -> list[str]:
     return [
         effect.position

@@ -14,15 +14,9 @@ from controller.games.cards import parse_card
 from controller.games.registry import BLACKJACK, games_in
 from controller.table.effects import AskCamera, PublishEvent, PublishState, StartTimer
 from controller.table.machine import Phase
-from tests.table.driver import Driver, deal_until_settled, shuffled_shoe
+from tests.table.driver import Driver, deal_until_settled, shuffled_shoe, table_for
 
 GAMES = games_in(BLACKJACK)
-
-
-def table_for(game: str, **overrides: object) -> Driver:
-    driver = Driver.for_game(game, decision_s=8.0, **overrides)
-    driver.new_shoe()
-    return driver
 
 
 def step(driver: Driver):

@@ -6,21 +6,15 @@ from __future__ import annotations
 from controller.table.effects import AskCamera, Effect
 from controller.table.machine import Phase
 from drivers.camera import card_slot
-from tests.table.driver import Driver
+from tests.table.driver import table_for
 
 
 def asks(effects: list[Effect]) -> list[AskCamera]:
     return [effect for effect in effects if isinstance(effect, AskCamera)]
 
 
-def table(game: str, **overrides: object) -> Driver:
-    driver = Driver.for_game(game, decision_s=8.0, **overrides)
-    driver.new_shoe()
-    return driver
-
-
 def test_baccarat_cross_checks_name_each_card_slot_in_deal_order() -> None:
-    driver = table("baccarat", camera_cross_check=True)
+    driver = table_for("baccarat", camera_cross_check=True)
     driver.open_and_close_betting()
     # Player 2+3 = 5 draws a third card.
     slots = []
@@ -39,7 +33,7 @@ def test_baccarat_cross_checks_name_each_card_slot_in_deal_order() -> None:
 
 
 def test_a_misread_third_card_is_looked_for_in_the_third_slot() -> None:
-    driver = table("baccarat")
+    driver = table_for("baccarat")
     driver.open_and_close_betting()
     driver.draw("2S", "3D", "3H", "4C")  # player 5 draws a third card
     (ask,) = asks(driver.misread())
@@ -50,7 +44,7 @@ def test_a_misread_third_card_is_looked_for_in_the_third_slot() -> None:
 
 def test_a_split_hand_counts_its_cards_from_the_split() -> None:
     # Classic deals box 1, the dealer's hole card, box 1, the dealer's up card.
-    driver = table("blackjack-classic", camera_cross_check=True)
+    driver = table_for("blackjack-classic", camera_cross_check=True)
     driver.open_and_close_betting(boxes=1)
     for card in ("8S", "5D", "8H", "6C"):
         for ask in asks(driver.draw(card)):
@@ -82,7 +76,7 @@ def test_a_split_hand_counts_its_cards_from_the_split() -> None:
 
 def test_a_resplit_renumbers_the_hands_after_it() -> None:
     # Blackjack 21 (hands up to 3): box 1, the dealer's up card, box 1, the hole card.
-    driver = table("blackjack-21")
+    driver = table_for("blackjack-21")
     driver.open_and_close_betting(boxes=1)
     driver.draw("8S", "6C", "8H", "5D")
     driver.decide("play", 1, 1, "P")  # hand 1: 8S, hand 2: 8H
@@ -103,7 +97,7 @@ def test_a_resplit_renumbers_the_hands_after_it() -> None:
 
 def test_a_misread_hole_card_is_read_at_its_own_slot_when_revealed() -> None:
     # Classic: the hole card is the dealer's first card; the up card (6) allows no peek.
-    driver = table("blackjack-classic")
+    driver = table_for("blackjack-classic")
     driver.open_and_close_betting(boxes=1)
     driver.draw("TS")
     driver.misread()  # the hole card
@@ -122,7 +116,7 @@ def test_a_misread_hole_card_is_read_at_its_own_slot_when_revealed() -> None:
 
 
 def test_the_dealers_third_card_misread_goes_to_the_third_slot() -> None:
-    driver = table("blackjack-classic")
+    driver = table_for("blackjack-classic")
     driver.open_and_close_betting(boxes=1)
     driver.draw("TS", "5D", "9S", "6C")  # the dealer holds 5D (hole) and 6C
     driver.decide("play", 1, 1, "S")

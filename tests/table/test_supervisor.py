@@ -10,15 +10,6 @@ from controller.table.machine import Phase
 from tests.table.driver import Driver
 
 
-@pytest.fixture
-def dealing() -> Driver:
-    driver = Driver.for_game("baccarat")
-    driver.new_shoe()
-    driver.open_and_close_betting()
-    driver.draw("9S", "TD")
-    return driver
-
-
 @pytest.mark.parametrize("command", ["pause", "resume", "cancel", "end_shoe", "new_shoe"])
 @pytest.mark.parametrize("role", ["dealer", "platform", "viewer", ""])
 def test_only_a_supervisor_may_command(dealing: Driver, command: str, role: str) -> None:
