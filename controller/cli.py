@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import sys
 from collections.abc import Sequence
 
 from controller.cli_support import default_to_help
 from controller.errors import TableError
+from controller.logs import configure_logging
 
 # Top-level commands, by the module that registers them.
 TOP_LEVEL_MODULES: tuple[str, ...] = (
@@ -25,6 +25,7 @@ TOP_LEVEL_MODULES: tuple[str, ...] = (
     "drivers.camera_cli",  # camera calibrate
     "controller.journal_cli",  # journal verify / export
     "controller.demo",  # demo: a whole simulated table
+    "controller.daemon",  # run: the table as a daemon with its MQTT API
 )
 
 # Commands grouped under a shared word: `livetable sim shoe`, `livetable bench rules`.
@@ -68,8 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    level = (logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)]
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # One line per record on stderr, journald's priorities under systemd, secrets redacted.
+    configure_logging(args.verbose)
     try:
         return int(args.func(args) or 0)
     except TableError as error:

@@ -60,6 +60,16 @@ class EffectHandler(Protocol):
     def ask_camera(self, effect: AskCamera) -> None: ...
 
 
+class RuntimeTask:
+    """Work to run on the table's thread, in queue order with the events (an MQTT request
+    that must look at the table's state and act on it without a race)."""
+
+    __slots__ = ("work",)
+
+    def __init__(self, work: Callable[[], None]) -> None:
+        self.work = work
+
+
 class TableRuntime:
     """The table's event loop. Not re-entrant: one thread calls :meth:`run` or :meth:`step`."""
 
@@ -75,6 +85,10 @@ class TableRuntime:
         self.events: queue.Queue[object] = queue.Queue()
         self._timers: list[tuple[float, int]] = []
         self.events_handled = 0
+        self.current_event: object = None
+        self.journal_seq: int | None = None
+        """The journal row of the event whose effects are being carried out; None while
+        carrying out the effects of an event that was refused before the journal."""
 
     def submit(self, event: object) -> None:
         """Put an event on the table's queue; safe from any thread."""
@@ -102,16 +116,27 @@ class TableRuntime:
         else:  # pragma: no cover - a new effect type must be wired here
             raise TypeError(f"no handler for effect {effect!r}")
 
-    def handle(self, event: object) -> None:
-        """Journal and apply one event, then carry out its effects."""
+    def handle(self, event: object) -> list[Effect]:
+        """Journal and apply one event, carry out its effects, and return them."""
+        if isinstance(event, RuntimeTask):
+            event.work()
+            return []
+        self.current_event = event
+        before = self.table.journal.last_seq
         try:
             effects = self.table.handle(event)
         except TableError as error:
             # The journal could not take it (disk full, ...): nothing changed; say so loudly.
             logger.error("%s event not taken: %s", type(event).__name__, error)
             effects = [EventRejected(type(event).__name__, str(error))]
+        after = self.table.journal.last_seq
+        self.journal_seq = after if after != before else None
         self.events_handled += 1
         self.carry_out(effects)
+        done = getattr(self.handler, "effects_done", None)
+        if done is not None:
+            done(self.journal_seq)
+        return effects
 
     def _fire_due_timers(self) -> None:
         now = self.clock()

@@ -708,6 +708,8 @@ class TableMachine:
             "cards_left": None if state.count is None else state.count.cards_left,
             "cards_drawn": None if state.count is None else state.count.cards_seen,
             "cut_card_seen": state.final_round is not None,
+            "round_active": (state.pause.resume_to if state.pause else state.phase)
+            in ROUND_PHASES,
             "shoe_online": state.shoe_online,
             "camera_online": state.camera_online,
             "paused": None
@@ -1173,7 +1175,9 @@ class TableMachine:
         state.burn_left -= 1
         if state.burn_left > 0:
             state.timers = {}
-            return [self._timer(state, "dealer_idle", state.settings.dealer_idle_s, event.at)]
+            # The state says how many are left to burn (never their faces).
+            timer = self._timer(state, "dealer_idle", state.settings.dealer_idle_s, event.at)
+            return [timer, self._publish(state)]
         return [
             PublishEvent(
                 "burn_completed", {"shoe_id": state.shoe_id, "cards": len(state.burn_cards)}

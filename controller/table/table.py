@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from controller.errors import ConfigurationError, JournalError
 from controller.table.effects import Effect
 from controller.table.events import ControllerStarted, SettingsChanged
-from controller.table.journal import Journal, canonical_json
+from controller.table.journal import Journal, JournalEntry, canonical_json
 from controller.table.machine import TableMachine
 from controller.table_config import OperationalSettings, TableConfig
 
@@ -67,14 +68,23 @@ def config_of(journal: Journal) -> TableConfig:
     return _stored_config(journal, stored)
 
 
+ReplayObserver = Callable[[JournalEntry, list[Effect]], None]
+
+
 def replay(
-    journal: Journal, config: TableConfig, settings: OperationalSettings | None = None
+    journal: Journal,
+    config: TableConfig,
+    settings: OperationalSettings | None = None,
+    observe: ReplayObserver | None = None,
 ) -> TableMachine:
     """A machine fed every verified row of ``journal``; JournalError if the chain breaks.
-    ``settings``: the operational settings the journal began with (default: the config's)."""
+    ``settings``: the operational settings the journal began with (default: the config's).
+    ``observe`` sees each row with the effects it had (to rebuild what was published)."""
     machine = TableMachine(config, settings)
     for entry in journal.verified_entries():
-        machine.handle(entry.event())
+        effects = machine.handle(entry.event())
+        if observe is not None:
+            observe(entry, effects)
     return machine
 
 
@@ -100,17 +110,24 @@ class JournaledTable:
 
     @classmethod
     def open(
-        cls, config: TableConfig, at: float, path: Path | None = None
+        cls,
+        config: TableConfig,
+        at: float,
+        path: Path | None = None,
+        observe: ReplayObserver | None = None,
+        start: bool = True,
     ) -> tuple[JournaledTable, list[Effect]]:
         """Open (or create) the journal, replay it, and record the start at time ``at``.
 
         Returns the table and the effects of the start (the state to publish, the shoe lock
-        to ask for, a ``recovered`` pause when a round was in progress).
+        to ask for, a ``recovered`` pause when a round was in progress). ``observe`` sees
+        every replayed row with its effects. With ``start=False`` nothing is journaled: the
+        caller puts :meth:`start_events` through its own loop.
         """
         journal = Journal(path or config.journal_path)
         try:
             initial = bind_config(journal, config)
-            machine = replay(journal, config, initial)
+            machine = replay(journal, config, initial, observe)
         except BaseException:
             journal.close()
             raise
@@ -121,12 +138,23 @@ class JournaledTable:
             machine.state.phase.name,
         )
         table = cls(config, journal, machine)
+        if not start:
+            return table, []
         effects: list[Effect] = []
-        change = settings_change(machine, config, at)
+        for event in table.start_events(at):
+            effects += table.handle(event)
+        return table, effects
+
+    def start_events(self, at: float) -> list[object]:
+        """What a start journals: the operational settings' change when the configuration
+        brings other ones, then ``ControllerStarted``."""
+        events: list[object] = []
+        change = settings_change(self.machine, self.config, at)
         if change is not None:
-            logger.info("operational settings changed: %s", config.operational().to_dict())
-            effects += table.handle(change)
-        return table, effects + table.handle(ControllerStarted(at))
+            logger.info("operational settings changed: %s", self.config.operational().to_dict())
+            events.append(change)
+        events.append(ControllerStarted(at))
+        return events
 
     def handle(self, event: object) -> list[Effect]:
         """Journal ``event``, then apply it. An event that cannot be journaled faithfully is

@@ -1,0 +1,239 @@
+"""A table's whole configuration, from one TOML file, validated at start.
+
+```toml
+[table]        # the table, its game and its journal (controller/table_config.py)
+[shoe]         # where the card shoe is and how it talks (drivers/shoe/driver.py ShoeConfig)
+[camera]       # optional: the camera over the table (drivers/camera CameraConfig)
+[vision]       # optional, with [camera]: how it reads cards (controller/camera_reader.py)
+[mqtt]         # optional for the demo, required by `livetable run`
+host = "localhost"
+port = 1883                      # 8883 is usual with [mqtt.tls]
+client_id = "livetable-t1"       # default: livetable-<table id>
+username = "livetable-t1"
+password_file = "/etc/livetable/t1.mqtt-password"   # or password = "..."
+protocol = "5"                   # "3.1.1" or "5"
+keepalive_s = 30
+topic_prefix = "livetable"
+[mqtt.tls]
+ca_file = "/etc/livetable/ca.pem"
+cert_file = "/etc/livetable/t1.pem"   # client certificate, optional
+key_file = "/etc/livetable/t1.key"
+```
+
+Every error names the file and the bad key. A password is never part of an error message,
+a log line or ``repr``. Relative paths are taken relative to the TOML file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from controller.config_file import read_toml
+from controller.errors import ConfigurationError
+from controller.table_config import TableConfig, table_config_from_mapping
+
+if TYPE_CHECKING:
+    from drivers.shoe.driver import ShoeConfig
+
+MQTT_PROTOCOLS: Final = ("3.1.1", "5")
+_TOPIC_FORBIDDEN: Final = frozenset("+#/\0")
+
+
+@dataclass(frozen=True, slots=True)
+class TlsConfig:
+    ca_file: Path
+    cert_file: Path | None = None
+    key_file: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MqttConfig:
+    """How the daemon reaches the broker. ``password`` never appears in ``repr``."""
+
+    host: str = "localhost"
+    port: int = 1883
+    client_id: str = ""
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+    protocol: str = "5"
+    keepalive_s: int = 30
+    topic_prefix: str = "livetable"
+    tls: TlsConfig | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.host, str) or not self.host:
+            raise ConfigurationError("[mqtt] host must be a non-empty string")
+        if (
+            isinstance(self.port, bool)
+            or not isinstance(self.port, int)
+            or not (0 < self.port < 65536)
+        ):
+            raise ConfigurationError(f"[mqtt] port must be 1-65535, not {self.port!r}")
+        if self.protocol not in MQTT_PROTOCOLS:
+            raise ConfigurationError(
+                f"[mqtt] protocol must be one of {', '.join(MQTT_PROTOCOLS)}, not {self.protocol!r}"
+            )
+        if (
+            isinstance(self.keepalive_s, bool)
+            or not isinstance(self.keepalive_s, int)
+            or not (5 <= self.keepalive_s <= 3600)
+        ):
+            raise ConfigurationError(
+                f"[mqtt] keepalive_s must be a whole number of seconds from 5 to 3600, "
+                f"not {self.keepalive_s!r}"
+            )
+        prefix = self.topic_prefix
+        if not isinstance(prefix, str) or not prefix or _TOPIC_FORBIDDEN & set(prefix):
+            raise ConfigurationError(
+                "[mqtt] topic_prefix must be one topic level without / + # (e.g. livetable)"
+            )
+
+
+def topic_level_ok(text: str) -> bool:
+    """Whether ``text`` can be one MQTT topic level (a table id, an account name)."""
+    return bool(text) and not (_TOPIC_FORBIDDEN & set(text))
+
+
+@dataclass(frozen=True, slots=True)
+class LivetableConfig:
+    """Every section of one table's configuration file."""
+
+    table: TableConfig
+    shoe: ShoeConfig | None = None
+    camera: Any = None  # drivers.camera.CameraConfig, imported only when configured
+    vision: Any = None  # controller.camera_reader.ReaderConfig, with the camera
+    mqtt: MqttConfig | None = None
+    source: Path | None = None
+
+    def require(self, *sections: str) -> None:
+        """ConfigurationError unless the named sections are present."""
+        for name in sections:
+            if getattr(self, name) is None:
+                where = f"{self.source}" if self.source else "the configuration"
+                raise ConfigurationError(f"{where} has no [{name}] section, which is needed here")
+
+
+_MQTT_KEYS: Final = {
+    "host",
+    "port",
+    "client_id",
+    "username",
+    "password",
+    "password_file",
+    "protocol",
+    "keepalive_s",
+    "topic_prefix",
+    "tls",
+}
+_TLS_KEYS: Final = {"ca_file", "cert_file", "key_file"}
+
+
+def _path(value: object, key: str, base_dir: Path | None) -> Path:
+    if not isinstance(value, str) or not value:
+        raise ConfigurationError(f"[mqtt] {key} must be a non-empty path")
+    path = Path(value)
+    return path if path.is_absolute() or base_dir is None else base_dir / path
+
+
+def mqtt_config_from_mapping(
+    section: dict[str, Any], table_id: str, base_dir: Path | None = None
+) -> MqttConfig:
+    """Build :class:`MqttConfig` from the ``[mqtt]`` table; reads the password file."""
+    unknown = sorted(set(section) - _MQTT_KEYS)
+    if unknown:
+        raise ConfigurationError(f"unknown keys in [mqtt]: {', '.join(unknown)}")
+    values = {key: value for key, value in section.items() if key not in ("tls", "password_file")}
+    for key in ("host", "client_id", "username", "password", "topic_prefix"):
+        if key in values and not isinstance(values[key], str):
+            raise ConfigurationError(f"[mqtt] {key} must be a string")
+    if "protocol" in values:
+        values["protocol"] = str(values["protocol"])
+    if "password" in section and "password_file" in section:
+        raise ConfigurationError("[mqtt] give password or password_file, not both")
+    if "password_file" in section:
+        secret = _path(section["password_file"], "password_file", base_dir)
+        try:
+            values["password"] = secret.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as error:
+            raise ConfigurationError(
+                f"[mqtt] password_file {secret} cannot be read: {error.strerror or error}"
+            ) from error
+    if "tls" in section:
+        tls = section["tls"]
+        if not isinstance(tls, dict):
+            raise ConfigurationError("[mqtt.tls] must be a table")
+        unknown = sorted(set(tls) - _TLS_KEYS)
+        if unknown:
+            raise ConfigurationError(f"unknown keys in [mqtt.tls]: {', '.join(unknown)}")
+        if "ca_file" not in tls:
+            raise ConfigurationError("[mqtt.tls] needs ca_file")
+        if ("cert_file" in tls) != ("key_file" in tls):
+            raise ConfigurationError("[mqtt.tls] cert_file and key_file go together")
+        values["tls"] = TlsConfig(
+            ca_file=_path(tls["ca_file"], "tls.ca_file", base_dir),
+            cert_file=_path(tls["cert_file"], "tls.cert_file", base_dir)
+            if "cert_file" in tls
+            else None,
+            key_file=_path(tls["key_file"], "tls.key_file", base_dir)
+            if "key_file" in tls
+            else None,
+        )
+        for path in (values["tls"].ca_file, values["tls"].cert_file, values["tls"].key_file):
+            if path is not None and not path.is_file():
+                raise ConfigurationError(f"[mqtt.tls] {path} does not exist")
+    values.setdefault("client_id", f"livetable-{table_id}")
+    return MqttConfig(**values)
+
+
+def config_from_mapping(
+    document: dict[str, Any],
+    base_dir: Path | None = None,
+    environ: dict[str, str] | None = None,
+    source: Path | None = None,
+) -> LivetableConfig:
+    """Every section of a parsed document; ConfigurationError names the bad key."""
+    unknown = sorted(set(document) - {"table", "shoe", "camera", "vision", "mqtt"})
+    if unknown:
+        raise ConfigurationError(f"unknown sections: {', '.join(f'[{n}]' for n in unknown)}")
+    table = table_config_from_mapping(document, base_dir=base_dir, environ=environ)
+    shoe = None
+    if "shoe" in document:
+        from drivers.shoe.driver import ShoeConfig
+
+        shoe = ShoeConfig.from_mapping(document["shoe"])
+    camera = None
+    if "camera" in document:
+        from drivers.camera import CameraConfig
+
+        camera = CameraConfig.from_mapping(document["camera"])
+    vision = None
+    if "vision" in document:
+        if camera is None:
+            raise ConfigurationError("[vision] needs a [camera] section to read from")
+        from controller.camera_reader import ReaderConfig
+
+        vision = ReaderConfig.from_mapping(document["vision"], base_dir=base_dir, environ=environ)
+    mqtt = None
+    if "mqtt" in document:
+        if not isinstance(document["mqtt"], dict):
+            raise ConfigurationError("[mqtt] must be a table")
+        mqtt = mqtt_config_from_mapping(document["mqtt"], table.table_id, base_dir)
+    if not topic_level_ok(table.table_id):
+        raise ConfigurationError(
+            f"[table] id {table.table_id!r} must be usable as one MQTT topic level (no / + #)"
+        )
+    return LivetableConfig(
+        table=table, shoe=shoe, camera=camera, vision=vision, mqtt=mqtt, source=source
+    )
+
+
+def load_config(path: Path, environ: dict[str, str] | None = None) -> LivetableConfig:
+    """Read and validate a table's TOML file; every error names the file."""
+    path = Path(path)
+    document = read_toml(path)
+    try:
+        return config_from_mapping(document, path.parent, environ, source=path)
+    except ConfigurationError as error:
+        raise ConfigurationError(f"{path}: {error}") from error

@@ -1,0 +1,605 @@
+"""``livetable run``: one process per table, speaking MQTT to the platform and supervisors.
+
+The daemon is the assembly (:mod:`controller.assembly`: journaled table, runtime, shoe
+driver, camera) plus an MQTT link:
+
+- every journaled event's effects become numbered API messages in the outbox
+  (:mod:`controller.publishing`), and a publisher thread sends them in order, from the
+  outbox, whenever the broker is there: a broker that was away gets everything it missed,
+  and a restarted daemon resends from the last event the broker acknowledged;
+- requests arrive on ``.../request/<role>/<account>/<command>`` (:mod:`controller.mqtt_api`),
+  are validated on the MQTT thread, and those that act on the table run on the table's
+  thread (a :class:`~controller.runtime.RuntimeTask`) so that they see and change the state
+  without a race; every answer is kept, so a repeated request is answered again and
+  executed once, across restarts too.
+
+The main thread runs the table's loop, feeds systemd's watchdog and stops cleanly on SIGTERM
+(availability ``offline``, journal closed) well within 2 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from controller import sd_notify
+from controller.assembly import AssembledTable, DeviceEffects, Effects, assemble
+from controller.config import LivetableConfig, MqttConfig, load_config
+from controller.errors import ConfigurationError, TableError
+from controller.mqtt_api import (
+    EVENTS_PAGE_MAX,
+    Request,
+    RequestError,
+    parse_request,
+    table_event,
+)
+from controller.outbox import Outbox, outbox_path
+from controller.publishing import Publications, command_key, decision_key
+from controller.runtime import Published, RuntimeTask
+from controller.table.effects import Effect, PublishEvent, TellDealer
+from controller.table.journal import JournalEntry
+from controller.wire import API_VERSION, encode, response_message
+
+logger = logging.getLogger(__name__)
+
+# Events handed to the MQTT client and not yet acknowledged: bounds what the client holds
+# in memory (it retransmits these itself after a reconnect within the process's life).
+PUBLISH_WINDOW = 200
+# Requests waiting for the table's thread beyond this are answered "unavailable" at once: a
+# flood must not grow the queue without bound.
+MAX_QUEUED_REQUESTS = 1000
+# How long a stop waits for the last messages to reach the broker.
+STOP_FLUSH_S = 1.0
+# MQTT 5 session expiry: the broker keeps the daemon's subscription to requests (and the
+# requests sent meanwhile) across a restart of the daemon or a short network outage.
+SESSION_EXPIRY_S = 3600
+
+
+class Route:
+    """Where a request's answer goes: its response topic and MQTT 5 correlation data."""
+
+    __slots__ = ("correlation", "topic")
+
+    def __init__(self, topic: str, correlation: bytes | None) -> None:
+        self.topic = topic
+        self.correlation = correlation
+
+
+class Topics:
+    def __init__(self, prefix: str, table_id: str) -> None:
+        base = f"{prefix}/{table_id}"
+        self.base = base
+        self.availability = f"{base}/availability"
+        self.state = f"{base}/state"
+        self.events = f"{base}/events"
+        self.dealer = f"{base}/dealer"
+        self.requests = f"{base}/request/+/+/+"
+
+    def response(self, account: str) -> str:
+        return f"{self.base}/response/{account}"
+
+
+class MqttLink:
+    """The broker connection: the publisher thread, the request subscription, availability."""
+
+    def __init__(
+        self,
+        config: MqttConfig,
+        topics: Topics,
+        publications: Publications,
+        outbox: Outbox,
+        on_request: Callable[[str, bytes, Any], None],
+    ) -> None:
+        import paho.mqtt.client as mqtt
+
+        self._mqtt = mqtt
+        self.config = config
+        self.topics = topics
+        self.publications = publications
+        self.outbox = outbox
+        self.on_request = on_request
+        v5 = config.protocol == "5"
+        self.v5 = v5
+        self.client = mqtt.Client(
+            mqtt.CallbackAPIVersion.VERSION2,
+            client_id=config.client_id,
+            protocol=mqtt.MQTTv5 if v5 else mqtt.MQTTv311,
+            clean_session=None if v5 else False,
+        )
+        if config.username is not None:
+            self.client.username_pw_set(config.username, config.password)
+        if config.tls is not None:
+            self.client.tls_set(
+                ca_certs=str(config.tls.ca_file),
+                certfile=None if config.tls.cert_file is None else str(config.tls.cert_file),
+                keyfile=None if config.tls.key_file is None else str(config.tls.key_file),
+            )
+        self.client.will_set(topics.availability, "offline", qos=1, retain=True)
+        self.client.max_inflight_messages_set(PUBLISH_WINDOW)
+        self.client.reconnect_delay_set(0.2, 5)
+        self.client.on_connect = self._on_connect
+        self.client.on_disconnect = self._on_disconnect
+        self.client.on_publish = self._on_publish
+        self.client.on_message = self._on_message
+        self._lock = threading.Lock()
+        self.connected = threading.Event()
+        self._stopping = threading.Event()
+        self._next_seq = outbox.delivered_seq + 1
+        self._inflight: dict[int, int] = {}  # mid -> event seq
+        self._early_acks: set[int] = set()
+        self._acked: set[int] = set()
+        self._sent_state_version = -1
+        self._dealer: bytes | None = None
+        self._dealer_sent: bytes | None = None
+        self._thread: threading.Thread | None = None
+        self.connects = 0
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        properties = None
+        if self.v5:
+            from paho.mqtt.packettypes import PacketTypes
+            from paho.mqtt.properties import Properties
+
+            properties = Properties(PacketTypes.CONNECT)
+            properties.SessionExpiryInterval = SESSION_EXPIRY_S
+        self.client.connect_async(
+            self.config.host,
+            self.config.port,
+            keepalive=self.config.keepalive_s,
+            clean_start=False if self.v5 else self._mqtt.MQTT_CLEAN_START_FIRST_ONLY,
+            properties=properties,
+        )
+        self.client.loop_start()
+        self._thread = threading.Thread(target=self._publish_loop, name="mqtt-publisher")
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Send what is left (briefly), say ``offline``, disconnect."""
+        deadline = time.monotonic() + STOP_FLUSH_S
+        while self.connected.is_set() and time.monotonic() < deadline and not self._drained():
+            time.sleep(0.02)
+        self._stopping.set()
+        with self.publications.changed:
+            self.publications.changed.notify_all()
+        if self._thread is not None:
+            self._thread.join(2.0)
+        if self.connected.is_set():
+            info = self.client.publish(self.topics.availability, "offline", qos=1, retain=True)
+            with contextlib.suppress(RuntimeError, ValueError):
+                info.wait_for_publish(max(0.1, deadline - time.monotonic()))
+        self.client.disconnect()
+        self.client.loop_stop()
+
+    def _drained(self) -> bool:
+        with self._lock:
+            events_done = self._next_seq > self.outbox.last_seq and not self._inflight
+        version, _state = self.publications.state_snapshot()
+        return events_done and version == self._sent_state_version
+
+    # -- MQTT callbacks (the client's thread) -----------------------------------------------
+
+    def _on_connect(
+        self, client: Any, _userdata: Any, _flags: Any, reason: Any, _props: Any
+    ) -> None:
+        if reason.is_failure:
+            logger.warning("the broker refused the connection: %s", reason)
+            return
+        self.connects += 1
+        logger.info("connected to the broker %s:%d", self.config.host, self.config.port)
+        client.subscribe(self.topics.requests, qos=1)
+        client.publish(self.topics.availability, "online", qos=1, retain=True)
+        with self._lock:
+            # The state is retained: say it again on every connect (a broker without
+            # persistence lost it).
+            self._sent_state_version = -1
+            self._dealer_sent = None
+        self.connected.set()
+        with self.publications.changed:
+            self.publications.changed.notify_all()
+
+    def _on_disconnect(
+        self, _client: Any, _userdata: Any, _flags: Any, reason: Any, _props: Any
+    ) -> None:
+        if self.connected.is_set():
+            logger.warning("lost the broker: %s; the table goes on and the events wait", reason)
+        self.connected.clear()
+
+    def _on_publish(
+        self, _client: Any, _userdata: Any, mid: int, _reason: Any, _props: Any
+    ) -> None:
+        with self._lock:
+            seq = self._inflight.pop(mid, None)
+            if seq is None:
+                self._early_acks.add(mid)
+                return
+            self._ack(seq)
+        with self.publications.changed:
+            self.publications.changed.notify_all()
+
+    def _ack(self, seq: int) -> None:
+        self._acked.add(seq)
+        delivered = self.outbox.delivered_seq
+        advanced = delivered
+        while advanced + 1 in self._acked:
+            advanced += 1
+            self._acked.discard(advanced)
+        if advanced != delivered:
+            self.outbox.set_delivered(advanced)
+
+    def _on_message(self, _client: Any, _userdata: Any, message: Any) -> None:
+        try:
+            self.on_request(
+                message.topic, bytes(message.payload), getattr(message, "properties", None)
+            )
+        except Exception:  # a bug must not stop the client's thread
+            logger.exception("a request could not be handled")
+
+    # -- publishing (the publisher thread) ---------------------------------------------------
+
+    def set_dealer(self, body: bytes) -> None:
+        with self.publications.changed:
+            self._dealer = body
+            self.publications.changed.notify_all()
+
+    def respond(self, route: Route, response: dict[str, Any]) -> None:
+        properties = None
+        if self.v5 and route.correlation is not None:
+            from paho.mqtt.packettypes import PacketTypes
+            from paho.mqtt.properties import Properties
+
+            properties = Properties(PacketTypes.PUBLISH)
+            properties.CorrelationData = route.correlation
+        self.client.publish(route.topic, encode(response), qos=1, properties=properties)
+
+    def _publish_loop(self) -> None:
+        changed = self.publications.changed
+        while not self._stopping.is_set():
+            with changed:
+                changed.wait(0.5)
+            if not self.connected.is_set():
+                continue
+            try:
+                self._send_events()
+                self._send_state()
+                self._send_dealer()
+            except Exception:
+                logger.exception("publishing failed; retrying")
+                time.sleep(0.2)
+
+    def _send_events(self) -> None:
+        while self.connected.is_set() and not self._stopping.is_set():
+            with self._lock:
+                seq = self._next_seq
+                if seq > self.outbox.last_seq or len(self._inflight) >= PUBLISH_WINDOW:
+                    return
+            body = self.outbox.get(seq)
+            if body is None:  # pragma: no cover - the outbox is written before it is read
+                return
+            info = self.client.publish(self.topics.events, body, qos=1)
+            if info.rc != self._mqtt.MQTT_ERR_SUCCESS:
+                # Not connected after all: the client queued it and sends it on reconnect.
+                logger.debug("event %d queued by the client (rc %s)", seq, info.rc)
+            with self._lock:
+                self._next_seq = seq + 1
+                if info.mid in self._early_acks:
+                    self._early_acks.discard(info.mid)
+                    self._ack(seq)
+                else:
+                    self._inflight[info.mid] = seq
+
+    def _send_state(self) -> None:
+        version, state = self.publications.state_snapshot()
+        if state is None or version == self._sent_state_version:
+            return
+        with self._lock:
+            if self._next_seq <= state["seq"]:
+                return  # the events that led to this state go first
+        self.client.publish(self.topics.state, encode(state), qos=1, retain=True)
+        self._sent_state_version = version
+
+    def _send_dealer(self) -> None:
+        body = self._dealer
+        if body is not None and body != self._dealer_sent:
+            self.client.publish(self.topics.dealer, body, qos=1, retain=True)
+            self._dealer_sent = body
+
+
+class TableDaemon:
+    """A table, its journal and outbox, and its MQTT link."""
+
+    def __init__(
+        self,
+        config: LivetableConfig,
+        clock: Callable[[], float] = time.time,
+        *,
+        shoe: bool = True,
+        camera_source: Any = None,
+    ) -> None:
+        config.require("mqtt")
+        self.config = config
+        self.clock = clock
+        table_id = config.table.table_id
+        self.topics = Topics(config.mqtt.topic_prefix, table_id)  # type: ignore[union-attr]
+        self.outbox = Outbox(outbox_path(config.table.journal_path))
+        self.publications = Publications(table_id, self.outbox)
+        self._pending: list[Published] = []
+        self._routes: dict[str, Route] = {}
+        self.assembled = self._assemble(shoe, camera_source)
+        if self.publications.seq != self.outbox.last_seq:
+            # The outbox holds more events than the journal gives: it belongs to another
+            # journal (restored from elsewhere). Rebuild it from this journal.
+            logger.warning(
+                "the outbox %s does not match the journal (%d events, the journal gives %d): "
+                "rebuilding it",
+                self.outbox.path,
+                self.outbox.last_seq,
+                self.publications.seq,
+            )
+            self.assembled.close()
+            self.outbox.reset()
+            self.publications = Publications(table_id, self.outbox)
+            self.assembled = self._assemble(shoe, camera_source)
+        self.publications.live()
+        self.link = MqttLink(
+            config.mqtt,  # type: ignore[arg-type]
+            self.topics,
+            self.publications,
+            self.outbox,
+            self.handle_request,
+        )
+
+    def _assemble(self, shoe: bool, camera_source: Any) -> AssembledTable:
+        def handler(devices: DeviceEffects) -> Effects:
+            return Effects(devices, self._collect, self._tell_dealer, self._effects_done)
+
+        return assemble(
+            self.config,
+            handler,
+            clock=self.clock,
+            observe=self._replayed,
+            shoe=shoe,
+            camera_source=camera_source,
+        )
+
+    @property
+    def runtime(self) -> Any:
+        return self.assembled.runtime
+
+    # -- effects (the table's thread) -----------------------------------------------------
+
+    def _replayed(self, entry: JournalEntry, effects: list[Effect]) -> None:
+        self.publications.replaying(entry.seq, entry.hash)
+        published = [effect for effect in effects if isinstance(effect, Published)]
+        self.publications.record(
+            published, entry.seq, entry.fields.get("at"), (entry.seq, entry.hash)
+        )
+
+    def _collect(self, effect: Published) -> None:
+        self._pending.append(effect)
+
+    def _tell_dealer(self, effect: TellDealer) -> None:
+        message = {
+            "api": API_VERSION,
+            **{k: v for k, v in effect.to_dict().items() if k != "effect"},
+        }
+        self.link.set_dealer(encode(message))
+
+    def _effects_done(self, journal_seq: int | None) -> None:
+        effects, self._pending = self._pending, []
+        journal = self.assembled.table.journal
+        event = self.runtime.current_event
+        at = getattr(event, "at", None)
+        answers = self.publications.record(
+            effects, journal_seq, at, (journal.last_seq, journal.last_hash)
+        )
+        for response, answered in answers:
+            route = self._routes.pop(answered.command_id, None)
+            if route is not None:
+                self.link.respond(route, response)
+
+    # -- requests (the MQTT thread, then the table's) -------------------------------------
+
+    def _route(self, topic: str, properties: Any) -> Route | None:
+        levels = topic.split("/")
+        if len(levels) != 6:
+            return None
+        default = self.topics.response(levels[4])
+        response_topic = getattr(properties, "ResponseTopic", None) if properties else None
+        correlation = getattr(properties, "CorrelationData", None) if properties else None
+        # An MQTT 5 response topic is honoured under the account's own response topic only:
+        # a request must not make the table publish anywhere else.
+        if isinstance(response_topic, str) and (
+            response_topic == default or response_topic.startswith(default + "/")
+        ):
+            return Route(response_topic, correlation)
+        return Route(default, correlation)
+
+    def handle_request(self, topic: str, payload: bytes, properties: Any) -> None:
+        route = self._route(topic, properties)
+        try:
+            request = parse_request(
+                topic, payload, self.topics.base.split("/")[0], self.config.table.table_id
+            )
+        except RequestError as error:
+            logger.info("request refused (%s): %s", error.code, error.message)
+            if route is not None:
+                self.link.respond(
+                    route,
+                    response_message(
+                        error.transaction, error.command, False, error.message, code=error.code
+                    ),
+                )
+            return
+        if request.command == "status":
+            _version, state = self.publications.state_snapshot()
+            self.link.respond(
+                route,  # type: ignore[arg-type]
+                response_message(
+                    request.transaction, "status", True, "the table's state", data={"state": state}
+                ),
+            )
+            return
+        if request.command == "events":
+            self.link.respond(route, self._events_since(request))  # type: ignore[arg-type]
+            return
+        if self.runtime.events.qsize() > MAX_QUEUED_REQUESTS:
+            self.link.respond(
+                route,  # type: ignore[arg-type]
+                response_message(
+                    request.transaction,
+                    request.command,
+                    False,
+                    "the table is busy; send the request again shortly",
+                    code="unavailable",
+                ),
+            )
+            return
+        self.runtime.submit(RuntimeTask(lambda: self._execute(request, route)))  # type: ignore[arg-type]
+
+    def _events_since(self, request: Request) -> dict[str, Any]:
+        since = int(request.args["since"])
+        limit = int(request.args.get("limit", EVENTS_PAGE_MAX))
+        rows = self.outbox.since(since, limit)
+        events = [json.loads(body) for _seq, body in rows]
+        last = self.outbox.last_seq
+        return response_message(
+            request.transaction,
+            "events",
+            True,
+            f"{len(events)} event(s) after {since}",
+            data={"events": events, "last_seq": last, "more": bool(rows) and rows[-1][0] < last},
+        )
+
+    def _execute(self, request: Request, route: Route) -> None:
+        """Run a table command on the table's thread: once per key, answered every time."""
+        key = command_key(request.account, request.transaction)
+        known = self.outbox.answer(key)
+        if known is not None:
+            self.link.respond(route, json.loads(known))
+            return
+        if request.command == "decide":
+            self._decide(request, route, key)
+            return
+        self._routes[key] = route
+        self.runtime.handle(table_event(request, key, self.clock()))
+        self._routes.pop(key, None)
+
+    def _decide(self, request: Request, route: Route, key: str) -> None:
+        args = request.args
+        known = self.outbox.answer(decision_key(int(args["request_seq"])))
+        if known is not None:
+            self.link.respond(route, {**json.loads(known), "transaction": request.transaction})
+            return
+        awaited = self.publications.awaited
+        wanted = None if awaited is None else awaited[1]
+        if (
+            awaited is None
+            or awaited[0] != args["request_seq"]
+            or wanted is None
+            or (wanted.get("round_id"), wanted.get("kind"), wanted.get("box"), wanted.get("hand"))
+            != (args["round_id"], args["kind"], args["box"], args["hand"])
+        ):
+            self.link.respond(
+                route,
+                response_message(
+                    request.transaction,
+                    "decide",
+                    False,
+                    "no such decision is awaited now (see the last decision_requested event)",
+                    code="stale",
+                ),
+            )
+            return
+        effects = self.runtime.handle(table_event(request, key, self.clock()))
+        taken = [e for e in effects if isinstance(e, PublishEvent) and e.name == "decision_taken"]
+        if taken:
+            response = response_message(
+                request.transaction, "decide", True, "decision taken", data=dict(taken[0].payload)
+            )
+            self.outbox.store_answer(key, self.assembled.table.journal.last_seq, encode(response))
+        else:
+            reasons = [getattr(e, "reason", "") for e in effects if hasattr(e, "reason")]
+            response = response_message(
+                request.transaction,
+                "decide",
+                False,
+                "; ".join(r for r in reasons if r) or "the decision was not taken",
+                code="refused",
+            )
+        self.link.respond(route, response)
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> int:
+        watchdog = sd_notify.watchdog_interval_s()
+        ping_every = None if watchdog is None else watchdog / 2
+        last_ping = 0.0
+        self.link.start()
+        try:
+            self.assembled.start()
+            sd_notify.ready(f"table {self.config.table.table_id} running")
+            logger.info(
+                "table %s running: %s, journal %s (%d rows), %d event(s) published so far",
+                self.config.table.table_id,
+                self.config.table.game,
+                self.config.table.journal_path,
+                self.assembled.table.journal.last_seq,
+                self.publications.seq,
+            )
+            while not stop.is_set():
+                self.runtime.step()
+                if ping_every is not None and time.monotonic() - last_ping >= ping_every:
+                    sd_notify.watchdog_ping()
+                    last_ping = time.monotonic()
+        finally:
+            sd_notify.stopping()
+            try:
+                self.assembled.close()
+            finally:
+                self.link.stop()
+                self.outbox.close()
+        return 0
+
+
+def run_daemon(args: argparse.Namespace) -> int:
+    config = load_config(Path(args.config))
+    if config.shoe is None:
+        raise ConfigurationError(f"{args.config} has no [shoe] section, which `run` needs")
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        logger.info("signal %d: stopping", signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        daemon = TableDaemon(config)
+    except TableError:
+        raise
+    return daemon.run(stop)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="run a table: shoe, camera, journal and the MQTT API (the daemon)",
+        description=(
+            "Run one table as a daemon: read the shoe (and the camera), journal every event, "
+            "and speak the MQTT API (docs/mqtt-api.md). Stops cleanly on SIGTERM.\n\n"
+            "example: livetable run --config /etc/livetable/t1.toml"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--config", required=True, help="the table's TOML file")
+    parser.set_defaults(func=run_daemon)

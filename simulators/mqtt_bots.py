@@ -1,0 +1,293 @@
+"""The people around a table, talking to it only over MQTT, as real ones would.
+
+:class:`ApiClient` is one MQTT account of the API (platform, supervisor or viewer): it keeps
+the table's latest retained state and every event it saw, and sends requests and waits for
+their responses. :class:`TableBots` plays the platform, the supervisor and the dealer from
+what the table publishes: the supervisor declares new shoes and resolves pauses, the platform
+opens rounds and answers decisions, and the dealer draws the card the table asks for from
+the shoe (through ``draw``, e.g. the shoe simulator on its pty).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import paho.mqtt.client as mqtt
+
+logger = logging.getLogger(__name__)
+
+RESPONSE_TIMEOUT_S = 10.0
+
+
+@dataclass
+class Account:
+    role: str
+    username: str | None = None
+    password: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.username or f"anonymous-{self.role}"
+
+
+class ApiClient:
+    """One account's MQTT connection to one table's API."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        table_id: str,
+        account: Account,
+        *,
+        prefix: str = "livetable",
+        protocol: int = mqtt.MQTTv311,
+        client_id: str | None = None,
+        clean: bool = True,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        on_state: Callable[[dict[str, Any]], None] | None = None,
+        tls_ca: str | None = None,
+    ) -> None:
+        self.table_id = table_id
+        self.account = account
+        self.base = f"{prefix}/{table_id}"
+        self.response_topic = f"{self.base}/response/{account.name}"
+        self.on_event = on_event
+        self.on_state = on_state
+        self._lock = threading.Condition()
+        self.state: dict[str, Any] | None = None
+        self.events: list[dict[str, Any]] = []
+        self.availability: str | None = None
+        self._responses: dict[str, dict[str, Any]] = {}
+        self.connected = threading.Event()
+        self.refused: Any = None
+        kwargs: dict[str, Any] = {}
+        if protocol != mqtt.MQTTv5:
+            kwargs["clean_session"] = clean
+        self.client = mqtt.Client(
+            mqtt.CallbackAPIVersion.VERSION2,
+            client_id=client_id or f"{account.name}-{uuid.uuid4().hex[:8]}",
+            protocol=protocol,
+            **kwargs,
+        )
+        if account.username is not None:
+            self.client.username_pw_set(account.username, account.password)
+        if tls_ca is not None:
+            self.client.tls_set(ca_certs=tls_ca)
+        self.client.on_connect = self._on_connect
+        self.client.on_message = self._on_message
+        self.client.connect_async(host, port, keepalive=30)
+        self.client.loop_start()
+
+    def _on_connect(self, client: Any, _u: Any, _f: Any, reason: Any, _p: Any) -> None:
+        if reason.is_failure:
+            self.refused = reason
+            return
+        client.subscribe(
+            [
+                (f"{self.base}/state", 1),
+                (f"{self.base}/events", 1),
+                (f"{self.base}/availability", 1),
+                (self.response_topic, 1),
+            ]
+        )
+        self.connected.set()
+
+    def _on_message(self, _client: Any, _u: Any, message: Any) -> None:
+        topic = message.topic
+        if topic.endswith("/availability"):
+            with self._lock:
+                self.availability = message.payload.decode()
+                self._lock.notify_all()
+            return
+        try:
+            body = json.loads(message.payload)
+        except ValueError:
+            logger.warning("not JSON on %s", topic)
+            return
+        if topic == f"{self.base}/state":
+            with self._lock:
+                if self.state is None or body["seq"] >= self.state["seq"]:
+                    self.state = body
+                self._lock.notify_all()
+            if self.on_state is not None:
+                self.on_state(body)
+        elif topic == f"{self.base}/events":
+            with self._lock:
+                self.events.append(body)
+                self._lock.notify_all()
+            if self.on_event is not None:
+                self.on_event(body)
+        elif topic.startswith(self.response_topic):
+            with self._lock:
+                self._responses[str(body.get("transaction"))] = body
+                self._lock.notify_all()
+
+    def wait_connected(self, timeout: float = 10.0) -> bool:
+        return self.connected.wait(timeout)
+
+    def send(self, command: str, transaction: str | None = None, **args: Any) -> str:
+        transaction = transaction or uuid.uuid4().hex
+        topic = f"{self.base}/request/{self.account.role}/{self.account.name}/{command}"
+        self.client.publish(topic, json.dumps({"transaction": transaction, **args}), qos=1)
+        return transaction
+
+    def send_raw(self, command: str, payload: bytes, role: str | None = None) -> None:
+        role = role or self.account.role
+        topic = f"{self.base}/request/{role}/{self.account.name}/{command}"
+        self.client.publish(topic, payload, qos=1)
+
+    def response(self, transaction: str, timeout: float = RESPONSE_TIMEOUT_S) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while transaction not in self._responses:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"no response to {transaction}")
+                self._lock.wait(left)
+            return self._responses.pop(transaction)
+
+    def request(
+        self, command: str, timeout: float = RESPONSE_TIMEOUT_S, **args: Any
+    ) -> dict[str, Any]:
+        return self.response(self.send(command, **args), timeout)
+
+    def wait_for(
+        self, predicate: Callable[[ApiClient], bool], timeout: float, what: str = "it"
+    ) -> None:
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while not predicate(self):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"timed out waiting for {what}")
+                self._lock.wait(min(left, 0.5))
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+@dataclass
+class TableBots:
+    """Platform, supervisor and dealer, each reacting to the table's published state.
+
+    ``draw()`` takes the next card out of the shoe; ``shuffle()`` puts a fresh shoe in
+    (before the supervisor declares it). ``rounds`` rounds are opened, then the bots stop
+    opening rounds. Decisions are random among the offered options (``seed``).
+    """
+
+    platform: ApiClient
+    supervisor: ApiClient
+    draw: Callable[[], None]
+    shuffle: Callable[[], None] = lambda: None
+    rounds: int = 5
+    seed: int = 1
+    pace_s: float = 0.0
+    rounds_opened: int = 0
+    rounds_settled: int = 0
+    errors: list[str] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+    _acted_on: Any = None
+    _decided: set[int] = field(default_factory=set)
+
+    def start(self) -> None:
+        self._rng = random.Random(self.seed)
+        self._thread = threading.Thread(target=self._run, name="table-bots", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+
+    @property
+    def done(self) -> bool:
+        return self.rounds_settled >= self.rounds
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._step()
+            except TimeoutError as error:
+                self.errors.append(str(error))
+            except Exception as error:  # keep playing; the test reads the errors
+                logger.exception("bot step failed")
+                self.errors.append(repr(error))
+            time.sleep(0.01)
+
+    def _step(self) -> None:
+        state = self.platform.state
+        if state is None:
+            return
+        self.rounds_settled = sum(
+            1 for e in list(self.platform.events) if e["type"] == "round_settled"
+        )
+        phase = state["phase"]
+        key = (state["seq"], state["journal"]["seq"])
+        if key == self._acted_on:
+            return
+        if phase == "AWAITING_SHUFFLE" and self.rounds_opened < self.rounds:
+            self.shuffle()
+            self._expect(self.supervisor.request("new_shoe"), "new_shoe")
+        elif phase in ("BURN_REVEAL", "BURNING", "DEALING"):
+            if self.pace_s:
+                time.sleep(self.pace_s)
+            self.draw()
+        elif phase == "SHOE_READY" and self.rounds_opened < self.rounds:
+            answer = self.platform.request("open_round")
+            if answer["ok"]:
+                self.rounds_opened += 1
+            else:
+                self.errors.append(f"open_round: {answer['message']}")
+        elif phase == "DECIDING":
+            self._decide(state)
+        elif phase == "PAUSED":
+            self._resolve(state)
+        else:
+            return
+        self._acted_on = key
+
+    def _decide(self, state: dict[str, Any]) -> None:
+        requests = [e for e in list(self.platform.events) if e["type"] == "decision_requested"]
+        if not requests:
+            return
+        last = requests[-1]
+        if last["seq"] in self._decided:
+            return
+        data = last["data"]
+        decision = self._rng.choice(data["options"])
+        answer = self.platform.request(
+            "decide",
+            round_id=data["round_id"],
+            request_seq=last["seq"],
+            kind=data["kind"],
+            box=data["box"],
+            hand=data["hand"],
+            decision=decision,
+        )
+        self._decided.add(last["seq"])
+        if not answer["ok"] and answer.get("error", {}).get("code") != "stale":
+            self.errors.append(f"decide: {answer['message']}")
+
+    def _resolve(self, state: dict[str, Any]) -> None:
+        pause = state["pause"] or {}
+        needs = " ".join(pause.get("needs", []))
+        if "enter_card" in needs:
+            return  # a person must read the card; the test decides
+        resolution = "burn" if "accept or burn" in needs else ""
+        args = {"resolution": resolution} if resolution else {}
+        self._expect(self.supervisor.request("resume", **args), "resume")
+
+    def _expect(self, answer: dict[str, Any], what: str) -> None:
+        if not answer["ok"]:
+            self.errors.append(f"{what}: {answer['message']}")
