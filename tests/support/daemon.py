@@ -1,0 +1,195 @@
+"""A real table daemon for tests: ``livetable run`` as a subprocess, its shoe a simulator on a
+real pty, its broker a real mosquitto, and an independent check of what it published.
+
+:func:`write_config` writes a table's TOML file; :class:`DaemonProcess` starts, kills and
+restarts the daemon; :func:`check_stream` recomputes every settled round from the cards and
+decisions seen on ``.../events`` with the rules engine and compares the published results.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from controller.games.registry import game_spec
+
+LIVETABLE = [sys.executable, "-m", "controller.cli"]
+REPO_ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def write_config(
+    path: Path,
+    *,
+    table_id: str = "t1",
+    game: str = "baccarat",
+    shoe_port: Path | str,
+    protocol: str = "angel-eye",
+    broker_port: int,
+    username: str | None = None,
+    password: str | None = None,
+    mqtt_protocol: str = "5",
+    betting_s: float = 0.2,
+    decision_s: float = 2.0,
+    dealer_idle_s: float = 5.0,
+    extra_mqtt: str = "",
+    baccarat_mode: str = "traditional",
+) -> Path:
+    lines = [
+        "[table]",
+        f'id = "{table_id}"',
+        f'game = "{game}"',
+        f"betting_s = {betting_s}",
+        f"decision_s = {decision_s}",
+        f"dealer_idle_s = {dealer_idle_s}",
+        f'journal_path = "{table_id}.journal"',
+        f'baccarat_mode = "{baccarat_mode}"',
+        "[shoe]",
+        f'port = "{shoe_port}"',
+        f'protocol = "{protocol}"',
+        "[mqtt]",
+        'host = "127.0.0.1"',
+        f"port = {broker_port}",
+        f'protocol = "{mqtt_protocol}"',
+    ]
+    if username is not None:
+        lines.append(f'username = "{username}"')
+    if password is not None:
+        secret = path.parent / f"{table_id}.mqtt-password"
+        secret.write_text(password + "\n")
+        secret.chmod(0o600)
+        lines.append(f'password_file = "{secret.name}"')
+    path.write_text("\n".join(lines) + "\n" + extra_mqtt)
+    return path
+
+
+@dataclass
+class DaemonProcess:
+    """``livetable run --config CONFIG`` as a child process, logging to a file."""
+
+    config: Path
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+    starts: int = 0
+    env: dict[str, str] = field(default_factory=dict)
+
+    def start(self) -> None:
+        self.starts += 1
+        log = open(self.log_path, "ab")  # noqa: SIM115 - the child owns it
+        try:
+            self.process = subprocess.Popen(
+                [*LIVETABLE, "-v", "run", "--config", str(self.config)],
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                cwd=REPO_ROOT,
+                env={**os.environ, **self.env},
+            )
+        finally:
+            log.close()
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def kill(self, signum: int = signal.SIGKILL) -> int:
+        assert self.process is not None
+        self.process.send_signal(signum)
+        return self.process.wait(10)
+
+    def stop(self) -> int | None:
+        if self.process is None:
+            return None
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+    def log(self) -> str:
+        with contextlib.suppress(OSError):
+            return self.log_path.read_text(errors="replace")
+        return ""
+
+
+def gaps(seqs: list[int]) -> list[tuple[int, int]]:
+    """Where a series that should run 1, 2, 3, ... does not."""
+    found = []
+    expected = 1
+    for seq in seqs:
+        if seq != expected:
+            found.append((expected, seq))
+        expected = seq + 1
+    return found
+
+
+def unique_by_seq(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Drop repeats by ``seq`` (QoS 1 delivers at least once), keeping the order of seq."""
+    by_seq: dict[int, dict[str, Any]] = {}
+    for event in events:
+        if event["seq"] in by_seq:
+            assert by_seq[event["seq"]] == event, f"event {event['seq']} differs on repeat"
+        by_seq[event["seq"]] = event
+    return [by_seq[seq] for seq in sorted(by_seq)]
+
+
+def check_stream(
+    events: list[dict[str, Any]], game: str, variant: str | None = None
+) -> int:
+    """Recompute every settled round of ``events`` (unique, in seq order) with the rules
+    engine, from the cards and decisions published; AssertionError on the first
+    difference. Returns the number of rounds checked."""
+    spec = game_spec(game)
+    rounds: dict[int, dict[str, Any]] = {}
+    checked = 0
+    for event in events:
+        data = event["data"]
+        kind = event["type"]
+        if kind == "round_opened":
+            rounds[data["round_id"]] = {"number": data["round_number"], "steps": []}
+        elif kind in ("card_dealt", "decision_taken") and data.get("round_id") in rounds:
+            rounds[data["round_id"]]["steps"].append((kind, data))
+        elif kind == "round_voided":
+            rounds.pop(data["round_id"], None)
+        elif kind == "round_settled" and data["round_id"] in rounds:
+            played = rounds.pop(data["round_id"])
+            _check_round(spec, variant, played, data["result"], data["round_id"])
+            checked += 1
+    return checked
+
+
+def _check_round(
+    spec: Any, variant: str | None, played: dict[str, Any], result: dict[str, Any], round_id: int
+) -> None:
+    from controller.games.cards import parse_card
+
+    steps = played["steps"]
+    dealer_faces = list(result.get("dealer", {}).get("cards", []))
+    live = spec.new_round(played["number"], None, variant)
+    dealer_index = 0
+    for kind, data in steps:
+        if kind == "card_dealt":
+            face = data.get("card")
+            if data["position"] == "dealer":
+                if face is None:  # the hole card: its face is in the result
+                    face = dealer_faces[dealer_index]
+                dealer_index += 1
+            assert face is not None, f"round {round_id}: a face-down card with no reveal"
+            live.deal(parse_card(face))
+        else:
+            live.decide(data["box"], data["hand"], data["decision"])
+    assert live.complete, f"round {round_id}: the published cards do not finish the round"
+    expected = dict(live.settlement())
+    side_bets = expected.get("side_bets")
+    if isinstance(side_bets, dict):
+        offered = set(spec.available_bets(played["number"]))
+        expected["side_bets"] = {bet: net for bet, net in side_bets.items() if bet in offered}
+    import json
+
+    assert json.loads(json.dumps(expected)) == result, f"round {round_id}: result differs"
