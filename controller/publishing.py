@@ -107,7 +107,9 @@ class Publications:
                 self.state = state_message(self.seq, state, at, journal_head)
                 self.state_version += 1
             elif self.state is not None and journal_seq is not None:
+                # Nothing public changed but the journal grew: the state carries its head.
                 self.state = {**self.state, "journal": _head(journal_head), "seq": self.seq}
+                self.state_version += 1
             self.changed.notify_all()
         return answers
 

@@ -58,6 +58,7 @@ class ApiClient:
     ) -> None:
         self.table_id = table_id
         self.account = account
+        self.response_timeout_s = RESPONSE_TIMEOUT_S
         self.base = f"{prefix}/{table_id}"
         self.response_topic = f"{self.base}/response/{account.name}"
         self.on_event = on_event
@@ -145,7 +146,8 @@ class ApiClient:
         topic = f"{self.base}/request/{role}/{self.account.name}/{command}"
         self.client.publish(topic, payload, qos=1)
 
-    def response(self, transaction: str, timeout: float = RESPONSE_TIMEOUT_S) -> dict[str, Any]:
+    def response(self, transaction: str, timeout: float | None = None) -> dict[str, Any]:
+        timeout = self.response_timeout_s if timeout is None else timeout
         deadline = time.monotonic() + timeout
         with self._lock:
             while transaction not in self._responses:
@@ -155,9 +157,7 @@ class ApiClient:
                 self._lock.wait(left)
             return self._responses.pop(transaction)
 
-    def request(
-        self, command: str, timeout: float = RESPONSE_TIMEOUT_S, **args: Any
-    ) -> dict[str, Any]:
+    def request(self, command: str, timeout: float | None = None, **args: Any) -> dict[str, Any]:
         return self.response(self.send(command, **args), timeout)
 
     def wait_for(
@@ -202,6 +202,8 @@ class TableBots:
 
     def start(self) -> None:
         self._rng = random.Random(self.seed)
+        self._stop.clear()
+        self._acted_on = None
         self._thread = threading.Thread(target=self._run, name="table-bots", daemon=True)
         self._thread.start()
 
@@ -229,8 +231,9 @@ class TableBots:
         state = self.platform.state
         if state is None:
             return
-        self.rounds_settled = sum(
-            1 for e in list(self.platform.events) if e["type"] == "round_settled"
+        # By seq: QoS 1 may deliver an event twice.
+        self.rounds_settled = len(
+            {e["seq"] for e in list(self.platform.events) if e["type"] == "round_settled"}
         )
         phase = state["phase"]
         key = (state["seq"], state["journal"]["seq"])

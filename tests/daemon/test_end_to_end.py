@@ -15,67 +15,19 @@ from typing import Any
 import pytest
 
 from controller.games.registry import GAME_IDS
-from simulators.mqtt_bots import Account, ApiClient, TableBots
-from simulators.shoe.simulator import ShoeSimulator
-from tests.support.daemon import DaemonProcess, check_stream, gaps, unique_by_seq, write_config
+from tests.support.daemon import SimulatedTable, check_stream, gaps, unique_by_seq
 from tests.support.wait import wait_until
 
 ROUNDS = 50
 PLAY_TIMEOUT_S = 240.0
 
 
-class Table:
-    """A daemon, its shoe, and the people around it, all over one broker."""
-
-    def __init__(self, workdir: Path, host: str, port: int, game: str, rounds: int) -> None:
-        self.workdir = workdir
-        self.game = game
-        self.shoe = ShoeSimulator("angel-eye", workdir / "shoe", seed=11, cut_card_depth=60)
-        self.shoe.__enter__()
-        config = write_config(
-            workdir / "t1.toml", game=game, shoe_port=workdir / "shoe", broker_port=port
-        )
-        self.daemon = DaemonProcess(config, workdir / "daemon.log")
-        self.viewer = ApiClient(host, port, "t1", Account("viewer", "watcher"))
-        self.platform = ApiClient(host, port, "t1", Account("platform", "platform"))
-        self.supervisor = ApiClient(host, port, "t1", Account("supervisor", "alice"))
-        for client in (self.viewer, self.platform, self.supervisor):
-            assert client.wait_connected(), "the broker refused a client"
-        self.raw: list[tuple[str, bytes]] = []
-        self.viewer.client.subscribe("livetable/t1/#", qos=1)
-        self.viewer.client.on_message = self._tap(self.viewer.client.on_message)
-        self.bots = TableBots(
-            self.platform,
-            self.supervisor,
-            draw=self._draw,
-            shuffle=self.shoe.new_shoe,
-            rounds=rounds,
-        )
-
-    def _tap(self, inner: Any) -> Any:
-        def on_message(client: Any, userdata: Any, message: Any) -> None:
-            self.raw.append((message.topic, bytes(message.payload)))
-            inner(client, userdata, message)
-
-        return on_message
-
-    def _draw(self) -> None:
-        self.shoe.draw()
-
-    def close(self) -> None:
-        self.bots.stop()
-        self.daemon.stop()
-        for client in (self.viewer, self.platform, self.supervisor):
-            client.close()
-        self.shoe.__exit__(None, None, None)
-
-
 @pytest.fixture
 def make_table(tmp_path: Path, mqtt_broker: tuple[str, int]) -> Iterator[Any]:
-    tables: list[Table] = []
+    tables: list[SimulatedTable] = []
 
-    def make(game: str, rounds: int = ROUNDS) -> Table:
-        table = Table(tmp_path / game, *mqtt_broker, game, rounds)
+    def make(game: str, rounds: int = ROUNDS) -> SimulatedTable:
+        table = SimulatedTable(tmp_path / game, *mqtt_broker, game, rounds)
         tables.append(table)
         return table
 

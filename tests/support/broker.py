@@ -45,6 +45,20 @@ class BrokerProcess:
             return self.log_path.read_text(errors="replace")
         return ""
 
+    def restart(self) -> None:
+        """Start the broker again on the same port with the same configuration (a stopped
+        broker with ``persistence true`` comes back with its sessions and retained
+        messages)."""
+        if self.alive():
+            raise RuntimeError("the broker is still running")
+        self.process = subprocess.Popen(
+            [MOSQUITTO, "-c", str(self.log_path.parent / "mosquitto.conf")],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        if not _wait_until_listening(self):
+            raise RuntimeError(f"mosquitto did not restart; log:\n{self.log()}")
+
     def stop(self) -> int | None:
         """Stop the broker; return its exit code if it had already died, else None."""
         died_with = self.process.poll()
@@ -77,6 +91,7 @@ def start_broker(
     *,
     extra_config: str = "allow_anonymous true\n",
     users: dict[str, tuple[str, str]] | None = None,
+    persistence: bool = False,
 ) -> BrokerProcess:
     """Start mosquitto in ``workdir``; retry on a new port if another process took ours."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -87,13 +102,16 @@ def start_broker(
         log_path = workdir / "mosquitto.log"
         config.write_text(
             f"listener {port} 127.0.0.1\n"
-            "persistence false\n"
-            f"log_dest file {log_path}\n"
+            + (
+                f"persistence true\npersistence_location {workdir}/\nautosave_interval 1\n"
+                if persistence
+                else "persistence false\n"
+            )
+            + f"log_dest file {log_path}\n"
             "log_type error\nlog_type warning\nlog_type notice\n"
             # As root, mosquitto would switch to the 'mosquitto' user, which cannot read the
             # test's private temporary files; a test broker stays the user that started it.
-            + ("user root\n" if os.geteuid() == 0 else "")
-            + extra_config
+             + ("user root\n" if os.geteuid() == 0 else "") + extra_config
         )
         process = subprocess.Popen(
             [MOSQUITTO, "-c", str(config)],

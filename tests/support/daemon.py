@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from controller.games.registry import game_spec
+from simulators.mqtt_bots import Account, ApiClient, TableBots
+from simulators.shoe.simulator import ShoeSimulator
 
 LIVETABLE = [sys.executable, "-m", "controller.cli"]
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
@@ -193,3 +195,70 @@ def _check_round(
     import json
 
     assert json.loads(json.dumps(expected)) == result, f"round {round_id}: result differs"
+
+
+class SimulatedTable:
+    """A daemon, its shoe, and the people around it, all over one broker."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        host: str,
+        port: int,
+        game: str,
+        rounds: int,
+        *,
+        subscriber_id: str | None = None,
+        **config: Any,
+    ) -> None:
+        self.workdir = workdir
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.game = game
+        self.shoe = ShoeSimulator("angel-eye", workdir / "shoe", seed=11, cut_card_depth=60)
+        self.shoe.__enter__()
+        self.config_path = write_config(
+            workdir / "t1.toml", game=game, shoe_port=workdir / "shoe", broker_port=port, **config
+        )
+        config_path = self.config_path
+        self.daemon = DaemonProcess(config_path, workdir / "daemon.log")
+        # The independent subscriber: with a client id, a persistent session (the broker
+        # keeps its QoS 1 messages while it is away).
+        self.viewer = ApiClient(
+            host,
+            port,
+            "t1",
+            Account("viewer", "watcher"),
+            client_id=subscriber_id,
+            clean=subscriber_id is None,
+        )
+        self.platform = ApiClient(host, port, "t1", Account("platform", "platform"))
+        self.supervisor = ApiClient(host, port, "t1", Account("supervisor", "alice"))
+        for client in (self.viewer, self.platform, self.supervisor):
+            assert client.wait_connected(), "the broker refused a client"
+        self.raw: list[tuple[str, bytes]] = []
+        self.viewer.client.subscribe("livetable/t1/#", qos=1)
+        self.viewer.client.on_message = self._tap(self.viewer.client.on_message)
+        self.bots = TableBots(
+            self.platform,
+            self.supervisor,
+            draw=self._draw,
+            shuffle=self.shoe.new_shoe,
+            rounds=rounds,
+        )
+
+    def _tap(self, inner: Any) -> Any:
+        def on_message(client: Any, userdata: Any, message: Any) -> None:
+            self.raw.append((message.topic, bytes(message.payload)))
+            inner(client, userdata, message)
+
+        return on_message
+
+    def _draw(self) -> None:
+        self.shoe.draw()
+
+    def close(self) -> None:
+        self.bots.stop()
+        self.daemon.stop()
+        for client in (self.viewer, self.platform, self.supervisor):
+            client.close()
+        self.shoe.__exit__(None, None, None)
