@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
+import ssl
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -34,8 +36,8 @@ from paho.mqtt.properties import Properties
 from controller.mqtt_api import MAX_REQUEST_BYTES
 from controller.table.journal import Journal
 from simulators.shoe.simulator import ShoeSimulator
-from tests.support.broker import BrokerProcess
-from tests.support.daemon import DaemonProcess, write_config
+from tests.support.broker import BrokerProcess, free_port, start_broker
+from tests.support.daemon import DaemonProcess, unique_by_seq, write_config
 from tests.support.wait import wait_until
 
 BASE = "livetable/t1"
@@ -78,6 +80,7 @@ class Peer:
         self.messages: list[Message] = []
         self.ready = threading.Event()
         self.refusal: str | None = None
+        self.disconnects: list[str] = []
         self._acks: dict[int, str] = {}
         self._subscribe = subscribe
         self.client = mqtt.Client(
@@ -93,6 +96,7 @@ class Peer:
         self.client.on_subscribe = self._on_subscribe
         self.client.on_message = self._on_message
         self.client.on_publish = self._on_publish
+        self.client.on_disconnect = self._on_disconnect
         self.client.connect_async("127.0.0.1", port, keepalive=30)
         self.client.loop_start()
 
@@ -118,6 +122,11 @@ class Peer:
         correlation = getattr(properties, "CorrelationData", None) if properties else None
         with self._lock:
             self.messages.append(Message(message.topic, bytes(message.payload), correlation))
+            self._lock.notify_all()
+
+    def _on_disconnect(self, _c: Any, _u: Any, _f: Any, reason: Any, _p: Any) -> None:
+        with self._lock:
+            self.disconnects.append(str(reason))
             self._lock.notify_all()
 
     def _on_publish(self, _c: Any, _u: Any, mid: int, reason: Any, _p: Any) -> None:
@@ -743,6 +752,61 @@ def test_malformed_requests_get_the_right_error_and_change_nothing(
     assert {kind for kind, _fields in rows[1:]} <= {"ShoeLockChanged"}, rows
 
 
+def production_max_packet_size() -> int:
+    conf = Path(__file__).resolve().parents[2] / "systemd" / "mosquitto" / "livetable.conf"
+    sizes = [
+        int(line.split()[1])
+        for line in conf.read_text().splitlines()
+        if line.startswith("max_packet_size ")
+    ]
+    assert len(sizes) == 1, sizes
+    return sizes[0]
+
+
+def test_with_the_production_packet_limit_the_broker_stops_1_mb_before_the_daemon(
+    tmp_path: Path,
+    tables: Callable[..., Table],
+    peers: Callable[..., Peer],
+) -> None:
+    """The open test broker has no packet limit, so the daemon itself refuses 1 MB
+    (``too_large``, above). The studio broker's ``max_packet_size`` refuses it first: it
+    disconnects the sender and forwards nothing, and the daemon goes on answering."""
+    limit = production_max_packet_size()
+    assert MAX_REQUEST_BYTES < limit < ONE_MB
+    broker = start_broker(
+        tmp_path / "limited-broker", extra_config=f"allow_anonymous true\nmax_packet_size {limit}\n"
+    )
+    try:
+        table = tables(broker.port)
+        watch = peers(broker.port, subscribe=(f"{BASE}/#",)).wait_ready()
+        table.daemon.start()
+        wait_online(table, watch)
+        before = settled(watch, "viewer", "viewer")
+        sender = peers(broker.port, protocol=mqtt.MQTTv311).wait_ready()
+        # QoS 0: a QoS 1 publish would be sent again on every reconnect.
+        sender.client.publish(
+            request_topic("supervisor", "alice", "pause"), _sized(ONE_MB, "t-1mb"), qos=0
+        )
+        wait_until(lambda: sender.disconnects, TIMEOUT_S, "the broker to drop the sender")
+        # Between the two limits: the broker forwards it, the daemon refuses it.
+        answer = watch.ask(
+            request_topic("supervisor", "alice", "pause"),
+            _sized(MAX_REQUEST_BYTES + 1, "t-17kb"),
+            answer_on=response_topic("alice"),
+        ).json()
+        assert answer["error"]["code"] == "too_large"
+        assert str(MAX_REQUEST_BYTES + 1) in answer["message"]
+        barrier(watch)
+        assert [m.json()["message"] for m in watch.on(response_topic("alice"))] == [
+            answer["message"]
+        ], "the daemon saw the 1 MB request"
+        assert head(status(watch, "viewer", "viewer")) == head(before)
+        assert table.daemon.alive()
+    finally:
+        died_with = broker.stop()
+    assert died_with is None, broker.log()
+
+
 # Each kind of bad request of the flood under its own account, so that its answers arrive on
 # their own response topic: (role, command, payload, the error code).
 FLOOD_BAD: dict[str, tuple[str, str, bytes, str]] = {
@@ -815,3 +879,360 @@ def test_a_flood_of_good_and_bad_requests_is_answered_and_changes_nothing(
     assert not any(
         m.topic == f"{BASE}/events" and m.json()["seq"] > before["seq"] for m in watch.messages
     )
+
+
+# -- 3. A repeated request is answered again and executed once -----------------------------
+
+
+def wait_restarted(table: Table, watch: Peer, offline_before: int) -> None:
+    """After a kill: the broker said ``offline`` (the daemon's will), then the new daemon
+    says ``online`` and publishes its state."""
+    availability = f"{BASE}/availability"
+    watch.wait_for(
+        lambda _m: any(m.payload == b"offline" for m in watch.on(availability)[offline_before:]),
+        "availability offline after the kill",
+    )
+    table.daemon.start()
+    watch.wait_for(
+        lambda _m: (
+            (seen := watch.on(availability)[offline_before:])
+            and seen[-1].payload == b"online"
+            and any(m.payload == b"offline" for m in seen)
+        ),
+        "availability online after the restart",
+    )
+
+
+def test_a_repeated_pause_is_answered_each_time_and_journaled_once_across_a_sigkill(
+    open_table: tuple[Table, Peer],
+) -> None:
+    table, watch = open_table
+    pause = _json(transaction="pause-once", reason="spilled drink")
+    topic = request_topic("supervisor", "alice", "pause")
+    first = watch.ask(topic, pause, answer_on=response_topic("alice"))
+    second = watch.ask(topic, pause, answer_on=response_topic("alice"))
+    assert first.json()["ok"] and first.json()["transaction"] == "pause-once", first.json()
+    assert second.payload == first.payload
+    paused = status(watch, "viewer", "viewer")
+    assert paused["phase"] == "PAUSED" and paused["pause"]["by"] == "alice"
+
+    offline_before = len(watch.on(f"{BASE}/availability"))
+    assert table.daemon.kill(signal.SIGKILL) == -signal.SIGKILL
+    rows = table.journal_rows("SupervisorCommanded")
+    assert [row["command_id"] for row in rows] == ["alice/pause-once"]
+    pauses_published = [
+        m.json() for m in watch.on(f"{BASE}/events") if m.json()["type"] == "table_paused"
+    ]
+    assert len(pauses_published) == 1
+
+    wait_restarted(table, watch, offline_before)
+    third = watch.ask(topic, pause, answer_on=response_topic("alice"))
+    assert third.payload == first.payload
+    barrier(watch)
+    assert status(watch, "viewer", "viewer")["pause"]["by"] == "alice"
+    assert table.daemon.kill(signal.SIGTERM) == 0
+    rows = table.journal_rows("SupervisorCommanded")
+    assert [row["command_id"] for row in rows] == ["alice/pause-once"]
+    # A restarted daemon sends again what the broker had not acknowledged: by seq, once.
+    events = unique_by_seq([m.json() for m in watch.on(f"{BASE}/events")])
+    assert [e["type"] for e in events].count("table_paused") == 1, events
+
+
+def drive_to_a_decision(table: Table, watch: Peer) -> dict[str, Any]:
+    """Declare a shoe, burn, open a round and deal until the platform must decide (as the
+    supervisor, the platform and the dealer would); return the decision_requested event."""
+    acted_on: tuple[int, int] | None = None
+    rounds = 0
+
+    def step() -> dict[str, Any] | None:
+        nonlocal acted_on, rounds
+        assert table.daemon.alive(), table.daemon.log()[-3000:]
+        state = latest_state(watch)
+        if state is None:
+            return None
+        phase = state["phase"]
+        if phase == "DECIDING":
+            requested = [
+                e
+                for m in watch.on(f"{BASE}/events")
+                if (e := m.json())["type"] == "decision_requested"
+            ]
+            return requested[-1] if requested else None
+        assert phase != "PAUSED", state["pause"]
+        key = (state["seq"], state["journal"]["seq"])
+        if key == acted_on:
+            return None
+        if phase == "AWAITING_SHUFFLE":
+            answer = watch.ask(
+                request_topic("supervisor", "alice", "new_shoe"),
+                _json(transaction=uuid.uuid4().hex),
+                answer_on=response_topic("alice"),
+            ).json()
+            assert answer["ok"], answer
+        elif phase in ("BURN_REVEAL", "BURNING", "DEALING"):
+            table.shoe.draw()
+        elif phase == "SHOE_READY":
+            assert rounds < 5, "five rounds without a decision"
+            answer = watch.ask(
+                request_topic("platform", "platform", "open_round"),
+                _json(transaction=uuid.uuid4().hex),
+                answer_on=response_topic("platform"),
+            ).json()
+            assert answer["ok"], answer
+            rounds += 1
+        else:
+            return None  # betting: its timer closes it
+        acted_on = key
+        return None
+
+    return wait_until(step, 60, "a decision to take")
+
+
+@pytest.mark.slow
+def test_a_repeated_decision_is_answered_again_and_taken_once(
+    mqtt_broker: tuple[str, int],
+    tables: Callable[..., Table],
+    peers: Callable[..., Peer],
+) -> None:
+    _host, port = mqtt_broker
+    # A long decision time: the table must not decide by itself while the test asks.
+    table = tables(port, game="blackjack-classic", decision_s=60.0)
+    watch = peers(port, subscribe=(f"{BASE}/#",)).wait_ready()
+    table.daemon.start()
+    wait_online(table, watch)
+    requested = drive_to_a_decision(table, watch)
+    data = requested["data"]
+    decision = "stand" if "stand" in data["options"] else data["options"][0]
+    fields = {
+        "round_id": data["round_id"],
+        "request_seq": requested["seq"],
+        "kind": data["kind"],
+        "box": data["box"],
+        "hand": data["hand"],
+        "decision": decision,
+    }
+    topic = request_topic("platform", "platform", "decide")
+    answer_on = response_topic("platform")
+    first = watch.ask(topic, _json(transaction="decide-1", **fields), answer_on=answer_on).json()
+    assert first["ok"], first
+    assert first["data"]["decision"] == decision
+    again = watch.ask(topic, _json(transaction="decide-2", **fields), answer_on=answer_on).json()
+    assert again == {**first, "transaction": "decide-2"}
+    # The same transaction again: the same answer, word for word.
+    repeat = watch.ask(topic, _json(transaction="decide-1", **fields), answer_on=answer_on)
+    assert repeat.json() == first
+
+    barrier(watch)
+    taken = [e for m in watch.on(f"{BASE}/events") if (e := m.json())["type"] == "decision_taken"]
+    assert len(taken) == 1 and not taken[0]["data"].get("auto"), taken
+    assert table.daemon.kill(signal.SIGTERM) == 0
+    decided = table.journal_rows("PlatformDecided")
+    assert len(decided) == 1, decided
+    assert (decided[0]["round_id"], decided[0]["decision"]) == (data["round_id"], decision)
+
+
+# -- 4. TLS between the daemon and the broker ------------------------------------------------
+
+
+@dataclass
+class TlsBroker:
+    broker: BrokerProcess
+    tls_port: int
+    ca_file: Path
+
+
+@pytest.fixture
+def tls_broker(tmp_path: Path) -> Iterator[TlsBroker]:
+    """mosquitto with a TLS listener on a free loopback port, its certificate for 127.0.0.1
+    signed by a test CA (trustme), beside the plain listener start_broker always opens."""
+    import trustme
+
+    workdir = tmp_path / "tls-broker"
+    workdir.mkdir()
+    authority = trustme.CA()
+    certificate = authority.issue_cert("127.0.0.1")
+    ca_file, cert_file, key_file = (workdir / n for n in ("ca.pem", "broker.pem", "broker.key"))
+    authority.cert_pem.write_to_path(str(ca_file))
+    certificate.private_key_pem.write_to_path(str(key_file))
+    cert_file.write_bytes(b"".join(pem.bytes() for pem in certificate.cert_chain_pems))
+    tls_port = free_port()
+    broker = start_broker(
+        workdir,
+        extra_config=(
+            "allow_anonymous true\n"
+            f"listener {tls_port} 127.0.0.1\n"
+            f"cafile {ca_file}\ncertfile {cert_file}\nkeyfile {key_file}\n"
+            "tls_version tlsv1.2\n"
+        ),
+    )
+
+    def listening() -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", tls_port), timeout=0.5):
+                return True
+        except OSError:
+            return False
+
+    try:
+        wait_until(listening, TIMEOUT_S, "the TLS listener")
+        yield TlsBroker(broker, tls_port, ca_file)
+    finally:
+        died_with = broker.stop()
+    if died_with is not None:
+        pytest.fail(f"mosquitto died during the test (exit {died_with}):\n{broker.log()}")
+
+
+def test_the_daemon_speaks_tls_to_the_broker_and_a_client_without_the_ca_is_refused(
+    tls_broker: TlsBroker,
+    tables: Callable[..., Table],
+    peers: Callable[..., Peer],
+) -> None:
+    port = tls_broker.tls_port
+    table = tables(port, extra_mqtt=f'[mqtt.tls]\nca_file = "{tls_broker.ca_file}"\n')
+    table.daemon.start()
+
+    # A client that trusts only the system's CAs: the handshake fails, nothing is said.
+    stranger = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="no-ca", protocol=mqtt.MQTTv5)
+    stranger.tls_set()
+    with pytest.raises(ssl.SSLCertVerificationError):
+        stranger.connect("127.0.0.1", port)
+    # Nor does the TLS listener speak plain MQTT.
+    plain = peers(port)
+    wait_until(
+        lambda: plain.disconnects or plain.refusal, TIMEOUT_S, "the TLS listener to drop plain MQTT"
+    )
+    assert not plain.ready.is_set()
+
+    # With the CA: the daemon went online and its state is there.
+    viewer = peers(port, subscribe=(f"{BASE}/#",), tls_ca=tls_broker.ca_file).wait_ready()
+    state = wait_online(table, viewer)
+    assert state["table"] == "t1" and state["devices"]["controller_online"] is True
+    assert status(viewer, "viewer", "viewer")["journal"]["seq"] >= 1
+    assert f"connected to the broker 127.0.0.1:{port}" in table.daemon.log()
+
+
+# -- 5. MQTT 5 response topics and correlation data -----------------------------------------
+
+
+def v5_route(topic: str, correlation: bytes) -> Properties:
+    properties = Properties(PacketTypes.PUBLISH)
+    properties.ResponseTopic = topic
+    properties.CorrelationData = correlation
+    return properties
+
+
+def test_a_response_topic_is_honoured_only_under_the_accounts_own(
+    open_table: tuple[Table, Peer],
+    peers: Callable[..., Peer],
+) -> None:
+    table, watch = open_table
+    spy = peers(watch.client.port, subscribe=("#",)).wait_ready()
+    own = response_topic("alice")
+    console = f"{own}/console-1"
+
+    # Below the account's own response topic: the answer goes there, correlation echoed,
+    # both for a request answered at once and for a command the table's thread runs.
+    for command, fields in (("status", {}), ("pause", {"reason": "a console asked"})):
+        correlation = f"\x00{command}\xff".encode("latin-1")
+        answer = watch.ask(
+            request_topic("supervisor", "alice", command),
+            _json(transaction=f"v5-{command}", **fields),
+            answer_on=console,
+            properties=v5_route(console, correlation),
+        )
+        assert answer.json()["transaction"] == f"v5-{command}" and answer.json()["ok"]
+        assert answer.correlation == correlation
+    assert not any(m.json()["transaction"].startswith("v5-") for m in watch.on(own))
+
+    # Anywhere else: the answer goes to the account's own response topic, correlation still
+    # echoed, and the table publishes nothing where it was told to.
+    elsewhere = (
+        f"{BASE}/state",
+        f"{BASE}/events",
+        f"{BASE}/availability",
+        f"{BASE}/dealer",
+        response_topic("bob"),
+        f"{own}-console",  # a sibling that only begins with the account's name
+        "livetable/t2/response/alice",
+        "elsewhere/entirely",
+        own.upper(),
+    )
+    for index, topic in enumerate(elsewhere):
+        correlation = f"elsewhere-{index}".encode()
+        answer = watch.ask(
+            request_topic("supervisor", "alice", "status"),
+            _json(transaction=f"elsewhere-{index}"),
+            answer_on=own,
+            properties=v5_route(topic, correlation),
+        )
+        assert answer.json()["transaction"] == f"elsewhere-{index}"
+        assert answer.correlation == correlation
+    # Every answer reached the spy, subscribed to everything, before the last one above.
+    spy.wait_for(
+        lambda messages: any(b'"elsewhere-8"' in m.payload and m.topic == own for m in messages),
+        "the spy to see the last answer",
+    )
+    answers = [
+        m for m in spy.messages if b'"transaction"' in m.payload and "/request/" not in m.topic
+    ]
+    assert {m.topic for m in answers} == {own, console}, sorted({m.topic for m in answers})
+    # The retained state is still the table's own.
+    fresh = Peer(watch.client.port, subscribe=(f"{BASE}/state",))
+    try:
+        fresh.wait_ready()
+        state = fresh.wait_for(lambda messages: messages[:1], "the retained state")[0].json()
+    finally:
+        fresh.close()
+    assert "transaction" not in state and state["phase"] == "PAUSED"
+    assert table.daemon.alive()
+
+
+WILDCARD_BUG = (
+    "the daemon honours a response topic below the account's own even when it holds a "
+    "wildcard, which no one can publish to: paho raises ValueError, so the answer is lost, and "
+    "for a command run on the table's thread the error leaves RuntimeTask and stops the daemon"
+)
+
+
+def wildcard_request(watch: Peer, command: str, transaction: str, **fields: Any) -> None:
+    topic = f"{response_topic('alice')}/#"
+    reason = watch.publish(
+        request_topic("supervisor", "alice", command),
+        _json(transaction=transaction, **fields),
+        v5_route(topic, transaction.encode()),
+    )
+    assert reason == "Success", "mosquitto forwards a response topic with a wildcard"
+
+
+def answers_to(watch: Peer, transaction: str) -> list[Message]:
+    return [m for m in watch.on(response_topic("alice")) if m.json()["transaction"] == transaction]
+
+
+@pytest.mark.xfail(strict=True, reason=WILDCARD_BUG)
+def test_a_status_with_a_wildcard_response_topic_is_answered_on_the_accounts_own(
+    open_table: tuple[Table, Peer],
+) -> None:
+    table, watch = open_table
+    wildcard_request(watch, "status", "wild-status")
+    status(watch, "supervisor", "alice")  # answered after it, on the same thread
+    answers = answers_to(watch, "wild-status")
+    assert answers, "the status request with a wildcard response topic went unanswered"
+    assert answers[0].correlation == b"wild-status"
+    assert table.daemon.alive()
+
+
+@pytest.mark.xfail(strict=True, reason=WILDCARD_BUG)
+def test_a_pause_with_a_wildcard_response_topic_does_not_stop_the_daemon(
+    open_table: tuple[Table, Peer],
+) -> None:
+    table, watch = open_table
+    wildcard_request(watch, "pause", "wild-pause", reason="wildcards")
+    wait_until(
+        lambda: answers_to(watch, "wild-pause") or not table.daemon.alive(),
+        TIMEOUT_S,
+        "an answer to the pause, or the daemon's end",
+    )
+    assert table.daemon.alive(), f"the daemon died:\n{table.daemon.log()[-2000:]}"
+    assert answers_to(watch, "wild-pause")[0].correlation == b"wild-pause"
+    barrier(watch)
+    assert status(watch, "viewer", "viewer")["pause"]["by"] == "alice"
