@@ -36,7 +36,13 @@ GROUP_MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "bench": (
         "benchmarks (report percentiles and rates from one run)",
-        ("controller.games.bench", "drivers.shoe.bench", "vision.bench", "controller.table.bench"),
+        (
+            "controller.games.bench",
+            "drivers.shoe.bench",
+            "vision.bench",
+            "controller.table.bench",
+            "simulators.latency_bench",
+        ),
     ),
 }
 
