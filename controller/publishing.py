@@ -46,6 +46,31 @@ def split_command_key(key: str) -> tuple[str, str]:
     return account, transaction
 
 
+class ChangeSignal(threading.Condition):
+    """A condition that remembers a notification no one was waiting for.
+
+    The publisher waits on :attr:`Publications.changed` between rounds of sending; a change
+    notified while it was busy sending (a new event recorded then, an acknowledgement) would
+    otherwise be lost, and what it announced would wait for the publisher's next timeout.
+    Here :meth:`wait` returns at once when a notification came since the last ``wait``
+    returned. Meant for one waiter (the publisher), which then looks at everything anew.
+    """
+
+    def __init__(self, lock: threading.Lock) -> None:
+        super().__init__(lock)
+        self._signalled = False
+
+    def notify(self, n: int = 1) -> None:  # notify_all() calls it too
+        self._signalled = True
+        super().notify(n)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if not self._signalled:
+            super().wait(timeout)
+        signalled, self._signalled = self._signalled, False
+        return signalled
+
+
 class Publications:
     """Effects in, numbered messages out (to the outbox), plus what requests need to know."""
 
@@ -53,7 +78,7 @@ class Publications:
         self.table_id = table_id
         self.outbox = outbox
         self._lock = threading.Lock()
-        self.changed = threading.Condition(self._lock)
+        self.changed = ChangeSignal(self._lock)
         self.state: dict[str, Any] | None = None
         self.state_version = 0
         self.seq = outbox.last_seq
