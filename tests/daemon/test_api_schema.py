@@ -161,11 +161,10 @@ class WiredTable:
 
     def handle(self, event: object) -> list[Effect]:
         event, transaction = self._as_request(event)
-        awaited = self.wire.publications.awaited
         effects = self.machine.handle(event)
         self.wire.record(effects, getattr(event, "at", None))
         if isinstance(event, PlatformDecided) and transaction is not None:
-            self._answer_decision(effects, transaction, awaited is not None)
+            self._answer_decision(effects, transaction)
         for effect in effects:
             if isinstance(effect, PublishEvent):
                 assert effect.name in EVENT_TYPES, f"{effect.name} is not in wire.EVENT_TYPES"
@@ -215,7 +214,8 @@ class WiredTable:
             return event, wire.request("platform", "platform", "decide", fields)
         return event, None
 
-    def _answer_decision(self, effects: list[Effect], transaction: str, awaited: bool) -> None:
+    def _answer_decision(self, effects: list[Effect], transaction: str) -> None:
+        """The daemon's answer to a decision the table was given (controller/daemon.py)."""
         taken = [e for e in effects if isinstance(e, PublishEvent) and e.name == "decision_taken"]
         if taken:
             response = response_message(
@@ -227,8 +227,8 @@ class WiredTable:
                 transaction,
                 "decide",
                 False,
-                "; ".join(r for r in reasons if r) or "not taken",
-                code="refused" if awaited else "stale",
+                "; ".join(r for r in reasons if r) or "the decision was not taken",
+                code="refused",
             )
         self.wire.publish(f"{BASE}/response/platform", response)
 
