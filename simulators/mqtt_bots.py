@@ -285,6 +285,11 @@ class TableBots:
     def _resolve(self, state: dict[str, Any]) -> None:
         pause = state["pause"] or {}
         needs = " ".join(pause.get("needs", []))
+        if "no_cards_drawn" in needs:
+            # This dealer draws only when the table asks for a card, which it does not while
+            # the shoe is offline: no card can have left unannounced.
+            self._expect(self.supervisor.request("resume", resolution="no_cards_drawn"), "resume")
+            return
         if "enter_card" in needs:
             return  # a person must read the card; the test decides
         resolution = "burn" if "accept or burn" in needs else ""

@@ -128,7 +128,11 @@ class SupervisorSimulator:
             return
         self._handled_pause = pause
         needs = " ".join(pause["needs"])
-        if "enter_card" in needs:
+        if "no_cards_drawn" in needs:
+            # The simulated dealer draws only when the table asks, and the table asks only
+            # while the shoe is online: nothing can have left the shoe meanwhile.
+            self.command("resume", resolution="no_cards_drawn")
+        elif "enter_card" in needs:
             self.command("cancel", reason="card unreadable")
         elif "accept or burn" in needs:
             self.command("resume", resolution="burn")

@@ -104,7 +104,11 @@ HOLE_UNREAD: Final = "the dealer's hole card"
 # exactly the same whatever the hole card is (see TableMachine._hole_matters).
 HOLE_PLACEHOLDER: Final = Card("2", "S")
 HOLE_CANDIDATES: Final = tuple(Card(rank, "S") for rank in RANKS)
-RESOLUTIONS: Final = ("", "accept", "burn", "enter_card")
+RESOLUTIONS: Final = ("", "accept", "burn", "enter_card", "no_cards_drawn")
+MACHINE_REVISION: Final = 2
+"""How the machine reads events, recorded in each journal so that a journal replays under
+the rules it was written with. 2: a shoe that goes offline while cards are due needs the
+supervisor's confirmation (``no_cards_drawn``) or the missing cards (``enter_card``)."""
 
 
 class PauseReason(enum.Enum):
@@ -159,9 +163,17 @@ class Pause:
     unread: str | None = None
     by: str | None = None
     since: float | None = None  # when the table paused (first reason, if several)
+    # The shoe went offline while cards were due: a protocol that cannot retransmit loses a
+    # card drawn while the cable was out without a gap in its numbers, so a person confirms.
+    offline_gap: bool = False
 
     def needs(self) -> list[str]:
         needs = []
+        if self.offline_gap:
+            needs.append(
+                "confirm no card left the shoe while it was offline (no_cards_drawn), or "
+                "enter_card each card that did"
+            )
         if self.unread is not None:
             needs.append(f"enter_card for the unread card at {self.unread}")
         if self.held:
@@ -494,9 +506,21 @@ class TableMachine:
     reaches the identical state (compare :meth:`snapshot`).
     """
 
-    def __init__(self, config: TableConfig, settings: OperationalSettings | None = None) -> None:
+    def __init__(
+        self,
+        config: TableConfig,
+        settings: OperationalSettings | None = None,
+        revision: int = MACHINE_REVISION,
+    ) -> None:
         """``settings``: the operational settings the journal began with (default: the
-        config's); a ``SettingsChanged`` event changes them later."""
+        config's); a ``SettingsChanged`` event changes them later. ``revision``: the
+        :data:`MACHINE_REVISION` the journal was written under."""
+        if not 1 <= revision <= MACHINE_REVISION:
+            raise JournalError(
+                f"machine revision {revision} is unknown to this livetable "
+                f"(it knows 1 to {MACHINE_REVISION})"
+            )
+        self.revision = revision
         self.config = config
         self.state = TableState(settings=settings or config.operational())
 
@@ -929,11 +953,17 @@ class TableMachine:
         resume_to = previous.resume_to if previous is not None else state.phase
         message = PAUSE_MESSAGES[reason] + (f": {detail}" if detail else "")
         since = at
+        offline_gap = (
+            self.revision >= 2
+            and reason is PauseReason.SHOE_OFFLINE
+            and resume_to in DRAWING_PHASES
+        )
         if previous is not None:
             held = previous.held + held
             unread = unread or previous.unread
             since = previous.since if previous.since is not None else at
-        state.pause = Pause(reason, message, resume_to, held, unread, by, since)
+            offline_gap = offline_gap or previous.offline_gap
+        state.pause = Pause(reason, message, resume_to, held, unread, by, since, offline_gap)
         state.reading = None
         state.phase = P.PAUSED
         state.timers = {}
@@ -1451,14 +1481,21 @@ class TableMachine:
         resolution = str(event.resolution)
         if resolution not in RESOLUTIONS:
             raise TransitionError(
-                f"unknown resolution {resolution!r}: expected accept, burn or enter_card"
+                f"unknown resolution {resolution!r}: expected "
+                f"{', '.join(r for r in RESOLUTIONS if r)}"
             )
         if not state.shoe_online:
             raise TransitionError("the shoe is offline: bring it back before resuming")
-        held, unread = pause.held, pause.unread
+        held, unread, offline_gap = pause.held, pause.unread, pause.offline_gap
         effects: list[Effect] = []
         dealt_card: Card | None = None
-        if resolution == "burn":
+        if resolution == "no_cards_drawn":
+            if not offline_gap:
+                raise TransitionError("the shoe was not offline while cards were due")
+            offline_gap = False
+        elif resolution == "enter_card" and offline_gap and unread is None:
+            return self._enter_offline_card(state, event, pause)
+        elif resolution == "burn":
             if not held:
                 raise TransitionError("no card was drawn out of turn: nothing to burn")
             effects.append(PublishEvent("cards_burned", {"count": len(held)}))
@@ -1477,11 +1514,9 @@ class TableMachine:
             if event.card is None:
                 raise TransitionError("enter_card needs the card")
             dealt_card, unread = event.card, None
-        if held or unread is not None:
-            raise TransitionError(
-                "still needed before resuming: "
-                + "; ".join(Pause(pause.reason, "", pause.resume_to, held, unread).needs())
-            )
+        if held or unread is not None or offline_gap:
+            still = Pause(pause.reason, "", pause.resume_to, held, unread, offline_gap=offline_gap)
+            raise TransitionError("still needed before resuming: " + "; ".join(still.needs()))
         state.pause = None
         resume_to = pause.resume_to
         answer = self._answer(event, True, f"resumed ({resolution or 'nothing to resolve'})")
@@ -1504,6 +1539,40 @@ class TableMachine:
             state.phase = P.DEALING
             effects += self._deal(state, dealt_card, event.at, "supervisor")
         return [answer, resumed, *effects]
+
+    def _enter_offline_card(
+        self, state: TableState, event: SupervisorCommanded, pause: Pause
+    ) -> list[Effect]:
+        """A card that left the shoe while it was offline, entered by hand: it goes where
+        the round expected it, and the table stays paused until the supervisor confirms no
+        other card left (or enters the next)."""
+        if event.card is None:
+            raise TransitionError("enter_card needs the card")
+        if pause.held:
+            raise TransitionError("accept or burn the cards drawn out of turn first")
+        if pause.resume_to is not P.DEALING:
+            raise TransitionError(
+                "no round card was due: confirm with no_cards_drawn, or end the shoe"
+            )
+        self._count_entered(state, event.card)
+        state.pause = None
+        state.phase = P.DEALING
+        effects = self._deal(state, event.card, event.at, "supervisor")
+        answer = self._answer(event, True, "card entered; the table stays paused")
+        if state.phase is not P.DEALING:
+            # The card finished the round or asks for a decision: nothing more can be due.
+            return [answer, *effects]
+        return [
+            answer,
+            *effects,
+            *self._pause(
+                state,
+                PauseReason.SHOE_OFFLINE,
+                event.at,
+                "cards entered by hand; confirm no other card left the shoe",
+                by=event.by,
+            ),
+        ]
 
     def _count_entered(self, state: TableState, card: Card) -> None:
         try:
@@ -1571,6 +1640,7 @@ class TableMachine:
                 "unread": pause.unread,
                 "by": pause.by,
                 "since": pause.since,
+                "offline_gap": pause.offline_gap,
             },
             "shoe_online": state.shoe_online,
             "shoe_locked": state.shoe_locked,

@@ -20,13 +20,26 @@ from controller.errors import ConfigurationError, JournalError
 from controller.table.effects import Effect
 from controller.table.events import ControllerStarted, SettingsChanged
 from controller.table.journal import Journal, JournalEntry, canonical_json
-from controller.table.machine import TableMachine
+from controller.table.machine import MACHINE_REVISION, TableMachine
 from controller.table_config import OperationalSettings, TableConfig
 
 logger = logging.getLogger(__name__)
 
 
 CONFIG_META_KEY = "table_config"
+REVISION_META_KEY = "machine_revision"
+
+
+def machine_revision(journal: Journal) -> int:
+    """The machine revision a journal was written under: 1 for a journal bound to its table
+    before revisions were recorded, the current one for a journal never bound."""
+    stored = journal.meta(REVISION_META_KEY)
+    if stored is None:
+        return 1 if journal.meta(CONFIG_META_KEY) is not None else MACHINE_REVISION
+    try:
+        return int(stored)
+    except ValueError as error:
+        raise JournalError(f"{journal.path} records machine revision {stored!r}") from error
 
 
 def bind_config(journal: Journal, config: TableConfig) -> OperationalSettings:
@@ -37,6 +50,7 @@ def bind_config(journal: Journal, config: TableConfig) -> OperationalSettings:
     stored = journal.meta(CONFIG_META_KEY)
     if stored is None:
         journal.set_meta(CONFIG_META_KEY, canonical_json(config.rules_fingerprint()))
+        journal.set_meta(REVISION_META_KEY, str(MACHINE_REVISION))
         return config.operational()
     written = _stored_config(journal, stored)
     wanted, found = config.binding_fingerprint(), written.binding_fingerprint()
@@ -80,7 +94,7 @@ def replay(
     """A machine fed every verified row of ``journal``; JournalError if the chain breaks.
     ``settings``: the operational settings the journal began with (default: the config's).
     ``observe`` sees each row with the effects it had (to rebuild what was published)."""
-    machine = TableMachine(config, settings)
+    machine = TableMachine(config, settings, machine_revision(journal))
     for entry in journal.verified_entries():
         effects = machine.handle(entry.event())
         if observe is not None:
@@ -179,7 +193,7 @@ def export_round(journal: Journal, config: TableConfig, round_id: int) -> list[d
     opened it to the result or the void), each with the effects it had."""
     stored = journal.meta(CONFIG_META_KEY)
     initial = _stored_config(journal, stored).operational() if stored else None
-    machine = TableMachine(config, initial)
+    machine = TableMachine(config, initial, machine_revision(journal))
     lines: list[dict[str, Any]] = []
     for entry in journal.verified_entries():
         before = machine.round_in_progress()

@@ -264,8 +264,36 @@ def test_shoe_offline(dealing: Driver, ending: str) -> None:
     effects = dealing.send(ShoeOnline("/dev/ttyUSB0", dealing.tick()))
     assert LockShoe() in effects  # the reconnected shoe is told again to stay locked
     assert dealing.phase is Phase.PAUSED
-    assert dealing.command("resume").ok
+    # A card may have left the shoe while the cable was out, unannounced: a person says.
+    answer = dealing.command("resume")
+    assert not answer.ok and "no_cards_drawn" in answer.message
+    assert dealing.command("resume", resolution="no_cards_drawn").ok
     finish_round(dealing)
+
+
+def test_a_card_drawn_while_the_shoe_was_offline_is_entered_by_hand(dealing: Driver) -> None:
+    expected = dealing.machine.state.round.next_step()
+    dealing.send(ShoeOffline("/dev/ttyUSB0", "unplugged", dealing.tick()))
+    dealing.send(ShoeOnline("/dev/ttyUSB0", dealing.tick()))
+    answer = dealing.command("resume", resolution="enter_card", card="9D")
+    assert answer.ok, answer
+    (dealt,) = dealing.published_events("card_dealt")[-1:]
+    assert (dealt["card"], dealt["position"], dealt["source"]) == (
+        "9D",
+        expected.position,
+        "supervisor",
+    )
+    # Still paused until the supervisor confirms that no other card left the shoe.
+    assert dealing.phase is Phase.PAUSED
+    assert not dealing.command("resume").ok
+    assert dealing.command("resume", resolution="no_cards_drawn").ok
+    assert dealing.phase is Phase.DEALING
+
+
+def test_no_cards_drawn_is_refused_when_the_shoe_was_not_offline(dealing: Driver) -> None:
+    assert dealing.command("pause", reason="check").ok
+    answer = dealing.command("resume", resolution="no_cards_drawn")
+    assert not answer.ok and "not offline" in answer.message
 
 
 def test_shoe_offline_between_rounds_blocks_the_next_round() -> None:
