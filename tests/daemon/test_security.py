@@ -9,6 +9,11 @@ shoe a simulator on a pty) and a real mosquitto.
 - Idempotency: a repeated request is answered again and executed once, across a SIGKILL.
 - TLS to the broker, and MQTT 5 response topics that cannot point the table elsewhere.
 
+Which layer refuses what: the broker refuses unknown clients, publishes outside an
+account's ACL (an MQTT 5 PUBACK says "Not authorized"; the daemon never sees them) and, with
+the studio's ``max_packet_size``, packets over 64 KiB; the daemon refuses everything else
+with an error response (``malformed``, ``unknown_command``, ``forbidden``, ``too_large``).
+
 Absence is never shown by waiting: each check of "nothing happened" follows a marker that
 must come after it (a ``decide`` that no decision awaits is answered ``stale`` by the table's
 own thread, after every request queued before it, without touching the journal).
@@ -148,9 +153,13 @@ class Peer:
         assert info.is_published(), f"no PUBACK for {topic}"
         return self._acks.pop(info.mid, "Success")
 
-    def on(self, topic: str) -> list[Message]:
+    def received(self) -> list[Message]:
+        """Every message so far (a copy: the client's thread goes on appending)."""
         with self._lock:
-            return [message for message in self.messages if message.topic == topic]
+            return list(self.messages)
+
+    def on(self, topic: str) -> list[Message]:
+        return [message for message in self.received() if message.topic == topic]
 
     def wait_for(
         self, predicate: Callable[[list[Message]], Any], what: str, timeout: float = TIMEOUT_S
@@ -161,7 +170,7 @@ class Peer:
         def check() -> Any:
             nonlocal found
             with self._lock:
-                found = predicate(list(self.messages))
+                found = predicate(self.messages[:])
             return found
 
         wait_until(check, timeout, what)
@@ -294,7 +303,7 @@ def wait_online(table: Table, watch: Peer) -> dict[str, Any]:
 
 
 # A fresh daemon journals ControllerStarted, ShoeOnline, then ShoeLockChanged once the shoe
-# acknowledges the lock (which changes the journal's head but publishes nothing).
+# confirms the lock the daemon asked for (a second confirmation may follow: assert_unchanged).
 STARTUP_ROWS = 3
 
 
@@ -742,7 +751,7 @@ def test_malformed_requests_get_the_right_error_and_change_nothing(
     assert retained[-1]["journal"]["seq"] <= after["journal"]["seq"]
     assert {state["phase"] for state in retained} == {before["phase"]}
     assert not any(
-        m.topic == f"{BASE}/events" and m.json()["seq"] > before["seq"] for m in watch.messages
+        m.topic == f"{BASE}/events" and m.json()["seq"] > before["seq"] for m in watch.received()
     )
 
     # A valid command still works afterwards, and is the only thing that changed the table.
@@ -852,7 +861,7 @@ def test_a_flood_of_good_and_bad_requests_is_answered_and_changes_nothing(
 
     def answered() -> int:
         prefix = response_topic("flood-")
-        return sum(1 for m in watch.messages if m.topic.startswith(prefix))
+        return sum(1 for m in watch.received() if m.topic.startswith(prefix))
 
     for start in range(0, FLOOD_REQUESTS, FLOOD_BATCH):
         infos = []
@@ -889,7 +898,7 @@ def test_a_flood_of_good_and_bad_requests_is_answered_and_changes_nothing(
     assert_unchanged(table, before, after)
     assert table.daemon.alive()
     assert not any(
-        m.topic == f"{BASE}/events" and m.json()["seq"] > before["seq"] for m in watch.messages
+        m.topic == f"{BASE}/events" and m.json()["seq"] > before["seq"] for m in watch.received()
     )
 
 
@@ -1185,7 +1194,7 @@ def test_a_response_topic_is_honoured_only_under_the_accounts_own(
         "the spy to see the last answer",
     )
     answers = [
-        m for m in spy.messages if b'"transaction"' in m.payload and "/request/" not in m.topic
+        m for m in spy.received() if b'"transaction"' in m.payload and "/request/" not in m.topic
     ]
     assert {m.topic for m in answers} == {own, console}, sorted({m.topic for m in answers})
     # The retained state is still the table's own.
