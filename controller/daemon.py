@@ -64,13 +64,15 @@ SESSION_EXPIRY_S = 3600
 
 
 class Route:
-    """Where a request's answer goes: its response topic and MQTT 5 correlation data."""
+    """Where a request's answer goes: its response topic and MQTT 5 correlation data, and
+    the command's name as the request gave it (the answer echoes it)."""
 
-    __slots__ = ("correlation", "topic")
+    __slots__ = ("command", "correlation", "topic")
 
-    def __init__(self, topic: str, correlation: bytes | None) -> None:
+    def __init__(self, topic: str, correlation: bytes | None, command: str = "") -> None:
         self.topic = topic
         self.correlation = correlation
+        self.command = command
 
 
 class Topics:
@@ -252,6 +254,14 @@ class MqttLink:
             self.publications.changed.notify_all()
 
     def respond(self, route: Route, response: dict[str, Any]) -> None:
+        """Publish an answer; one that cannot be published is logged, never raised (it
+        runs on the table's thread, which must go on)."""
+        try:
+            self._respond(route, response)
+        except (ValueError, TypeError, OSError) as error:
+            logger.warning("could not answer on %r: %s", route.topic[:200], error)
+
+    def _respond(self, route: Route, response: dict[str, Any]) -> None:
         properties = None
         if self.v5 and route.correlation is not None:
             from paho.mqtt.packettypes import PacketTypes
@@ -405,7 +415,7 @@ class TableDaemon:
         for response, answered in answers:
             route = self._routes.pop(answered.command_id, None)
             if route is not None:
-                self.link.respond(route, response)
+                self.link.respond(route, {**response, "command": route.command})
 
     # -- requests (the MQTT thread, then the table's) -------------------------------------
 
@@ -418,8 +428,11 @@ class TableDaemon:
         correlation = getattr(properties, "CorrelationData", None) if properties else None
         # An MQTT 5 response topic is honoured under the account's own response topic only:
         # a request must not make the table publish anywhere else.
-        if isinstance(response_topic, str) and (
-            response_topic == default or response_topic.startswith(default + "/")
+        if (
+            isinstance(response_topic, str)
+            and (response_topic == default or response_topic.startswith(default + "/"))
+            and not set("+#\0") & set(response_topic)
+            and len(response_topic.encode()) < 1024
         ):
             return Route(response_topic, correlation)
         return Route(default, correlation)
@@ -483,9 +496,10 @@ class TableDaemon:
     def _execute(self, request: Request, route: Route) -> None:
         """Run a table command on the table's thread: once per key, answered every time."""
         key = command_key(request.account, request.transaction)
+        route.command = request.command
         known = self.outbox.answer(key)
         if known is not None:
-            self.link.respond(route, json.loads(known))
+            self.link.respond(route, {**json.loads(known), "command": request.command})
             return
         if request.command == "decide":
             self._decide(request, route, key)

@@ -34,7 +34,7 @@ from controller.table.effects import (
     TellDealer,
     UnlockShoe,
 )
-from controller.table.events import TimerExpired
+from controller.table.events import TimerExpired, event_name
 from controller.table.table import JournaledTable
 
 logger = logging.getLogger(__name__)
@@ -119,7 +119,12 @@ class TableRuntime:
     def handle(self, event: object) -> list[Effect]:
         """Journal and apply one event, carry out its effects, and return them."""
         if isinstance(event, RuntimeTask):
-            event.work()
+            try:
+                event.work()
+            except Exception:
+                # A request's handling failed (a bug, or an answer that could not go out):
+                # what it journaled stands; the table goes on.
+                logger.exception("a task on the table's thread failed")
             return []
         self.current_event = event
         before = self.table.journal.last_seq
@@ -128,7 +133,7 @@ class TableRuntime:
         except TableError as error:
             # The journal could not take it (disk full, ...): nothing changed; say so loudly.
             logger.error("%s event not taken: %s", type(event).__name__, error)
-            effects = [EventRejected(type(event).__name__, str(error))]
+            effects = [EventRejected(event_name(event), str(error))]
         after = self.table.journal.last_seq
         self.journal_seq = after if after != before else None
         self.events_handled += 1

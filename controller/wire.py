@@ -97,13 +97,13 @@ def state_message(
     public: dict[str, Any],
     at: float | None,
     journal_head: tuple[int, str],
-    online: bool = True,
 ) -> dict[str, Any]:
     """The retained ``.../state`` message from the machine's public state.
 
     ``seq`` is the number of the last event published before this state (so it only grows,
     and a state never runs ahead of the events that led to it). ``journal`` is the head of
     the table's hash-chained journal: an anchor a platform can keep outside the table PC.
+    Whether the daemon itself is up is ``.../availability`` (its Last Will), not this.
     """
     pause = public.get("paused")
     round_view = public.get("round")
@@ -145,9 +145,10 @@ def state_message(
         "devices": {
             "shoe_online": public["shoe_online"],
             "camera_online": public["camera_online"],
-            "controller_online": online,
         },
         "settings": public["settings"],
+        "pending_settings": public["pending_settings"],
+        "variant": public["variant"],
         "journal": {"seq": journal_head[0], "hash": journal_head[1]},
     }
 

@@ -54,6 +54,7 @@ __all__ = [
     "decode_event",
     "encode_event",
     "encoding_schema",
+    "event_name",
 ]
 
 
@@ -360,6 +361,12 @@ EVENT_ENCODING: Final = max(ENCODINGS)
 
 _KIND_OF: Final[dict[type, str]] = {cls: kind for kind, (cls, _) in _V2.items()}
 EVENT_TYPES: Final[dict[str, type]] = {kind: cls for kind, (cls, _) in _V2.items()}
+
+
+def event_name(event: object) -> str:
+    """The event's kind as the journal and the API name it (a class name only for what is
+    not a table event)."""
+    return _KIND_OF.get(type(event), type(event).__name__)
 
 
 def encoding_schema(version: int = EVENT_ENCODING) -> dict[str, dict[str, str]]:

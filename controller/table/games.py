@@ -36,3 +36,9 @@ def available_bets(game: str, round_number: int) -> list[str]:
 def default_boxes(game: str) -> int:
     """Boxes (or seats) in a round whose request does not say how many."""
     return _spec(game).default_boxes
+
+
+def variant(game: str, configured: str) -> str | None:
+    """The rule variant a table of ``game`` plays with ``configured`` (its baccarat_mode),
+    or None for a game without variants."""
+    return configured if _spec(game).variants else None

@@ -66,6 +66,7 @@ from controller.table.events import (
     SupervisorCommanded,
     TimerExpired,
     check_event,
+    event_name,
     is_table_event,
 )
 from controller.table_config import OperationalSettings, TableConfig
@@ -544,11 +545,11 @@ class TableMachine:
         would be taken differently on replay, or break a handler half-way.
         """
         if not is_table_event(event):
-            return EventRejected(type(event).__name__, "not a table event")
+            return EventRejected(event_name(event), "not a table event")
         try:
             check_event(event)
         except JournalError as error:
-            return EventRejected(type(event).__name__, str(error))
+            return EventRejected(event_name(event), str(error))
         return None
 
     def apply(self, event: object) -> list[Effect]:
@@ -578,7 +579,7 @@ class TableMachine:
             self._restore_round(state)
             if isinstance(event, SupervisorCommanded | RoundRequested):
                 return [self._answer(event, False, str(error))]
-            return [EventRejected(type(event).__name__, str(error))]
+            return [EventRejected(event_name(event), str(error))]
         except Exception as error:
             # A bug in this file. The event is already journaled, so raising would crash the
             # daemon again at every replay: refuse it, keep the state, and say so loudly
@@ -593,7 +594,7 @@ class TableMachine:
             )
             return [
                 EventRejected(
-                    type(event).__name__, f"internal error ({type(error).__name__}): state kept"
+                    event_name(event), f"internal error ({type(error).__name__}): state kept"
                 )
             ]
         self.state = new
@@ -639,7 +640,7 @@ class TableMachine:
             return self._answer(event, False, f"{event.command} is not possible now ({where})")
         if isinstance(event, RoundRequested):
             return self._answer(event, False, f"a round cannot start now ({where})")
-        return EventRejected(type(event).__name__, f"not accepted in {where} ({kind})")
+        return EventRejected(event_name(event), f"not accepted in {where} ({kind})")
 
     @staticmethod
     def _answer(event: SupervisorCommanded | RoundRequested, ok: bool, message: str) -> Effect:
@@ -753,6 +754,10 @@ class TableMachine:
             if state.phase is P.BETTING
             else [],
             "settings": None if state.settings is None else state.settings.to_dict(),
+            "pending_settings": None
+            if state.pending_settings is None
+            else state.pending_settings.to_dict(),
+            "variant": games.variant(self.config.game, self.config.baccarat_mode),
         }
 
     @staticmethod
@@ -779,7 +784,9 @@ class TableMachine:
                 }
         if phase is P.READING:
             return {"what": "camera", "position": state.reading}
-        if phase in BURN_PHASES:
+        if phase is P.BURN_REVEAL:
+            return {"what": "reveal"}
+        if phase is P.BURNING:
             return {"what": "burn", "cards": state.burn_left}
         if phase is P.PAUSED:
             return {"what": "supervisor"}
@@ -1306,7 +1313,7 @@ class TableMachine:
         ]
 
     def _default_boxes(self) -> int:
-        return {"blackjack-classic": 5, "blackjack-21": 7}.get(self.config.game, 1)
+        return games.default_boxes(self.config.game)
 
     def on_betting_closed(self, state: TableState, event: TimerExpired) -> list[Effect]:
         state.round = self._new_round(state)
@@ -1522,7 +1529,13 @@ class TableMachine:
         answer = self._answer(event, True, f"resumed ({resolution or 'nothing to resolve'})")
         resumed = PublishEvent(
             "table_resumed",
-            {"by": event.by, "reason": pause.reason.value, "resolution": resolution},
+            {
+                "by": event.by,
+                "reason": pause.reason.value,
+                "resolution": resolution,
+                "round_id": state.round_id,
+                "shoe_id": state.shoe_id,
+            },
         )
         if dealt_card is None:
             effects += self._resume_into(state, resume_to, event.at)

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from controller.games.registry import GAME_IDS
+from tests.support.api_schema import validate_message
 from tests.support.daemon import SimulatedTable, check_stream, gaps, unique_by_seq
 from tests.support.wait import wait_until
 
@@ -74,6 +75,9 @@ def test_rounds_over_mqtt_match_the_rules_with_no_gap_and_no_secret(
     assert check_stream(events, game) >= ROUNDS
     # A face-down card is published without its face; a state shows it as hidden (null)
     # until the rules reveal it, and the burn cards never (the state has no place for them).
+    # Every message seen, against the published contract (docs/asyncapi.yaml).
+    for topic, payload in table.raw:
+        validate_message(topic, payload)
     face_down = 0
     for topic, payload in table.raw:
         message = json.loads(payload) if topic.endswith(("/state", "/events")) else None
