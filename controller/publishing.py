@@ -81,7 +81,8 @@ class Publications:
         self.changed = ChangeSignal(self._lock)
         self.state: dict[str, Any] | None = None
         self.state_version = 0
-        self.seq = outbox.last_seq
+        # Counted from the journal's first row by the replay; live, the outbox's last.
+        self.seq = 0
         # The decision the table awaits: the seq of its decision_requested and its payload.
         self.awaited: tuple[int, dict[str, Any]] | None = None
         self._journal_head: tuple[int, str] = (0, "")
