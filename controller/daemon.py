@@ -137,6 +137,8 @@ class MqttLink:
         self._next_seq = outbox.delivered_seq + 1
         self._inflight: dict[int, int] = {}  # mid -> event seq
         self._early_acks: set[int] = set()
+        self._other_mids: set[int] = set()
+        self._delivered = outbox.delivered_seq
         self._acked: set[int] = set()
         self._sent_state_version = -1
         self._dealer: bytes | None = None
@@ -175,6 +177,7 @@ class MqttLink:
             self.publications.changed.notify_all()
         if self._thread is not None:
             self._thread.join(2.0)
+        self._save_delivered()
         if self.connected.is_set():
             info = self.client.publish(self.topics.availability, "offline", qos=1, retain=True)
             with contextlib.suppress(RuntimeError, ValueError):
@@ -199,7 +202,8 @@ class MqttLink:
         self.connects += 1
         logger.info("connected to the broker %s:%d", self.config.host, self.config.port)
         client.subscribe(self.topics.requests, qos=1)
-        client.publish(self.topics.availability, "online", qos=1, retain=True)
+        info = client.publish(self.topics.availability, "online", qos=1, retain=True)
+        self._register(info.mid, None)
         with self._lock:
             # The state is retained: say it again on every connect (a broker without
             # persistence lost it).
@@ -222,21 +226,46 @@ class MqttLink:
         with self._lock:
             seq = self._inflight.pop(mid, None)
             if seq is None:
-                self._early_acks.add(mid)
+                if mid in self._other_mids:
+                    self._other_mids.discard(mid)
+                else:
+                    # Acknowledged before the publishing thread could note the id: it
+                    # finds it here (see _register).
+                    self._early_acks.add(mid)
                 return
             self._ack(seq)
         with self.publications.changed:
             self.publications.changed.notify_all()
 
+    def _register(self, mid: int, seq: int | None) -> None:
+        """Note a message id just returned by publish (``seq`` for an event, None for a
+        state, dealer line or answer). Holding our lock across publish() could deadlock
+        with the client's own lock, so an acknowledgement may come first."""
+        with self._lock:
+            if mid in self._early_acks:
+                self._early_acks.discard(mid)
+                if seq is not None:
+                    self._ack(seq)
+            elif seq is not None:
+                self._inflight[mid] = seq
+            else:
+                self._other_mids.add(mid)
+
     def _ack(self, seq: int) -> None:
         self._acked.add(seq)
-        delivered = self.outbox.delivered_seq
-        advanced = delivered
+        advanced = self._delivered
         while advanced + 1 in self._acked:
             advanced += 1
             self._acked.discard(advanced)
-        if advanced != delivered:
-            self.outbox.set_delivered(advanced)
+        self._delivered = advanced
+
+    def _save_delivered(self) -> None:
+        """Persist how far the broker acknowledged, at most once per publishing round: a
+        crash repeats at most what came since (consumers drop repeats by seq)."""
+        with self._lock:
+            delivered = self._delivered
+        if delivered != self.outbox.delivered_seq:
+            self.outbox.set_delivered(delivered)
 
     def _on_message(self, _client: Any, _userdata: Any, message: Any) -> None:
         try:
@@ -269,7 +298,8 @@ class MqttLink:
 
             properties = Properties(PacketTypes.PUBLISH)
             properties.CorrelationData = route.correlation
-        self.client.publish(route.topic, encode(response), qos=1, properties=properties)
+        info = self.client.publish(route.topic, encode(response), qos=1, properties=properties)
+        self._register(info.mid, None)
 
     def _publish_loop(self) -> None:
         changed = self.publications.changed
@@ -282,6 +312,7 @@ class MqttLink:
                 self._send_events()
                 self._send_state()
                 self._send_dealer()
+                self._save_delivered()
             except Exception:
                 logger.exception("publishing failed; retrying")
                 time.sleep(0.2)
@@ -301,11 +332,7 @@ class MqttLink:
                 logger.debug("event %d queued by the client (rc %s)", seq, info.rc)
             with self._lock:
                 self._next_seq = seq + 1
-                if info.mid in self._early_acks:
-                    self._early_acks.discard(info.mid)
-                    self._ack(seq)
-                else:
-                    self._inflight[info.mid] = seq
+            self._register(info.mid, seq)
 
     def _send_state(self) -> None:
         version, state = self.publications.state_snapshot()
@@ -314,13 +341,15 @@ class MqttLink:
         with self._lock:
             if self._next_seq <= state["seq"]:
                 return  # the events that led to this state go first
-        self.client.publish(self.topics.state, encode(state), qos=1, retain=True)
+        info = self.client.publish(self.topics.state, encode(state), qos=1, retain=True)
+        self._register(info.mid, None)
         self._sent_state_version = version
 
     def _send_dealer(self) -> None:
         body = self._dealer
         if body is not None and body != self._dealer_sent:
-            self.client.publish(self.topics.dealer, body, qos=1, retain=True)
+            info = self.client.publish(self.topics.dealer, body, qos=1, retain=True)
+            self._register(info.mid, None)
             self._dealer_sent = body
 
 
