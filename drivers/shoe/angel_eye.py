@@ -34,6 +34,13 @@ ENQ: Final = 0x05
 ACK_BYTE: Final = 0x06
 NAK_BYTE: Final = 0x15
 START_BYTES: Final = frozenset((STX, ENQ, ACK_BYTE, NAK_BYTE))
+CONTROL_BYTES: Final = frozenset((STX, ETX, ENQ, ACK_BYTE, NAK_BYTE))
+
+# How SEQ and the data bytes are read (see docs/shoe-protocol.md, "the two readings"):
+# "digits" takes only '0'-'9' as SEQ (anything else is noise), "any" takes any byte from
+# 0x20 up; a data byte with bit 7 clear is noise under "required", masked under "ignored".
+SEQ_ALPHABETS: Final = ("digits", "any")
+BIT7_RULES: Final = ("required", "ignored")
 
 # Data bytes that follow each event code; a code not listed here is not a frame we accept.
 DATA_LENGTH: Final[dict[str, int]] = {
@@ -152,13 +159,34 @@ class CardPayload:
     def target_name(self) -> str | None:
         return TARGETS.get(self.target)
 
+    def impossible(self, code: str = "D") -> str | None:
+        """Why no shoe can have sent these fields (for event ``code``), or None.
+
+        A Player or Banker card is the 1st to 3rd of its hand; a suit is one of four codes;
+        a rank is 1-13. ``d`` carries a mode instead of a target, its index is not checked.
+        """
+        if code != "d":
+            name = self.target_name
+            if name is None:
+                return f"unknown target code {self.target:03b}"
+            if name in ("player", "banker") and not 1 <= self.index <= 3:
+                return f"{name} card index {self.index} (a hand holds cards 1-3)"
+        if self.suit not in SUITS_BY_CODE:
+            return f"suit code {self.suit} (1-4 only)"
+        if not 1 <= self.rank <= 13:
+            return f"rank {self.rank} (1-13 only)"
+        return None
+
 
 @dataclass(frozen=True, slots=True)
 class EventFrame:
     """An unsolicited event from the shoe (ENQ telegram).
 
-    ``sequence`` is the SEQ digit 0-9 (the shoe counts ``'1'``..``'9'``, ``'0'``, ``'1'``...).
-    ``data`` has bit 7 set in every byte except for ``M``, whose data is ASCII.
+    ``sequence`` is the SEQ symbol: 0-9 for the digits ``'0'``-``'9'`` (how the shoe counts
+    with them is the session's business, see :mod:`drivers.shoe.angel_eye_variants`); any
+    other SEQ byte (0x20-0xFF, a letter for instance) is the byte itself, so the two ranges
+    never overlap. ``data`` has bit 7 set in every byte except for ``M``, whose data is
+    ASCII, unless the shoe is read with bit 7 ignored; it never holds a control byte.
     """
 
     sequence: int
@@ -166,8 +194,11 @@ class EventFrame:
     data: bytes = b""
 
     def __post_init__(self) -> None:
-        if not 0 <= self.sequence <= 9:
-            raise ShoeProtocolError(f"SEQ must be a digit 0-9, not {self.sequence}")
+        sequence = self.sequence
+        if not (0 <= sequence <= 9 or (0x20 <= sequence <= 0xFF and not 0x30 <= sequence <= 0x39)):
+            raise ShoeProtocolError(
+                f"SEQ must be a digit 0-9 or a byte 0x20-0xFF that is no digit, not {sequence}"
+            )
         expected = DATA_LENGTH.get(self.code)
         if expected is None:
             raise ShoeProtocolError(f"unknown event code {self.code!r}")
@@ -178,8 +209,8 @@ class EventFrame:
         if self.code == "M":
             if not all(0x20 <= byte < 0x7F for byte in self.data):
                 raise ShoeProtocolError("event 'M' carries printable ASCII only")
-        elif not all(byte & 0x80 for byte in self.data):
-            raise ShoeProtocolError(f"event {self.code!r} data must have bit 7 set")
+        elif any(byte in CONTROL_BYTES for byte in self.data):
+            raise ShoeProtocolError(f"event {self.code!r} data holds a control byte")
 
     @classmethod
     def card(
@@ -189,17 +220,36 @@ class EventFrame:
         return cls(sequence, code, CardPayload.for_card(card, target, index).to_data())
 
     @property
+    def seq_byte(self) -> int:
+        """The SEQ byte on the wire."""
+        return 0x30 + self.sequence if self.sequence <= 9 else self.sequence
+
+    @property
+    def seq_text(self) -> str:
+        """The SEQ as a person reads it: ``'7'``, ``'A'``, or ``0x8F`` for an unprintable."""
+        byte = self.seq_byte
+        return chr(byte) if 0x20 <= byte < 0x7F else f"0x{byte:02X}"
+
+    @property
+    def bit7_set(self) -> bool:
+        """Whether every data byte has bit 7 set (``M`` carries ASCII: always True)."""
+        return self.code == "M" or all(byte & 0x80 for byte in self.data)
+
+    @property
     def card_payload(self) -> CardPayload:
         if self.code not in CARD_CODES:
             raise ShoeProtocolError(f"event {self.code!r} carries no card")
         return CardPayload.from_data(self.data)
 
     def to_bytes(self) -> bytes:
-        span = bytes((0x30 + self.sequence,)) + self.code.encode("ascii") + self.data + b"\x03"
+        span = bytes((self.seq_byte,)) + self.code.encode("ascii") + self.data + b"\x03"
         return b"\x05" + span + bcc(span)
 
     @classmethod
-    def from_bytes(cls, raw: bytes) -> EventFrame:
+    def from_bytes(
+        cls, raw: bytes, seq_alphabet: str = "digits", data_bit7: str = "required"
+    ) -> EventFrame:
+        """Parse one frame; the defaults are livetable's strict reading (see the module)."""
         raw = require_bytes(raw)
         if len(raw) < 6 or raw[0] != ENQ:
             raise ShoeProtocolError(f"not an event frame: {raw!r}")
@@ -207,10 +257,72 @@ class EventFrame:
             raise ShoeProtocolError(f"event frame without ETX before the BCC: {raw!r}")
         if raw[-2:] != bcc(raw[1:-2]):
             raise ShoeProtocolError(f"bad BCC in {raw!r}: expected {bcc(raw[1:-2])!r}")
-        if not 0x30 <= raw[1] <= 0x39:
-            raise ShoeProtocolError(f"SEQ must be an ASCII digit: {raw!r}")
+        if not seq_allowed(raw[1], seq_alphabet):
+            raise ShoeProtocolError(f"SEQ {raw[1]:#04x} is not in the {seq_alphabet} alphabet")
         code = chr(raw[2])
-        return cls(raw[1] - 0x30, code, raw[3:-3])
+        seq = raw[1] - 0x30 if 0x30 <= raw[1] <= 0x39 else raw[1]
+        frame = cls(seq, code, raw[3:-3])
+        if data_bit7 == "required" and not frame.bit7_set:
+            raise ShoeProtocolError(f"event {code!r} data must have bit 7 set: {raw!r}")
+        return frame
+
+
+RESULT_OUTCOMES: Final[dict[int, str]] = {
+    0b001: "player",
+    0b010: "tie",
+    0b100: "banker",
+    0b111: "force-quit",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class GameResult:
+    """The shoe's own result of a hand (``G``): ``1 OOO xx PP``.
+
+    ``outcome`` is ``player``, ``banker``, ``tie``, ``force-quit`` (the hand was aborted) or
+    None for an outcome code no one has documented.
+    """
+
+    outcome: str | None
+    player_pair: bool
+    banker_pair: bool
+    raw: int
+
+    @classmethod
+    def from_data(cls, data: bytes) -> GameResult:
+        if len(data) != 1:
+            raise ShoeProtocolError(f"a game result has 1 byte, not {len(data)}")
+        byte = data[0]
+        return cls(RESULT_OUTCOMES.get((byte >> 4) & 0b111), bool(byte & 1), bool(byte & 2), byte)
+
+    @classmethod
+    def of(cls, outcome: str, player_pair: bool = False, banker_pair: bool = False) -> GameResult:
+        codes = {name: code for code, name in RESULT_OUTCOMES.items()}
+        if outcome not in codes:
+            raise ShoeProtocolError(f"unknown game outcome {outcome!r}")
+        byte = 0x80 | codes[outcome] << 4 | banker_pair << 1 | player_pair
+        return cls(outcome, player_pair, banker_pair, byte)
+
+    def to_data(self) -> bytes:
+        return bytes((self.raw,))
+
+    @property
+    def text(self) -> str:
+        """In plain words: ``banker wins, player pair``."""
+        if self.outcome is None:
+            words = f"unknown outcome code {(self.raw >> 4) & 0b111:03b}"
+        elif self.outcome in ("player", "banker"):
+            words = f"{self.outcome} wins"
+        elif self.outcome == "tie":
+            words = "tie"
+        else:
+            words = "hand aborted (force quit)"
+        pairs = [
+            f"{side} pair"
+            for side, flag in (("player", self.player_pair), ("banker", self.banker_pair))
+            if flag
+        ]
+        return ", ".join([words, *pairs])
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,6 +436,13 @@ class HostCommand:
 ShoeFrame = EventFrame | ReplyFrame | Ack | Nak
 
 
+def seq_allowed(byte: int, seq_alphabet: str) -> bool:
+    """Whether ``byte`` can be a SEQ under ``seq_alphabet`` (``digits`` or ``any``)."""
+    if seq_alphabet == "digits":
+        return 0x30 <= byte <= 0x39
+    return byte >= 0x20
+
+
 class AngelEyeDecoder:
     """Incremental decoder for what the shoe sends: bytes in, frames out.
 
@@ -333,11 +452,22 @@ class AngelEyeDecoder:
     ``max_buffer`` bytes.
     """
 
-    def __init__(self, max_buffer: int = DEFAULT_MAX_BUFFER) -> None:
+    def __init__(
+        self,
+        max_buffer: int = DEFAULT_MAX_BUFFER,
+        seq_alphabet: str = "digits",
+        data_bit7: str = "required",
+    ) -> None:
         if max_buffer < MAX_REPLY_LENGTH:
             raise ShoeProtocolError(f"max_buffer must be at least {MAX_REPLY_LENGTH}")
+        if seq_alphabet not in SEQ_ALPHABETS or data_bit7 not in BIT7_RULES:
+            raise ShoeProtocolError(f"unknown reading: SEQ {seq_alphabet!r}, bit 7 {data_bit7!r}")
         self.max_buffer = max_buffer
+        self.seq_alphabet = seq_alphabet
+        self.data_bit7 = data_bit7
         self.stats = DecoderStats()
+        self.bit7_rejected = 0
+        """Intact frames (right BCC) dropped only because a data byte had bit 7 clear."""
         self._buffer = bytearray()
 
     def reset(self) -> None:
@@ -408,7 +538,7 @@ class AngelEyeDecoder:
         if len(buffer) < 3:
             return None, "wait"
         length = DATA_LENGTH.get(chr(buffer[2]))
-        if length is None or not 0x30 <= buffer[1] <= 0x39:
+        if length is None or not seq_allowed(buffer[1], self.seq_alphabet):
             return None, "malformed"
         end = 3 + length + 3
         if len(buffer) > 3 + length and buffer[3 + length] != ETX:
@@ -423,9 +553,12 @@ class AngelEyeDecoder:
         if raw[-3] != ETX:
             return None, "malformed"
         try:
-            frame = EventFrame.from_bytes(raw)
+            frame = EventFrame.from_bytes(raw, self.seq_alphabet, "ignored")
         except ShoeProtocolError:
             return None, "bad_checksum" if raw[-2:] != bcc(raw[1:-2]) else "malformed"
+        if self.data_bit7 == "required" and not frame.bit7_set:
+            self.bit7_rejected += 1
+            return None, "malformed"
         del buffer[:end]
         return frame, "ok"
 

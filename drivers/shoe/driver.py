@@ -24,10 +24,12 @@ from typing import Any, Final
 import serial
 
 from controller.errors import ConfigurationError, DeviceError
+from drivers.shoe.angel_eye_variants import BIT7_SETTINGS, VARIANT_NAMES
 from drivers.shoe.events import ShoeEvent, ShoeOffline, ShoeOnline
 from drivers.shoe.sessions import (
     AngelEyeSession,
     HostCommand,
+    ShoeResult,
     ShoeSession,
     session_class,
 )
@@ -61,9 +63,25 @@ class ShoeConfig:
     reconnect_max_s: float = 5.0
     command_bcc_includes_stx: bool = True
     """Angel Eye only: whether the host-command BCC covers STX (see docs/shoe-protocol.md)."""
+    variant: str = "auto"
+    """Angel Eye only: how the shoe numbers its frames (``auto``, ``mod10``, ``wrap9``,
+    ``wrap9-free-signals``, ``mod10-free-signals``, ``any-seq``); ``auto`` finds it from the
+    first frames. Fix it once ``livetable shoe monitor`` has told you which it is."""
+    data_bit7: str = "auto"
+    """Angel Eye only: ``required`` drops a frame whose data bytes have bit 7 clear,
+    ``ignored`` masks them; ``auto`` reads them masked and reports them."""
 
     def __post_init__(self) -> None:
         session_class(self.protocol)
+        if self.variant not in VARIANT_NAMES:
+            raise ConfigurationError(
+                f"[shoe] variant must be one of {', '.join(VARIANT_NAMES)}, not {self.variant!r}"
+            )
+        if self.data_bit7 not in BIT7_SETTINGS:
+            raise ConfigurationError(
+                f"[shoe] data_bit7 must be one of {', '.join(BIT7_SETTINGS)}, "
+                f"not {self.data_bit7!r}"
+            )
         if not self.port:
             raise ConfigurationError("the shoe port must not be empty")
         if self.baudrate is not None and self.baudrate <= 0:
@@ -101,6 +119,8 @@ class ShoeConfig:
             "reconnect_initial_s": (int, float),
             "reconnect_max_s": (int, float),
             "command_bcc_includes_stx": (bool,),
+            "variant": (str,),
+            "data_bit7": (str,),
         }
         for key, value in mapping.items():
             types = expected[key]
@@ -111,7 +131,11 @@ class ShoeConfig:
 
     def make_session(self) -> ShoeSession:
         if self.protocol == AngelEyeSession.name:
-            return AngelEyeSession(bcc_includes_stx=self.command_bcc_includes_stx)
+            return AngelEyeSession(
+                bcc_includes_stx=self.command_bcc_includes_stx,
+                variant=self.variant,
+                data_bit7=self.data_bit7,
+            )
         return session_class(self.protocol)()
 
     @property
@@ -139,6 +163,9 @@ class ShoeDriver:
     """Reads one shoe and puts its events on ``events``; use as a context manager.
 
     ``clock`` stamps events (wall-clock seconds); timers use :func:`time.monotonic`.
+    ``on_result`` is called on the reader thread with each hand result the shoe reports
+    itself (Angel Eye ``G``), after the events that came before it were put on ``events``:
+    the table's settlement can be cross-checked with it (see :mod:`controller.shoe_results`).
     """
 
     def __init__(
@@ -146,9 +173,14 @@ class ShoeDriver:
         config: ShoeConfig,
         events: queue.Queue[ShoeEvent],
         clock: Callable[[], float] = time.time,
+        on_result: Callable[[ShoeResult], None] | None = None,
     ) -> None:
         self.config = config
         self.events = events
+        self.on_result = on_result
+        self.last_result: ShoeResult | None = None
+        """The last hand result the shoe reported (Angel Eye ``G``)."""
+        self.ever_online = False
         self.session = config.make_session()
         self._clock = clock
         self._stop = threading.Event()
@@ -220,12 +252,21 @@ class ShoeDriver:
     def _emit(self, event: ShoeEvent) -> None:
         self.events.put(event)
 
+    def _result(self, result: ShoeResult) -> None:
+        self.last_result = result
+        if self.on_result is not None:
+            try:
+                self.on_result(result)
+            except Exception:  # the cross-check must never stop the reader of the shoe
+                logger.exception("the shoe-result callback failed")
+
     def _set_online(self, online: bool, reason: str = "") -> None:
         if self._online is online:
             return
         self._online = online
         at = self._clock()
         if online:
+            self.ever_online = True
             logger.info("shoe online on %s", self.config.port)
             self._emit(ShoeOnline(self.config.port, at))
         else:
@@ -300,8 +341,16 @@ class ShoeDriver:
                         self._delay = self.config.reconnect_initial_s
                         if not self._online:
                             self._set_online(True)
-                    for event in reaction.events:
+                    results = iter(reaction.results)
+                    place, result = next(results, (None, None))
+                    for number, event in enumerate(reaction.events):
+                        while result is not None and place == number:
+                            self._result(result)
+                            place, result = next(results, (None, None))
                         self._emit(event)
+                    while result is not None:
+                        self._result(result)
+                        place, result = next(results, (None, None))
                     self._write(port, reaction.to_send)
                 self._write(port, session.poll(now))
                 if heartbeat_timeout is not None and now - last_heard > heartbeat_timeout:

@@ -12,13 +12,20 @@ from __future__ import annotations
 import enum
 import logging
 from abc import ABC, abstractmethod
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import ClassVar, Final
 
 from controller.errors import ConfigurationError, RulesError
 from controller.games.cards import parse_card
 from drivers.shoe import angel_eye, ascii_lines, native
-from drivers.shoe.codec import DecoderStats, ShoeProtocolError
+from drivers.shoe.angel_eye_variants import (
+    BIT7_SETTINGS,
+    SIGNAL_CODES,
+    VARIANT_NAMES,
+    SequenceCounter,
+)
+from drivers.shoe.codec import DecoderStats
 from drivers.shoe.events import (
     CardDrawn,
     CardMisread,
@@ -50,6 +57,9 @@ class Reaction:
     to_send: bytes = b""
     frames: int = 0
     """Valid frames decoded from these bytes (a sign the shoe is alive)."""
+    results: list[tuple[int, ShoeResult]] = field(default_factory=list)
+    """The shoe's own hand results (Angel Eye ``G``), not table events (see ShoeResult),
+    each with its place in the stream: the number of ``events`` that came before it."""
 
 
 @dataclass(slots=True)
@@ -101,8 +111,6 @@ class ShoeSession(ABC):
 
 # --- Angel Eye ------------------------------------------------------------------------------
 
-SEQUENCE_MODULUS: Final = 10  # SEQ is one ASCII digit
-
 _ANGEL_EYE_COMMANDS: Final[dict[HostCommand, tuple[str, str]]] = {
     HostCommand.LOCK: ("LK", "02"),
     HostCommand.UNLOCK: ("LK", "01"),
@@ -112,30 +120,94 @@ _ANGEL_EYE_COMMANDS: Final[dict[HostCommand, tuple[str, str]]] = {
 _BCC_ERROR: Final = 0x02
 
 
-class AngelEyeSession(ShoeSession):
-    """Angel Eye II-EX: one-digit SEQ, no heartbeat, no retransmission on request.
+@dataclass(frozen=True, slots=True)
+class ShoeResult:
+    """The shoe's own result of a hand (Angel Eye ``G``), for a cross-check with the table.
 
-    Sequence numbers are unwrapped into a running count (the first frame seen counts as its
-    digit, ``'0'`` as 10): a gap of ``k`` digits reports ``k - 1`` lost sequence numbers; a
-    repeated digit is a duplicate (the shoe's triple transmission) and dropped. A gap of ten
-    or more frames looks like a smaller one: the protocol cannot tell, see the docs.
-    The last digit is kept across reconnects, because taking a repeat for a new card would
-    invent one.
+    Not a table event (the table computes results itself): the driver hands it to whoever
+    asked for it (``ShoeDriver(on_result=...)``) in order with the events around it.
+    """
+
+    result: angel_eye.GameResult
+    sequence: int | None
+    at: float
+
+    @property
+    def text(self) -> str:
+        return self.result.text
+
+
+@dataclass(slots=True)
+class AngelEyeObservations:
+    """What one run saw of an Angel Eye shoe: the commissioning report is made from it."""
+
+    codes: Counter[str] = field(default_factory=Counter)
+    seq_symbols: set[str] = field(default_factory=set)
+    wraps: Counter[str] = field(default_factory=Counter)
+    """SEQ steps across the top of the count, e.g. ``"9→0"``, ``"9→1"``."""
+    bit7_set: int = 0
+    bit7_clear: int = 0
+    impossible: Counter[str] = field(default_factory=Counter)
+    """Card frames with a field no shoe can send, by reason."""
+    new_shoes_confirmed: int = 0
+    results: int = 0
+    gaps: int = 0
+
+
+class AngelEyeSession(ShoeSession):
+    """Angel Eye II-EX: one-character SEQ, no heartbeat, no retransmission on request.
+
+    Sequence numbers are unwrapped into a running count by a
+    :class:`~drivers.shoe.angel_eye_variants.SequenceCounter` under the configured variant
+    (``auto``: found from the first frames): a gap reports the numbers in between as lost;
+    a repeated SEQ is a duplicate (the shoe's triple transmission) and dropped. A gap of a
+    whole cycle or more looks like a smaller one: the protocol cannot tell, see the docs.
+    The count is kept across reconnects, because taking a repeat for a new card would invent
+    one. A card frame with an impossible field (Player card 0 or 4, suit 0, rank 14) is a
+    :class:`CardMisread` with the reason in the log, never a card.
     """
 
     name = "angel-eye"
     default_baudrate = 4800
     supported_commands = frozenset(HostCommand)
 
-    def __init__(self, bcc_includes_stx: bool = True, retry_other_bcc: bool = True) -> None:
+    def __init__(
+        self,
+        bcc_includes_stx: bool = True,
+        retry_other_bcc: bool = True,
+        variant: str = "auto",
+        data_bit7: str = "auto",
+    ) -> None:
         super().__init__()
+        if variant not in VARIANT_NAMES:
+            raise ConfigurationError(
+                f"unknown Angel Eye variant {variant!r}: expected one of {', '.join(VARIANT_NAMES)}"
+            )
+        if data_bit7 not in BIT7_SETTINGS:
+            raise ConfigurationError(
+                f"data_bit7 must be one of {', '.join(BIT7_SETTINGS)}, not {data_bit7!r}"
+            )
         self.bcc_includes_stx = bcc_includes_stx
         self.retry_other_bcc = retry_other_bcc
-        self.decoder = angel_eye.AngelEyeDecoder()
-        self.last_sequence: int | None = None
-        self._last_digit: int | None = None
+        self.data_bit7 = data_bit7
+        self.counter = SequenceCounter(variant)
+        alphabet = "any" if variant in ("auto", "any-seq") else "digits"
+        self.decoder = angel_eye.AngelEyeDecoder(
+            seq_alphabet=alphabet, data_bit7="required" if data_bit7 == "required" else "ignored"
+        )
+        self.observed = AngelEyeObservations()
         self._pending: angel_eye.HostCommand | None = None
         self._retried = False
+        self._cut_card_drawn = False
+
+    @property
+    def last_sequence(self) -> int | None:
+        return self.counter.last_sequence
+
+    @property
+    def variant(self) -> str:
+        """The SEQ profile in effect (``auto`` while undecided)."""
+        return self.counter.variant
 
     @property
     def decoder_stats(self) -> DecoderStats:
@@ -165,46 +237,82 @@ class AngelEyeSession(ShoeSession):
                 logger.info("shoe reply %r", frame.data)
         return reaction
 
-    def _sequence(self, digit: int, at: float, reaction: Reaction) -> int | None:
-        """The unwrapped sequence number, or None for a duplicate."""
-        if self._last_digit is None or self.last_sequence is None:
-            sequence = digit or SEQUENCE_MODULUS
-        else:
-            step = (digit - self._last_digit) % SEQUENCE_MODULUS
-            if step == 0:
-                self.session_stats.duplicates_dropped += 1
-                return None
-            sequence = self.last_sequence + step
-            if step > 1:
-                lost = tuple(range(self.last_sequence + 1, sequence))
-                self.session_stats.sequences_lost += len(lost)
-                logger.warning("shoe sequence gap: lost %s", lost)
-                reaction.events.append(CardsLost(lost, at))
-        self._last_digit = digit
-        self.last_sequence = sequence
-        return sequence
+    def _observe(self, frame: angel_eye.EventFrame) -> None:
+        observed = self.observed
+        observed.codes[frame.code] += 1
+        observed.seq_symbols.add(frame.seq_text)
+        if frame.data and frame.code != "M":
+            if frame.bit7_set:
+                observed.bit7_set += 1
+            else:
+                observed.bit7_clear += 1
+                if self.data_bit7 == "auto" and observed.bit7_clear == 1:
+                    logger.warning(
+                        "the shoe sends data bytes with bit 7 clear (%r): reading them masked; "
+                        'set [shoe] data_bit7 = "ignored" once commissioned',
+                        frame,
+                    )
+
+    def _sequence(self, frame: angel_eye.EventFrame, at: float, reaction: Reaction) -> int | None:
+        """The running sequence number, or None for a duplicate or an unnumbered signal."""
+        previous_symbol = self.counter.last_symbol
+        counted = self.counter.count(frame)
+        if counted.decision is not None:
+            logger.info("Angel Eye profile: %s (%s)", self.counter.variant, counted.decision)
+        if counted.contradiction:
+            logger.error(
+                "shoe SEQ %r contradicts the Angel Eye profile (now %s): check [shoe] variant",
+                frame.seq_text,
+                self.counter.variant,
+            )
+        if counted.duplicate:
+            self.session_stats.duplicates_dropped += 1
+            return None
+        if counted.sequence is None:
+            return None
+        if (
+            previous_symbol is not None
+            and previous_symbol <= 9
+            and frame.sequence < previous_symbol
+        ):
+            self.observed.wraps[f"{previous_symbol}→{frame.seq_text}"] += 1
+        if counted.lost:
+            self.session_stats.sequences_lost += len(counted.lost)
+            self.observed.gaps += 1
+            logger.warning("shoe sequence gap: lost %s", counted.lost)
+            reaction.events.append(CardsLost(counted.lost, at))
+        return counted.sequence
 
     def _event(self, frame: angel_eye.EventFrame, at: float, reaction: Reaction) -> None:
-        sequence = self._sequence(frame.sequence, at, reaction)
-        if sequence is None:
-            return
+        self._observe(frame)
+        sequence = self._sequence(frame, at, reaction)
         code = frame.code
+        if sequence is None:
+            if code in SIGNAL_CODES and not self.counter.rule.signals_numbered:
+                self._signal(frame)
+            return
         events = reaction.events
         if code in ("D", "d"):
             payload = frame.card_payload
-            try:
-                card = payload.card()
-            except ShoeProtocolError as error:
-                logger.warning("unreadable card payload in %r: %s", frame, error)
+            reason = payload.impossible(code)
+            if reason is not None:
+                self.observed.impossible[reason.split(" (")[0]] += 1
+                logger.warning("impossible card in %r: %s; reported as a misread", frame, reason)
                 events.append(CardMisread(sequence, at))
                 return
             position = payload.target_name if code == "D" else "outside-game"
-            events.append(CardDrawn(card, sequence, at, position=position))
+            events.append(CardDrawn(payload.card(), sequence, at, position=position))
         elif code == "R":
             # Not a new card out of the shoe: the card an overdraw left for the next round.
             logger.info("shoe retransmitted the next round's card: %r", frame)
         elif code == "C":
+            self._cut_card_drawn = True
             events.append(CutCardDrawn(sequence, at))
+        elif code == "G":
+            result = angel_eye.GameResult.from_data(frame.data)
+            self.observed.results += 1
+            logger.info("the shoe's own result: %s (SEQ %s)", result.text, frame.seq_text)
+            reaction.results.append((len(events), ShoeResult(result, sequence, at)))
         elif code == "E":
             error_code = frame.data[0] & 0x3F
             if error_code == angel_eye.UNREADABLE_CARD_ERROR:
@@ -216,8 +324,19 @@ class AngelEyeSession(ShoeSession):
             events.append(ShoeFaultCleared(f"E{frame.data[0] & 0x7F}", at))
         elif code == "L":
             events.append(ShoeLockChanged(bool(frame.data[0] & 0x01), at))
+        elif code in SIGNAL_CODES:
+            self._signal(frame)
         else:
             logger.info("shoe event %s %r", code, frame.data)
+
+    def _signal(self, frame: angel_eye.EventFrame) -> None:
+        if frame.code == "S" and self._cut_card_drawn:
+            # After the cut card, the shoe's start signal confirms that a new shoe is in.
+            self._cut_card_drawn = False
+            self.observed.new_shoes_confirmed += 1
+            logger.info("the shoe confirmed a new shoe (S after the cut card)")
+        else:
+            logger.info("shoe signal %s", frame.code)
 
     def _ack(self, at: float, reaction: Reaction) -> None:
         pending, self._pending = self._pending, None
