@@ -41,7 +41,7 @@ from controller.mqtt_api import (
     parse_request,
     table_event,
 )
-from controller.outbox import Outbox, outbox_path
+from controller.outbox import Outbox, open_outbox, outbox_path
 from controller.publishing import Publications, command_key, decision_key
 from controller.runtime import Published, RuntimeTask
 from controller.table.effects import Effect, PublishEvent, TellDealer
@@ -369,7 +369,7 @@ class TableDaemon:
         self.clock = clock
         table_id = config.table.table_id
         self.topics = Topics(config.mqtt.topic_prefix, table_id)  # type: ignore[union-attr]
-        self.outbox = Outbox(outbox_path(config.table.journal_path))
+        self.outbox = open_outbox(outbox_path(config.table.journal_path))
         self.publications = Publications(table_id, self.outbox)
         self._pending: list[Published] = []
         self._routes: dict[str, Route] = {}

@@ -105,3 +105,16 @@ def test_a_crash_between_the_two_commits_is_repaired_at_the_next_start(
     daemon = TableDaemon(config(tmp_path), shoe=False)
     close(daemon)
     assert rows(tmp_path / "t1.journal") == played
+
+
+def test_a_damaged_outbox_is_moved_aside_and_rebuilt(
+    tmp_path: Path, played: list[tuple[int, int, bytes]]
+) -> None:
+    path = outbox_path(tmp_path / "t1.journal")
+    for suffix in ("-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    path.write_bytes(b"not an SQLite file, as after a power cut" * 100)
+    daemon = TableDaemon(config(tmp_path), shoe=False)
+    close(daemon)
+    assert rows(tmp_path / "t1.journal") == played
+    assert path.with_name(path.name + ".damaged").is_file()
