@@ -10,12 +10,23 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 
-from controller.cli_support import default_to_help
+from controller.cli_support import (
+    HelpFormatter,
+    add_verbose,
+    default_to_help,
+    examples,
+    sub_commands,
+    verbosity,
+)
 from controller.errors import TableError
 from controller.logs import configure_logging
+
+logger = logging.getLogger(__name__)
 
 # Top-level commands, by the module that registers them.
 TOP_LEVEL_MODULES: tuple[str, ...] = (
@@ -51,14 +62,29 @@ def _register(module_name: str, subparsers: argparse._SubParsersAction) -> None:
     importlib.import_module(module_name).register(subparsers)
 
 
+def version() -> str:
+    """The installed livetable's version (``unknown`` when run from a bare source tree)."""
+    try:
+        return metadata.version("livetable")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="livetable",
         description="Run and test a live-dealer casino table.",
+        epilog=examples(
+            "livetable demo --rounds 3",
+            "livetable journal verify /var/lib/livetable/t1.journal",
+            "livetable journal export /var/lib/livetable/t1.journal --round 12",
+            note="Run livetable COMMAND --help for a command's options and an example.",
+        ),
     )
     parser.add_argument(
         "-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)"
     )
+    parser.add_argument("--version", action="version", version=f"livetable {version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in TOP_LEVEL_MODULES:
         _register(module_name, subparsers)
@@ -69,6 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
             _register(module_name, group_subparsers)
         default_to_help(group_parser)
     default_to_help(parser)
+    # One look for every command: paragraphs and examples as written, -v after it too.
+    for path, command in sub_commands(parser):
+        command.formatter_class = HelpFormatter
+        if path:
+            add_verbose(command)
     return parser
 
 
@@ -76,16 +107,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     # One line per record on stderr, journald's priorities under systemd, secrets redacted.
-    configure_logging(args.verbose)
+    configure_logging(verbosity(args))
     try:
         return int(args.func(args) or 0)
     except TableError as error:
-        print(f"livetable: error: {error}", file=sys.stderr)
-        return 1
+        return _fail(str(error))
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as error:
+        # A file that is missing or unreadable, a device that refuses: the system's words.
+        return _fail(_os_error(error))
+    except Exception as error:
+        # A bug, not a bad command line: one line here, the traceback with -vv.
+        logger.debug("internal error", exc_info=True)
+        return _fail(f"internal error: {type(error).__name__}: {error} (-vv for details)")
+
+
+def _fail(message: str) -> int:
+    print(f"livetable: error: {' '.join(message.split())}", file=sys.stderr)
+    return 1
+
+
+def _os_error(error: OSError) -> str:
+    where = error.filename if error.filename is not None else None
+    cause = error.strerror or str(error)
+    return f"{where}: {cause}" if where is not None else cause
 
 
 if __name__ == "__main__":

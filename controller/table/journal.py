@@ -9,12 +9,18 @@ machine rebuilds the exact state (see :mod:`controller.table.table`).
 Row hash: ``sha256(f"{seq}\\n{kind}\\n{body}\\n{prev_hash}")`` where ``body`` is the event's
 fields as canonical JSON (sorted keys, no spaces) and the first row's ``prev_hash`` is 64
 zeros.
+
+A chain cannot show that its last rows were cut off: the rows that remain still chain. The
+**head** (the last row's number and hash) is the anchor for that: the daemon publishes it in
+its state as ``journal: {seq, hash}``, a platform stores it away from the table PC, and
+:func:`check_head` later says whether the journal still reaches it unchanged.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -51,6 +57,50 @@ def canonical_json(data: Any) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def wal_in_use(path: Path) -> bool:
+    """Whether rows may wait in ``path``'s write-ahead log: its ``-wal`` file is there and
+    not empty (a table has the journal open, or died before the log was folded back)."""
+    wal = path.with_name(path.name + "-wal")
+    try:
+        return wal.stat().st_size > 0
+    except FileNotFoundError:
+        return False
+
+
+def read_only_uri(path: Path, immutable: bool | None = None) -> str:
+    """The SQLite URI that reads the journal at ``path`` without writing anything beside it.
+
+    SQLite's ``mode=ro`` alone still creates ``-wal`` and ``-shm`` files next to a WAL
+    database, which must not appear beside evidence (nor can they on read-only media). So a
+    journal whose write-ahead log is empty or absent, which no table is writing (a writer
+    always has a log), is opened ``immutable=1`` as well: SQLite then takes no lock and
+    creates no file. A journal with rows in its log (a running table, or a copy taken after
+    a crash) is opened ``mode=ro`` alone, which reads the log where ``immutable`` would skip
+    those rows; in a directory that cannot be written that needs the ``-shm`` file beside it.
+    ``immutable=True`` insists on ``immutable=1`` and refuses a journal whose log holds rows.
+    """
+    base = f"{path.resolve().as_uri()}?mode=ro"
+    in_use = wal_in_use(path)
+    if immutable is None:
+        immutable = not in_use
+    if immutable and in_use:
+        raise JournalError(
+            f"{path} has rows in its write-ahead log ({path.name}-wal) that an immutable "
+            "open cannot see: verify it without --immutable, or copy the journal with its "
+            "-wal and -shm files to a writable directory"
+        )
+    if immutable:
+        return f"{base}&immutable=1"
+    shm = path.with_name(path.name + "-shm")
+    if not shm.exists() and not os.access(path.resolve().parent, os.W_OK):
+        raise JournalError(
+            f"{path} has rows in its write-ahead log but no {shm.name} beside it, and its "
+            "directory cannot be written: copy the journal with its -wal file to a writable "
+            "directory"
+        )
+    return base
+
+
 @dataclass(frozen=True, slots=True)
 class JournalEntry:
     """One row: the event's sequence number, kind and fields, and the chain's hashes."""
@@ -71,6 +121,26 @@ class JournalEntry:
         return decode_event(self.kind, self.fields, self.encoding)
 
 
+def check_head(journal: Journal, seq: int, digest: str) -> None:
+    """JournalError unless ``journal`` reaches row ``seq`` and that row's hash is ``digest``.
+
+    Call it after :meth:`Journal.verify`: the chain then vouches for every row up to the
+    head, and an anchor that matches vouches that none of them was rewritten since.
+    """
+    last_seq = journal.last_seq
+    if last_seq < seq:
+        raise JournalError(
+            f"{journal.path} ends at row {last_seq}, before the expected head row {seq}: "
+            f"{seq - last_seq} row(s) are missing (the journal was truncated or replaced)"
+        )
+    found = journal.hash_at(seq)
+    if found != digest.lower():
+        raise JournalError(
+            f"{journal.path} row {seq} has hash {found}, not the expected {digest.lower()}: "
+            "the history up to the expected head was rewritten"
+        )
+
+
 class Journal:
     """An append-only, hash-chained event log in one SQLite file.
 
@@ -79,7 +149,13 @@ class Journal:
     owns its journal.
     """
 
-    def __init__(self, path: Path, read_only: bool = False) -> None:
+    def __init__(self, path: Path, read_only: bool = False, immutable: bool | None = None) -> None:
+        """Open (or, unless ``read_only``, create) the journal at ``path``.
+
+        ``read_only`` opens it as evidence: nothing is written beside it, see
+        :func:`read_only_uri`. ``immutable`` (read-only only): True to say that nothing can
+        change the file (a copy on read-only media), None to decide from what lies beside it.
+        """
         self.path = Path(path)
         self.read_only = read_only
         try:
@@ -87,7 +163,7 @@ class Journal:
                 if not self.path.is_file():
                     raise JournalError(f"no journal at {self.path}")
                 self._db = sqlite3.connect(
-                    f"{self.path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None
+                    read_only_uri(self.path, immutable), uri=True, isolation_level=None
                 )
             else:
                 self._db = sqlite3.connect(self.path, isolation_level=None)
@@ -152,6 +228,20 @@ class Journal:
             self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
         except sqlite3.Error as error:
             raise JournalError(f"cannot write to the journal {self.path}: {error}") from error
+
+    @property
+    def head(self) -> tuple[int, str]:
+        """The last row's number and hash (0 and the genesis hash when empty): the anchor the
+        daemon publishes as its state's ``journal: {seq, hash}``."""
+        return self._last_seq, self._last_hash
+
+    def hash_at(self, seq: int) -> str | None:
+        """Row ``seq``'s stored hash, or None when the journal has no such row."""
+        try:
+            row = self._db.execute("SELECT hash FROM events WHERE seq=?", (seq,)).fetchone()
+        except sqlite3.Error as error:
+            raise JournalError(f"cannot read the journal {self.path}: {error}") from error
+        return None if row is None else str(row[0])
 
     @property
     def last_seq(self) -> int:

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from controller.errors import ConfigurationError, JournalError
-from controller.table.effects import Effect
+from controller.table.effects import Effect, PublishEvent
 from controller.table.events import ControllerStarted, SettingsChanged
 from controller.table.journal import Journal, JournalEntry, canonical_json
 from controller.table.machine import MACHINE_REVISION, TableMachine
@@ -121,6 +122,8 @@ class JournaledTable:
         self.config = config
         self.journal = journal
         self.machine = machine
+        self.replayed_rows = journal.last_seq
+        """The rows the journal held when the table was built on it (0: a new journal)."""
 
     @classmethod
     def open(
@@ -188,17 +191,26 @@ class JournaledTable:
         self.journal.close()
 
 
-def export_round(journal: Journal, config: TableConfig, round_id: int) -> list[dict[str, Any]]:
-    """Every journaled event that belongs to round ``round_id`` (from the request that
-    opened it to the result or the void), each with the effects it had."""
+def _replayed_rows(
+    journal: Journal, config: TableConfig
+) -> Iterator[tuple[JournalEntry, list[Effect], int | None, int | None]]:
+    """Each verified row with its effects and the round in progress before and after it,
+    replayed under the settings the journal began with."""
     stored = journal.meta(CONFIG_META_KEY)
     initial = _stored_config(journal, stored).operational() if stored else None
     machine = TableMachine(config, initial, machine_revision(journal))
-    lines: list[dict[str, Any]] = []
     for entry in journal.verified_entries():
         before = machine.round_in_progress()
         effects = machine.handle(entry.event())
-        if round_id in (before, machine.round_in_progress()):
+        yield entry, effects, before, machine.round_in_progress()
+
+
+def export_round(journal: Journal, config: TableConfig, round_id: int) -> list[dict[str, Any]]:
+    """Every journaled event that belongs to round ``round_id`` (from the request that
+    opened it to the result or the void), each with the effects it had."""
+    lines: list[dict[str, Any]] = []
+    for entry, effects, before, after in _replayed_rows(journal, config):
+        if round_id in (before, after):
             lines.append(
                 {
                     "seq": entry.seq,
@@ -209,3 +221,98 @@ def export_round(journal: Journal, config: TableConfig, round_id: int) -> list[d
                 }
             )
     return lines
+
+
+@dataclass(slots=True)
+class RoundSummary:
+    """One round as the journal tells it: for ``journal rounds``."""
+
+    round_id: int
+    shoe_id: int | None
+    game: str
+    opened_at: float | None
+    first_row: int
+    last_row: int = 0
+    settled_at: float | None = None
+    cancelled_at: float | None = None
+    cancelled_by: str | None = None
+    pauses: list[str] = field(default_factory=list)
+    """The reason of each pause while the round was in progress, in order."""
+
+    @property
+    def outcome(self) -> str:
+        """``settled``, ``cancelled`` or ``open`` (the journal ends inside the round)."""
+        if self.settled_at is not None:
+            return "settled"
+        if self.cancelled_at is not None:
+            return "cancelled"
+        return "open"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "round_id": self.round_id,
+            "shoe_id": self.shoe_id,
+            "game": self.game,
+            "opened_at": self.opened_at,
+            "outcome": self.outcome,
+            "settled_at": self.settled_at,
+            "cancelled_at": self.cancelled_at,
+            "cancelled_by": self.cancelled_by,
+            "pauses": list(self.pauses),
+            "rows": [self.first_row, self.last_row],
+        }
+
+
+def round_summaries(journal: Journal, config: TableConfig) -> list[RoundSummary]:
+    """Every round of the journal, in the order they opened, from what the replay
+    published: ``round_opened``, ``table_paused``, ``round_settled``, ``round_voided``."""
+    rounds: dict[int, RoundSummary] = {}
+    for entry, effects, before, after in _replayed_rows(journal, config):
+        at = entry.fields.get("at")
+        for effect in effects:
+            if not isinstance(effect, PublishEvent):
+                continue
+            payload = effect.payload
+            round_id = payload.get("round_id")
+            if effect.name == "round_opened" and isinstance(round_id, int):
+                rounds[round_id] = RoundSummary(
+                    round_id, payload.get("shoe_id"), config.game, at, entry.seq
+                )
+            summary = rounds.get(round_id) if isinstance(round_id, int) else None
+            if summary is None:
+                continue
+            if effect.name == "round_settled":
+                summary.settled_at = at
+            elif effect.name == "round_voided":
+                summary.cancelled_at, summary.cancelled_by = at, payload.get("by")
+            elif effect.name == "table_paused":
+                summary.pauses.append(str(payload.get("reason")))
+        for round_id in {before, after} - {None}:
+            if round_id in rounds:
+                rounds[round_id].last_row = entry.seq
+    return list(rounds.values())
+
+
+def describe_reused_journal(table: JournaledTable) -> str | None:
+    """One line saying that ``table`` carries on a journal that already held rows (table,
+    game, rows, shoe, last round), or None when the journal was new.
+
+    For the daemon and the demo at start, so that nobody mistakes a table that resumed an
+    old journal (its round and shoe numbers carry on) for a fresh one.
+    """
+    if table.replayed_rows == 0:
+        return None
+    state = table.machine.state
+    shoe = f"shoe {state.shoe_id}" if state.shoe_id is not None else "no shoe in play"
+    last_round = f"last round {state.rounds_started}" if state.rounds_started else "no round yet"
+    return (
+        f"table {table.config.table_id} ({table.config.game}) carries on the journal "
+        f"{table.journal.path}: {table.replayed_rows} rows, {shoe}, {last_round}"
+    )
+
+
+def log_reused_journal(table: JournaledTable, level: int = logging.INFO) -> None:
+    """Log :func:`describe_reused_journal`'s line at ``level``, if the journal held rows."""
+    line = describe_reused_journal(table)
+    if line is not None:
+        logger.log(level, "%s", line)

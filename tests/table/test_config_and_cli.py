@@ -121,7 +121,7 @@ def test_journal_verify_reports_a_broken_chain(
 def test_journal_export_prints_one_round(
     journal_with_two_rounds: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["journal", "export", str(journal_with_two_rounds), "--round", "2"]) == 0
+    assert main(["journal", "export", str(journal_with_two_rounds), "--round", "2", "--json"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     cards = [line["event"]["card"] for line in lines if line["kind"] == "CardDrawn"]
     assert cards == ["8S", "TC", "KD", "3D"]
