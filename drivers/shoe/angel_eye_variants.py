@@ -17,8 +17,8 @@ Reading a modulo-9 shoe modulo 10 reports a lost card at every wrap: a pause eve
   missing between them, so the shoe wrapped at 9: ``wrap9``. The same step between frames
   that do not prove it (a card lost there would look the same) is read modulo 10, which
   reports the ``'0'`` as lost: the table pauses, as it must on a real gap;
-* a signal (``S``, ``P``) carrying the number of the frame before it takes no number:
-  ``...-free-signals``.
+* a signal (``S``, ``P``) carrying the number of the frame before it, or a frame carrying
+  the number of the signal before it: signals take no number, ``...-free-signals``.
 
 Until one of these is seen the count follows ``mod10`` (livetable's reading). After a
 decision, evidence against it (a ``'0'`` after ``wrap9`` was chosen) switches the profile and
@@ -255,6 +255,24 @@ class SequenceCounter:
             lost: tuple[int, ...] = ()
         else:
             step = rule.step(previous_symbol, symbol)
+            if (
+                step == 0
+                and self.auto
+                and previous_frame is not None
+                and previous_frame.code in SIGNAL_CODES
+                and not signal
+                and detection.signals_numbered is not True
+            ):
+                # A frame on the number of the signal before it: that signal took no number
+                # (a shoe that starts with S on '1' and deals its first card on '1').
+                detection.signals_numbered = False
+                detection.signals_reason = (
+                    f"a {frame.code!r} frame came on the number of the signal "
+                    f"{previous_frame.code!r} before it"
+                )
+                detection.decided_at_frame = detection.decided_at_frame or self.frames
+                self._last_frame = frame
+                return Counted(self.last_sequence, decision=detection.signals_reason)
             if step == 0:
                 return Counted(None, duplicate=True, decision=decision, contradiction=contradiction)
             sequence = self.last_sequence + step

@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 from types import FrameType
 
+from drivers.shoe.angel_eye_variants import RULES as ANGEL_EYE_RULES
 from drivers.shoe.sessions import PROTOCOL_NAMES
 from simulators.shoe.control import execute
 from simulators.shoe.simulator import FaultPlan, ShoeSimulator
@@ -46,6 +47,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=("either", "with-stx", "without-stx"),
         default="either",
         help="Angel Eye: which host-command BCC the shoe accepts (others get NAK 02)",
+    )
+    parser.add_argument(
+        "--variant",
+        choices=tuple(ANGEL_EYE_RULES),
+        default="mod10",
+        help="Angel Eye: how SEQ counts (mod10 '0'-'9'; wrap9 '1'-'9'; -free-signals: S and P "
+        "take no number; any-seq: letters)",
+    )
+    parser.add_argument(
+        "--data-bit7-clear",
+        action="store_true",
+        help="Angel Eye: send data bytes with bit 7 clear (the other public reading)",
     )
     faults = parser.add_argument_group("fault injection (rates are probabilities 0-1)")
     for name, help_text in (
@@ -126,6 +139,8 @@ def run(args: argparse.Namespace) -> int:
         faults=_faults(args),
         truth_path=args.truth,
         bcc_includes_stx=bcc,
+        variant=args.variant,
+        data_bit7=not args.data_bit7_clear,
     )
     done = threading.Event()
     lock = threading.Lock()
@@ -137,6 +152,9 @@ def run(args: argparse.Namespace) -> int:
     server: socket.socket | None = None
     with simulator:
         print(f"shoe ({args.protocol}) on {args.link} -> {simulator.slave_path}", flush=True)
+        if args.protocol == "angel-eye":
+            bit7 = "clear" if args.data_bit7_clear else "set"
+            print(f"Angel Eye variant {args.variant}, data bit 7 {bit7}", flush=True)
         if args.control is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(args.control)

@@ -7,6 +7,9 @@ Each command is one line; each answer is one line starting with ``ok`` or ``erro
     replug                          plug it back in (a new tty behind the same link)
     key lock|unlock                 turn the physical lock key
     fault CODE                      the shoe reports error CODE (2 = overdraw)
+    signal S|P                      Angel Eye: start of communication / stand by
+    result OUTCOME [PAIRS]          Angel Eye: the shoe's own result (player, banker, tie,
+                                    force-quit; PAIRS: player-pair, banker-pair)
     stuck SECONDS                   jam: silence, then the next card
     garbage [COUNT]                 line noise
     new-shoe                        shuffle a fresh shoe
@@ -47,8 +50,8 @@ def execute(simulator: ShoeSimulator, line: str) -> str:
             count = 1
             if arguments and arguments[0].isdigit():
                 count = int(arguments.pop(0))
-            target = arguments[0] if arguments else "player"
-            index = int(arguments[1]) if len(arguments) > 1 else 1
+            target = arguments[0] if arguments else None
+            index = int(arguments[1]) if len(arguments) > 1 else None
             drawn = [simulator.draw(target, index) for _ in range(count)]
             return "ok " + "; ".join(describe(emitted) for emitted in drawn)
         if verb == "unplug":
@@ -61,6 +64,18 @@ def execute(simulator: ShoeSimulator, line: str) -> str:
             return "ok " + describe(simulator.turn_key(arguments[0] == "lock"))
         if verb == "fault" and arguments:
             return "ok " + describe(simulator.report_fault(int(arguments[0])))
+        if verb == "signal" and arguments:
+            emitted = simulator.signal(arguments[0].upper())
+            return "ok " + (describe(emitted) if emitted else "signal (no number)")
+        if verb == "result" and arguments:
+            pairs = {word.lower() for word in arguments[1:]}
+            unknown = pairs - {"player-pair", "banker-pair"}
+            if unknown:
+                return f"error unknown pair {sorted(unknown)[0]!r}"
+            emitted = simulator.report_result(
+                arguments[0].lower(), "player-pair" in pairs, "banker-pair" in pairs
+            )
+            return "ok " + describe(emitted)
         if verb == "stuck" and arguments:
             simulator.stuck(float(arguments[0]))
             return "ok stuck"
@@ -75,10 +90,11 @@ def execute(simulator: ShoeSimulator, line: str) -> str:
             return (
                 f"ok protocol={simulator.protocol} plugged={simulator.plugged} "
                 f"tty={simulator.slave_path} cards_left={simulator.cards_left} "
-                f"sequence={last} locked={simulator.locked}"
+                f"sequence={last} locked={simulator.locked} variant={simulator.variant} "
+                f"bit7={'set' if simulator.data_bit7 else 'clear'}"
             )
         if verb == "help":
             return "ok " + " | ".join(line.strip() for line in HELP.splitlines())
-    except (TableError, ValueError, IndexError) as error:
+    except (TableError, ValueError, IndexError) as error:  # ShoeProtocolError is a TableError
         return f"error {error}"
     return f"error unknown command {line.strip()!r} (try help)"

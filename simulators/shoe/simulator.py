@@ -33,6 +33,8 @@ from typing import IO, Any, Final
 from controller.errors import ConfigurationError, DeviceError
 from controller.games.cards import ALL_FACES, CARDS_PER_DECK, Card
 from drivers.shoe import angel_eye, ascii_lines, native
+from drivers.shoe.angel_eye_variants import RULES as ANGEL_EYE_RULES
+from drivers.shoe.angel_eye_variants import SIGNAL_CODES
 from drivers.shoe.sessions import session_class
 
 logger = logging.getLogger(__name__)
@@ -42,6 +44,9 @@ NATIVE_HOLD_MAX: Final = 10_000  # events kept for retransmission until acknowle
 BYTEWISE_GAP_S: Final = 0.0005  # between single-byte writes, so the reader sees them apart
 LOOP_S: Final = 0.05
 PULL_AFTER_S: Final = 0.01  # a scheduled cable pull waits this long after the card's frame
+# Where each card goes when a draw names no target: the first four cards of a baccarat hand.
+BACCARAT_DEAL: Final = (("player", 1), ("banker", 1), ("player", 2), ("banker", 2))
+ANY_SEQ_SYMBOLS: Final = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # what an any-byte shoe sends here
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +90,7 @@ class Emitted:
     """One event the shoe emitted, as recorded in the truth file."""
 
     sequence: int
-    event: str  # card, cut_card, misread, fault, fault_cleared, lock
+    event: str  # card, cut_card, misread, fault, fault_cleared, lock, signal, result
     card: str | None = None
     foreign: bool = False
     detail: str | None = None
@@ -123,8 +128,15 @@ class ShoeSimulator:
         faults: FaultPlan | None = None,
         truth_path: Path | str | None = None,
         bcc_includes_stx: bool | None = None,
+        variant: str = "mod10",
+        data_bit7: bool = True,
     ) -> None:
         session_class(protocol)  # ConfigurationError naming the known protocols
+        if variant not in ANGEL_EYE_RULES:
+            raise ConfigurationError(
+                f"unknown Angel Eye variant {variant!r}: expected one of "
+                f"{', '.join(ANGEL_EYE_RULES)}"
+            )
         if decks < 1:
             raise ConfigurationError("a shoe holds at least one deck")
         if not 0 <= cut_card_depth <= decks * CARDS_PER_DECK:
@@ -137,6 +149,13 @@ class ShoeSimulator:
         self.cut_card_depth = cut_card_depth
         self.faults = faults or FaultPlan()
         self.bcc_includes_stx = bcc_includes_stx
+        self.variant = variant
+        """Angel Eye: how SEQ counts (see drivers/shoe/angel_eye_variants.py)."""
+        self.data_bit7 = data_bit7
+        """Angel Eye: False clears bit 7 of the data bytes (where that makes no control byte)."""
+        self.signals: list[str] = []
+        """Angel Eye signals sent that took no sequence number (free-signal variants)."""
+        self._deal = 0
         self._shuffle_rng = random.Random(seed)
         self._fault_rng = random.Random(seed + 1)
         self.truth: list[Emitted] = []
@@ -239,8 +258,17 @@ class ShoeSimulator:
     def cards_left(self) -> int:
         return len(self._cards) - self._next
 
-    def draw(self, target: str = "player", index: int = 1) -> Emitted:
-        """Take the next thing out of the shoe (a card, or the cut card) and send it."""
+    def draw(self, target: str | None = None, index: int | None = None) -> Emitted:
+        """Take the next thing out of the shoe (a card, or the cut card) and send it.
+
+        Without a ``target`` the cards go Player 1, Banker 1, Player 2, Banker 2, Player 1...
+        (Angel Eye reports where each card goes; the other protocols do not).
+        """
+        if target is None:
+            target, dealt_index = BACCARAT_DEAL[self._deal % len(BACCARAT_DEAL)]
+            index = dealt_index if index is None else index
+        elif index is None:
+            index = 1
         wait = self._silent_until - time.monotonic()
         if wait > 0:
             time.sleep(wait)
@@ -251,6 +279,7 @@ class ShoeSimulator:
             raise DeviceError("the shoe is empty: start a new shoe")
         faults, rng = self.faults, self._fault_rng
         self._cards_drawn += 1
+        self._deal += 1
         if faults.stuck_every and self._cards_drawn % faults.stuck_every == 0:
             self.stuck(faults.stuck_seconds)
             time.sleep(faults.stuck_seconds)
@@ -271,6 +300,27 @@ class ShoeSimulator:
             time.sleep(PULL_AFTER_S)  # the cable comes out between two cards, not inside one
             self.unplug(faults.pull_seconds)
         return emitted
+
+    def signal(self, code: str = "S") -> Emitted | None:
+        """Angel Eye: send a signal (``S`` start of communication, ``P`` stand by).
+
+        In a free-signal variant it takes no sequence number: it carries the last one and is
+        not in :attr:`truth` (see :attr:`signals`); returns None then.
+        """
+        if self.protocol != "angel-eye":
+            raise ConfigurationError(f"the {self.protocol} protocol has no signals")
+        if code not in SIGNAL_CODES:
+            raise ConfigurationError(f"signals are S and P, not {code!r}")
+        return self._emit("signal", detail=code)
+
+    def report_result(
+        self, outcome: str, player_pair: bool = False, banker_pair: bool = False
+    ) -> Emitted:
+        """Angel Eye: the shoe reports its own result of the hand (``G``)."""
+        if self.protocol != "angel-eye":
+            raise ConfigurationError(f"the {self.protocol} protocol reports no results")
+        result = angel_eye.GameResult.of(outcome, player_pair, banker_pair)
+        return self._emit("result", detail=f"{result.raw:02X}")
 
     def report_fault(self, code: int = 2) -> Emitted:
         """The shoe reports one of its own errors (Angel Eye codes; 2 = overdraw)."""
@@ -394,8 +444,20 @@ class ShoeSimulator:
         detail: str | None = None,
         target: str = "player",
         index: int = 1,
-    ) -> Emitted:
+    ) -> Any:
         with self._write_lock:
+            if (
+                event == "signal"
+                and self.protocol == "angel-eye"
+                and not ANGEL_EYE_RULES[self.variant].signals_numbered
+            ):
+                # A signal that takes no number: it carries the last one.
+                self.signals.append(detail or "S")
+                symbol = self._symbol(self._sequence) if self._sequence else self._symbol(1)
+                raw = angel_eye.EventFrame(symbol, detail or "S").to_bytes()
+                self._transmit(raw, -len(self.signals))
+                self.wire.damaged.discard(-len(self.signals))
+                return None
             self._sequence += 1
             record = Emitted(self._sequence, event, str(card) if card else None, foreign, detail)
             self.truth.append(record)
@@ -411,12 +473,38 @@ class ShoeSimulator:
             self._transmit(raw, record.sequence)
         return record
 
+    def _symbol(self, sequence: int) -> int:
+        """The SEQ symbol of event ``sequence`` under the variant (an EventFrame.sequence)."""
+        rule = ANGEL_EYE_RULES[self.variant]
+        if rule.modulus is None or rule.lowest is None:
+            return ANY_SEQ_SYMBOLS[(sequence - 1) % len(ANY_SEQ_SYMBOLS)]
+        return rule.lowest + (sequence - rule.lowest) % rule.modulus
+
     def _encode(self, record: Emitted, card: Card | None, target: str, index: int) -> bytes:
+        raw = self._encode_event(record, card, target, index)
+        if self.protocol != "angel-eye" or self.data_bit7:
+            return raw
+        frame = angel_eye.EventFrame.from_bytes(raw, "any", "ignored")
+        if frame.code == "M":
+            return raw
+        # A shoe that leaves bit 7 clear; a byte that would then be a control byte keeps it.
+        data = bytes(
+            byte & 0x7F if byte & 0x7F not in angel_eye.CONTROL_BYTES else byte
+            for byte in frame.data
+        )
+        return angel_eye.EventFrame(frame.sequence, frame.code, data).to_bytes()
+
+    def _encode_event(self, record: Emitted, card: Card | None, target: str, index: int) -> bytes:
         sequence, event = record.sequence, record.event
         if self.protocol == "angel-eye":
-            digit = sequence % 10
+            digit = self._symbol(sequence)
             if event == "card" and card is not None:
                 return angel_eye.EventFrame.card(digit, card, target, index).to_bytes()
+            if event == "signal":
+                return angel_eye.EventFrame(digit, record.detail or "S").to_bytes()
+            if event == "result":
+                data = bytes.fromhex(record.detail or "80")
+                return angel_eye.EventFrame(digit, "G", data).to_bytes()
             if event == "cut_card":
                 return angel_eye.EventFrame(digit, "C").to_bytes()
             if event == "misread":

@@ -24,12 +24,35 @@ from drivers.shoe.events import ShoeEvent, ShoeOnline
 from drivers.shoe.sessions import PROTOCOL_NAMES, session_class
 from simulators.shoe import FaultPlan, ShoeSimulator
 
-# Generous: the machine is shared; nothing here measures speed.
-# The protocols the suites run over, from the one registry of shoe protocols.
-ALL = list(PROTOCOL_NAMES)
-SEQUENCED = [protocol for protocol in ALL if session_class(protocol).sequenced]
-WITH_COMMANDS = [protocol for protocol in ALL if session_class(protocol).supported_commands]
 
+def protocol_of(label: str) -> str:
+    """``angel-eye@wrap9+bit7-clear`` -> ``angel-eye``."""
+    return label.split("@", 1)[0]
+
+
+def shoe_of(label: str) -> dict[str, object]:
+    """The simulator's variant settings for a suite label."""
+    if "@" not in label:
+        return {}
+    variant, _, flags = label.split("@", 1)[1].partition("+")
+    return {"variant": variant, "data_bit7": flags != "bit7-clear"}
+
+
+# The protocols the suites run over, from the one registry of shoe protocols, and the Angel
+# Eye shoes of the other public reading: "angel-eye@VARIANT[+bit7-clear]" is a simulated shoe
+# counting SEQ that way (the driver keeps its default profile, auto, and must find it).
+ANGEL_EYE_VARIANTS = [
+    "angel-eye@wrap9",
+    "angel-eye@wrap9-free-signals+bit7-clear",
+    "angel-eye@any-seq+bit7-clear",
+]
+ALL = list(PROTOCOL_NAMES) + ANGEL_EYE_VARIANTS
+SEQUENCED = [label for label in ALL if session_class(protocol_of(label)).sequenced]
+WITH_COMMANDS = [label for label in ALL if session_class(protocol_of(label)).supported_commands]
+GAPS_VISIBLE = [label for label in SEQUENCED if "any-seq" not in label]
+"""Shoes whose lost frames the driver can name (an any-byte SEQ shows repeats, not gaps)."""
+
+# Generous: the machine is shared; nothing here measures speed.
 EVENT_TIMEOUT_S = 10.0
 
 
@@ -143,6 +166,7 @@ def shoe_rig(
     transport: str = "pty",
     **config: object,
 ) -> Iterator[Rig]:
+    label, protocol = protocol, protocol_of(protocol)
     link = tmp_path / f"shoe-{protocol}"
     events: queue.Queue[ShoeEvent] = queue.Queue()
     simulator = ShoeSimulator(
@@ -152,8 +176,9 @@ def shoe_rig(
         decks=decks,
         cut_card_depth=cut_card_depth,
         faults=faults,
-        truth_path=tmp_path / f"truth-{protocol}.jsonl",
+        truth_path=tmp_path / f"truth-{label}.jsonl",
         bcc_includes_stx=bcc_includes_stx,
+        **shoe_of(label),  # type: ignore[arg-type]
     )
     settings: dict[str, object] = {"reconnect_initial_s": 0.05, "reconnect_max_s": 0.4}
     settings.update(config)
