@@ -1,52 +1,57 @@
-"""``livetable demo``: a whole simulated table in one process, with real parts where it counts.
+"""``livetable demo``: the table daemon with simulated devices and people around it.
 
-A shoe simulator speaks the real protocol on a real pty; the production shoe driver reads it
-through pyserial; every event goes through the journal (SQLite) into the table's state
-machine, whose effects the runtime carries out: the simulated dealer draws the cards the
-table asks for, the simulated platform opens rounds and answers decisions, the simulated
-supervisor declares new shoes and resolves pauses. What the table publishes is printed.
+The demo runs what a studio runs: ``livetable run``'s daemon (one per table: in this process
+for one table or with ``--camera``, else one ``livetable run`` process each), each reading a
+shoe simulator that speaks the real protocol on a real pseudo-terminal, journaling every
+event and speaking the MQTT API to a broker. Around it, everyone talks to the table only
+over MQTT, as people would (``simulators/mqtt_bots.py``): a dealer draws the card the table
+asks for (now and then one out of turn: ``--mistake-rate``), the shoe misreads some cards
+(``--misread-rate``) and the serial line is noisy if asked (``--line-noise``), so the table
+pauses; a supervisor resolves each pause after a moment (``--resolve-delay-s``), entering
+by hand a card neither the shoe nor the camera could read (the dealer saw it on the felt);
+a platform opens rounds and answers decisions.
 
-With ``--camera`` the table has a camera too: the simulated dealer lays every round card on
-the camera simulator's felt (face down for the hole card, split hands moved apart, cleared at
-the round's end), the shoe misreads some cards (``--misread-rate``), and the table's
-``AskCamera`` questions are answered by the camera reader (``controller/camera_reader.py``)
-from the simulated camera's pixels with an enrolled deck. Without ``--deck`` a deck of the
-chosen ``--design`` is enrolled once from 1,040 pictures the simulated camera takes of the
-cards laid in a slot (as ``livetable camera enrol`` does) and cached under
-``$LIVETABLE_CACHE_DIR/decks`` (default ``~/.cache/livetable/decks``).
+What you see is what an MQTT subscriber sees: on a terminal, a live view of every table
+(phase, shoe, hands and totals, the decision awaited and its countdown, the result of each
+bet, pauses and how they were resolved, the last events); otherwise one line per event;
+with ``--json`` every MQTT message as one JSON object per line (``topic``, ``payload``).
 
-(The MQTT daemon, ``livetable run``, is the next step: it will replace the printing and the
-in-process platform with a broker.)
+Without ``--broker`` an MQTT broker (amqtt) runs inside the demo on a free loopback port
+with one account, printed so that another client can watch, e.g.
+``mosquitto_sub -h 127.0.0.1 -p PORT -u demo -P PASSWORD -t 'livetable/#' -v``.
+
+With ``--camera`` the table has a camera too: the dealer lays every round card on the camera
+simulator's felt and the table's camera reader reads the cards the shoe misreads. Without
+``--deck`` a deck of ``--design`` is enrolled once from 1,040 pictures the simulated camera
+takes (as ``livetable camera enrol`` does) and cached under ``$LIVETABLE_CACHE_DIR/decks``
+(default ``~/.cache/livetable/decks``).
+
+examples:
+  livetable demo
+  livetable demo --game blackjack-classic --rounds 10 --tables 2
+  livetable demo --json --rounds 3 --broker mqtt://127.0.0.1:1883
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
+from urllib.parse import unquote, urlsplit
 
 from controller.errors import ConfigurationError
-from controller.runtime import Published
-from controller.table.effects import (
-    AskCamera,
-    CommandAnswered,
-    EventRejected,
-    PublishEvent,
-    TellDealer,
-)
-from controller.table_config import GAME_IDS, TableConfig
+from controller.table_config import GAME_IDS
 
-if TYPE_CHECKING:
-    from controller.camera_reader import CameraAnswer
-
-QUIET_EVENTS = frozenset({"betting_closed"})
 # The demo's deck is enrolled as a studio enrols its own (`livetable camera enrol`): pictures
 # of every card laid in a slot, taken by the table camera (here the camera simulator), 20 of
 # each card: 5 in each of four camera set-ups and slots, none of them a set-up the demo then
@@ -61,146 +66,18 @@ DEMO_DECK_SETUPS = (
     (103, "box2.hand1.card1"),
 )
 DEMO_DECK_PICTURES_PER_SETUP = 5
-# With a camera the shoe misreads this share of round cards, so the camera has work to do.
-DEFAULT_CAMERA_MISREAD_RATE = 0.1
-
-
-class ConsoleTable:
-    """The effect handler of the demo: prints, and feeds the simulated people."""
-
-    def __init__(self, out: TextIO, as_json: bool) -> None:
-        self.out = out
-        self.as_json = as_json
-        self.observers: list[Any] = []
-        self.dealer: Any = None
-        self.shoe_driver: Any = None
-        self.submit: Any = None
-        self.clock: Any = time.time
-        self.reader: Any = None  # the camera reader, with --camera
-        self.felt: Any = None  # the camera simulator, for checking the camera's answers
-        self.camera_reads = {"read": 0, "abstained": 0, "wrong": 0}
-        self._print_lock = threading.Lock()
-
-    def _print(self, text: str) -> None:
-        # One write per line under a lock: the camera reader prints from its own thread.
-        with self._print_lock:
-            self.out.write(text + "\n")
-            self.out.flush()
-
-    def publish(self, effect: Published) -> None:
-        for observer in self.observers:
-            observer.observe(effect)
-        if self.as_json:
-            self._print(json.dumps(effect.to_dict(), sort_keys=True))
-            return
-        if isinstance(effect, PublishEvent) and effect.name == "round_settled":
-            self._print(f"  {effect.name:<18} {_settled(effect.payload)}")
-        elif isinstance(effect, PublishEvent) and effect.name not in QUIET_EVENTS:
-            self._print(f"  {effect.name:<18} {_summary(effect.payload)}")
-        elif isinstance(effect, CommandAnswered):
-            status = "ok" if effect.ok else "REFUSED"
-            self._print(f"  {effect.command:<18} {status} ({effect.by}): {effect.message}")
-        elif isinstance(effect, EventRejected):
-            self._print(f"  {'rejected':<18} {effect.event}: {effect.reason}")
-
-    def tell_dealer(self, effect: TellDealer) -> None:
-        if not self.as_json and effect.action not in ("wait",):
-            self._print(f"dealer> {effect.message}")
-        if self.dealer is not None:
-            self.dealer.tell(effect)
-
-    def lock_shoe(self, locked: bool) -> None:
-        from drivers.shoe.sessions import HostCommand
-
-        command = HostCommand.LOCK if locked else HostCommand.UNLOCK
-        driver = self.shoe_driver
-        # Lock where the protocol allows it; a generic ASCII reader has no gate to close.
-        if driver is None or not driver.online or command not in driver.session.supported_commands:
-            return
-        driver.send(command)
-
-    def ask_camera(self, effect: AskCamera) -> None:
-        if self.reader is not None:
-            self.reader.ask(effect)
-            return
-        # Without --camera the table has none: the answer is an abstention, which pauses the
-        # round for the supervisor exactly as a camera that could not read the card would.
-        from controller.table.events import CameraRead
-
-        self.submit(CameraRead(effect.position, None, self.clock(), effect.card_number))
-
-    def camera_answered(self, answer: CameraAnswer) -> None:
-        """The camera reader's answer (on its thread), checked against the simulated felt."""
-        truth = None
-        if self.felt is not None and answer.slot is not None:
-            truth = self.felt.dealt().get(answer.slot)
-        if answer.card is None:
-            self.camera_reads["abstained"] += 1
-        elif answer.card == truth:
-            self.camera_reads["read"] += 1
-        else:
-            self.camera_reads["wrong"] += 1
-        from controller.camera_reader import FACE_UP_REASONS
-
-        hole = answer.ask.reason not in FACE_UP_REASONS
-        if self.as_json:
-            record: dict[str, Any] = {
-                "slot": answer.slot,
-                "reason": answer.ask.reason,
-                "read": answer.card is not None,
-                "why": answer.why,
-                "confidence": round(answer.confidence, 4),
-                "correct": None if answer.card is None else answer.card == truth,
-            }
-            if not hole:  # the hole card's face is for the table to publish, not the camera
-                record["card"] = None if answer.card is None else str(answer.card)
-            self._print(json.dumps({"camera_answer": record}, sort_keys=True))
-            return
-        where = f"at {answer.slot or answer.ask.position} ({answer.ask.reason})"
-        if answer.card is None:
-            self._print(f"camera> abstained {where}: {answer.why}")
-        elif hole:
-            # Turned over by now, but the hole card's face is for the table to publish, even
-            # when the camera misread it.
-            verdict = (
-                "read the hole card" if answer.card == truth else "WRONG: misread the hole card"
-            )
-            self._print(f"camera> {verdict} {where}")
-        elif answer.card != truth:
-            self._print(f"camera> WRONG: read {answer.card} {where}, the card there is {truth}")
-        else:
-            self._print(f"camera> read {answer.card} {where}")
-
-
-def _settled(payload: dict[str, Any]) -> str:
-    """One line a person can read: the hands, the totals and the main result."""
-    result = payload.get("result", {})
-    if "winner" in result:
-        return (
-            f"round {payload.get('round_id')}: player {' '.join(result['player'])} "
-            f"({result['player_total']}) vs banker {' '.join(result['banker'])} "
-            f"({result['banker_total']}): {result['winner']}"
-        )
-    dealer = result.get("dealer", {})
-    parts = [f"round {payload.get('round_id')}: dealer {' '.join(dealer.get('cards', []))}"]
-    if "total" in dealer:
-        parts[0] += f" ({dealer['total']})"
-    if "player_cards" in result:
-        parts.append(f"players' cards {' '.join(result['player_cards'])}")
-        won = {bet: net for bet, net in result.get("side_bets", {}).items() if net > 0}
-        if won:
-            parts.append("side bets won: " + ", ".join(f"{b} {n:+g}" for b, n in won.items()))
-    for box in result.get("boxes", []):
-        hands = "; ".join(
-            f"{' '.join(hand['cards'])} {hand.get('result', '')}" for hand in box.get("hands", [])
-        )
-        parts.append(f"box {box.get('box')}: {hands}")
-    return " | ".join(parts) if len(parts) > 1 else _summary(payload)
-
-
-def _summary(payload: dict[str, Any]) -> str:
-    text = json.dumps(payload, separators=(", ", ": "), sort_keys=True)
-    return text if len(text) <= 160 else text[:157] + "..."
+# Rates of trouble, so that pauses happen and the supervisor has something to do.
+DEFAULT_MISREAD_RATE = 0.05
+DEFAULT_CAMERA_MISREAD_RATE = 0.1  # with a camera: it reads most of them
+DEFAULT_MISTAKE_RATE = 0.1
+# A person at the console takes a moment to resolve a pause: long enough to be seen.
+DEFAULT_RESOLVE_DELAY_S = 1.5
+# How long the demo waits for the last messages and for its daemons to stop.
+SETTLE_S = 5.0
+# The live view's redraws per second (the decision countdown moves in tenths).
+REFRESH_PER_S = 8
+MAX_TABLES = 8
+TOPIC_PREFIX = "livetable"
 
 
 def cache_dir() -> Path:
@@ -272,163 +149,639 @@ def demo_deck(design: str, out: TextIO) -> Path:
     return path
 
 
-def run_demo(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
-    from controller.runtime import TableRuntime
-    from controller.table.table import JournaledTable
-    from drivers.shoe.driver import ShoeConfig, ShoeDriver
-    from simulators.dealer import DealerSimulator
-    from simulators.platform import PlatformSimulator, SupervisorSimulator
-    from simulators.shoe.simulator import FaultPlan, ShoeSimulator
+# -- the broker ---------------------------------------------------------------------------
 
-    with tempfile.TemporaryDirectory(prefix="livetable-demo-") as workdir:
-        work = Path(workdir)
-        journal_path = Path(args.journal) if args.journal else work / "table.journal"
-        config = TableConfig(
-            table_id="demo",
-            game=args.game,
-            betting_s=args.betting_s,
-            decision_s=args.decision_s,
-            dealer_idle_s=args.dealer_idle_s,
-            journal_path=journal_path,
+
+@dataclasses.dataclass
+class BrokerAddress:
+    """Where the demo's clients and daemons connect, and as whom."""
+
+    host: str
+    port: int
+    login: tuple[str, str] | None = None
+    mqtt_protocol: str = "5"  # the daemons' [mqtt] protocol
+
+    def watch_command(self) -> str:
+        login = f" -u {self.login[0]} -P {self.login[1]}" if self.login else ""
+        return f"mosquitto_sub -h {self.host} -p {self.port}{login} -t '{TOPIC_PREFIX}/#' -v"
+
+
+def parse_broker_url(url: str) -> BrokerAddress:
+    """``mqtt://[user:password@]host[:port]`` (port 1883 when absent)."""
+    parts = urlsplit(url)
+    if parts.scheme != "mqtt" or not parts.hostname:
+        raise ConfigurationError(
+            f"--broker must look like mqtt://host:port or mqtt://user:password@host:port, "
+            f"not {url!r}"
         )
-        faults = FaultPlan(
-            garbage_rate=args.line_noise,
-            corrupt_rate=args.line_noise,
-            duplicate_rate=args.line_noise,
+    try:
+        port = parts.port or 1883
+    except ValueError as error:
+        raise ConfigurationError(f"--broker {url!r}: {error}") from error
+    login = None
+    if parts.username is not None:
+        login = (unquote(parts.username), unquote(parts.password or ""))
+    return BrokerAddress(parts.hostname, port, login)
+
+
+# -- one table ----------------------------------------------------------------------------
+
+
+def write_table_config(
+    folder: Path, table_id: str, args: argparse.Namespace, broker: BrokerAddress
+) -> Path:
+    """The table's TOML file, as a studio writes one for ``livetable run``."""
+    lines = [
+        "[table]",
+        f'id = "{table_id}"',
+        f'game = "{args.game}"',
+        f"betting_s = {args.betting_s}",
+        f"decision_s = {args.decision_s}",
+        f"dealer_idle_s = {args.dealer_idle_s}",
+        f'journal_path = "{table_id}.journal"',
+        "[shoe]",
+        f'port = "{folder / "shoe"}"',
+        f'protocol = "{args.protocol}"',
+        "[mqtt]",
+        f'host = "{broker.host}"',
+        f"port = {broker.port}",
+        f'protocol = "{broker.mqtt_protocol}"',
+        f'client_id = "livetable-{table_id}-{os.getpid()}"',
+        f'topic_prefix = "{TOPIC_PREFIX}"',
+    ]
+    if broker.login is not None:
+        secret = folder / "mqtt-password"
+        secret.touch(mode=0o600)
+        secret.write_text(broker.login[1] + "\n", encoding="utf-8")
+        lines += [f'username = "{broker.login[0]}"', f'password_file = "{secret.name}"']
+    path = folder / f"{table_id}.toml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+class InProcessDaemon:
+    """``livetable run``'s :class:`~controller.daemon.TableDaemon`, on a thread of this
+    process (so that a simulated camera can stand in for the capture). The daemon is made
+    on that thread: its journal (SQLite) belongs to the thread that opened it."""
+
+    def __init__(self, config_path: Path, camera: Any = None, reader: Any = None) -> None:
+        from controller.config import load_config
+
+        config = load_config(config_path)
+        if reader is not None:
+            config = dataclasses.replace(config, vision=reader)
+        self.config = config
+        self.camera = camera
+        self._stop = threading.Event()
+        self._made = threading.Event()
+        self.status: int | None = None
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._run, name=f"table-{config.table.table_id}", daemon=True
         )
-        console = ConsoleTable(out, args.json)
-        shoe = ShoeSimulator(
+
+    def _run(self) -> None:
+        from controller.daemon import TableDaemon
+
+        try:
+            daemon = TableDaemon(self.config, camera_source=self.camera)
+        except BaseException as error:
+            self.error = error
+            self.status = 1
+            return
+        finally:
+            self._made.set()
+        try:
+            self.status = daemon.run(self._stop)
+        except BaseException as error:  # reported by the demo, which then stops
+            self.error = error
+            self.status = 1
+
+    def start(self) -> None:
+        self._thread.start()
+        self._made.wait()
+        if self.error is not None:
+            raise self.error
+
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.ident is not None:
+            self._thread.join(SETTLE_S * 2)
+
+    def why(self) -> str:
+        return repr(self.error) if self.error is not None else f"exit {self.status}"
+
+
+class DaemonProcess:
+    """``livetable run --config FILE`` as a child process, its log in a file."""
+
+    def __init__(self, config_path: Path, log_path: Path) -> None:
+        self.config_path = config_path
+        self.log_path = log_path
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "controller.cli", "run", "--config", str(self.config_path)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(SETTLE_S * 2)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def why(self) -> str:
+        code = None if self.process is None else self.process.poll()
+        with contextlib.suppress(OSError):
+            tail = self.log_path.read_text(errors="replace").strip().splitlines()[-3:]
+            return f"exit {code}: " + " / ".join(tail)
+        return f"exit {code}"
+
+
+class DemoTable:
+    """One table: its shoe on a pty, its daemon, and the people around it over MQTT."""
+
+    def __init__(
+        self,
+        index: int,
+        table_id: str,
+        args: argparse.Namespace,
+        work: Path,
+        broker: BrokerAddress,
+        in_process: bool,
+        deck: Path | None,
+    ) -> None:
+        from simulators.dealer import DealerSimulator
+        from simulators.mqtt_bots import Account, ApiClient, TableBots
+        from simulators.shoe.simulator import FaultPlan, ShoeSimulator
+
+        self.table_id = table_id
+        self.folder = work / table_id
+        self.folder.mkdir(parents=True)
+        seed = args.seed + index
+        self.shoe = ShoeSimulator(
             args.protocol,
-            work / "shoe",
-            seed=args.seed,
+            self.folder / "shoe",
+            seed=seed,
             cut_card_depth=args.cut_card_depth,
-            faults=faults,
+            faults=FaultPlan(
+                garbage_rate=args.line_noise,
+                corrupt_rate=args.line_noise,
+                duplicate_rate=args.line_noise,
+            ),
         )
-        table, start_effects = JournaledTable.open(config, at=time.time())
-        runtime = TableRuntime(table, console)
-        console.submit = runtime.submit
-        platform = PlatformSimulator(runtime.submit, time.time, rounds=args.rounds, seed=args.seed)
-        supervisor = SupervisorSimulator(runtime.submit, time.time)
+        self.config_path = write_table_config(self.folder, table_id, args, broker)
+        self.camera: Any = None
+        reader = None
+        if deck is not None:
+            from controller.camera_reader import ReaderConfig
+            from simulators.camera import SimulatedCamera
+
+            self.camera = SimulatedCamera(args.game, args.design, seed=seed, clock=time.time)
+            reader = ReaderConfig(deck=deck, deadline_s=args.camera_deadline_s)
+        self.daemon: InProcessDaemon | DaemonProcess = (
+            InProcessDaemon(self.config_path, self.camera, reader)
+            if in_process
+            else DaemonProcess(self.config_path, self.folder / "daemon.log")
+        )
         misread_rate = args.misread_rate
         if misread_rate is None:
-            misread_rate = DEFAULT_CAMERA_MISREAD_RATE if args.camera else 0.0
-        reader = _camera_reader(args, console, runtime.submit, out) if args.camera else None
-        dealer = DealerSimulator(
-            shoe,
-            pace_s=args.pace_s,
-            on_shuffled=supervisor.dealer_shuffled,
-            felt=console.felt,
-            misread_rate=misread_rate,
+            misread_rate = DEFAULT_CAMERA_MISREAD_RATE if deck is not None else DEFAULT_MISREAD_RATE
+        self.dealer = DealerSimulator(
+            self.shoe, pace_s=args.pace_s, felt=self.camera, misread_rate=misread_rate
         )
-        console.dealer = dealer
-        # The dealer watches the table too: splits, the hole card's reveal, the round's end.
-        console.observers = [platform, supervisor, dealer]
-        driver = ShoeDriver(
-            ShoeConfig(port=str(work / "shoe"), protocol=args.protocol),
-            runtime.events,  # type: ignore[arg-type]
+        self.clients: list[Any] = []
+
+        def client(role: str, name: str) -> Any:
+            made = ApiClient(
+                broker.host, broker.port, table_id, Account(role, name), login=broker.login
+            )
+            self.clients.append(made)
+            return made
+
+        self.bots = TableBots(
+            client("platform", "platform"),
+            client("supervisor", "demo-supervisor"),
+            rounds=args.rounds,
+            seed=seed,
+            dealer=self.dealer,
+            resolve_delay_s=args.resolve_delay_s,
+            mistake_rate=args.mistake_rate,
         )
-        console.shoe_driver = driver
-        if not args.json:
-            print(
-                f"livetable demo: {args.game}, {args.rounds} round(s), shoe protocol "
-                f"{args.protocol} on {shoe.link}, journal {journal_path}",
-                file=out,
-                flush=True,
-            )
-        deadline = time.monotonic() + args.timeout_s
-        with contextlib.ExitStack() as running:
-            for part in (shoe, driver, dealer, reader):
-                if part is not None:
-                    running.enter_context(part)  # type: ignore[arg-type]
-            runtime.carry_out(start_effects)
-            while not platform.done and time.monotonic() < deadline:
-                runtime.step()
-        table.close()
-        if not args.json:
-            print(
-                f"livetable demo: {platform.rounds_settled} round(s) finished, "
-                f"{dealer.cards_drawn} card(s) drawn, {runtime.events_handled} event(s) journaled",
-                file=out,
-                flush=True,
-            )
-            if reader is not None:
-                reads = console.camera_reads
-                print(
-                    f"livetable demo: the camera read {reads['read']} card(s), abstained on "
-                    f"{reads['abstained']}, read {reads['wrong']} wrong",
-                    file=out,
-                    flush=True,
-                )
-        return 0 if platform.done else 1
+
+    def start(self) -> None:
+        self.shoe.start()
+        self.daemon.start()
+        for made in self.clients:
+            if not made.wait_connected():
+                raise ConfigurationError(f"the broker refused the demo's clients: {made.refused}")
+        self.bots.start()
+
+    def stop(self) -> None:
+        self.bots.stop()
+        self.daemon.stop()
+        for made in self.clients:
+            made.close()
+        self.shoe.stop()
 
 
-def _camera_reader(
-    args: argparse.Namespace, console: ConsoleTable, submit: Any, out: TextIO
-) -> Any:
-    """The simulated camera over the felt and the reader answering the table from it."""
+# -- what is printed ------------------------------------------------------------------------
+
+
+class Watcher:
+    """The demo's own MQTT subscriber to ``livetable/#``: feeds the view, prints lines or
+    JSON. Connected (and subscribed) before any table starts, so it sees every message."""
+
+    def __init__(
+        self,
+        broker: BrokerAddress,
+        watch: Any,
+        printer: Callable[[str], None] | None,
+        as_json: bool,
+    ) -> None:
+        import paho.mqtt.client as mqtt
+
+        self.watch = watch
+        self.printer = printer
+        self.as_json = as_json
+        self.subscribed = threading.Event()
+        self.client = mqtt.Client(
+            mqtt.CallbackAPIVersion.VERSION2,
+            client_id=f"livetable-demo-view-{os.getpid()}",
+            protocol=mqtt.MQTTv311,
+        )
+        if broker.login is not None:
+            self.client.username_pw_set(*broker.login)
+        self.client.on_connect = self._on_connect
+        self.client.on_subscribe = lambda *_args: self.subscribed.set()
+        self.client.on_message = self._on_message
+        self.client.connect_async(broker.host, broker.port, keepalive=30)
+        self.client.loop_start()
+
+    def _on_connect(self, client: Any, _u: Any, _f: Any, reason: Any, _p: Any) -> None:
+        if not reason.is_failure:
+            client.subscribe(f"{TOPIC_PREFIX}/#", qos=1)
+
+    def _on_message(self, _client: Any, _u: Any, message: Any) -> None:
+        payload = bytes(message.payload)
+        table_id, line = self.watch.handle(message.topic, payload)
+        if self.printer is None:
+            return
+        if self.as_json:
+            try:
+                body: Any = json.loads(payload)
+            except ValueError:
+                body = payload.decode("utf-8", "replace")
+            self.printer(json.dumps({"topic": message.topic, "payload": body}, sort_keys=True))
+        elif line is not None:
+            event = json.loads(payload)
+            self.printer(f"{table_id} #{event['seq']:<4} {event['type']:<18} {line}")
+        elif message.topic.endswith("/availability"):
+            self.printer(f"{table_id} is {payload.decode('utf-8', 'replace')}")
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+class Printer:
+    """One write per line under a lock: the subscriber prints from its own thread."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.lock = threading.Lock()
+
+    def __call__(self, text: str) -> None:
+        with self.lock:
+            self.out.write(text + "\n")
+            self.out.flush()
+
+
+# -- the demo -------------------------------------------------------------------------------
+
+
+def _check(args: argparse.Namespace) -> None:
+    for name in ("rounds", "tables"):
+        if getattr(args, name) < 1:
+            raise ConfigurationError(f"--{name} must be at least 1")
+    if args.tables > MAX_TABLES:
+        raise ConfigurationError(f"--tables is at most {MAX_TABLES}")
+    for name in ("misread_rate", "mistake_rate", "line_noise"):
+        value = getattr(args, name)
+        if value is not None and not 0.0 <= value <= 1.0:
+            raise ConfigurationError(f"--{name.replace('_', '-')} must be between 0 and 1")
+    for name in (
+        "pace_s",
+        "betting_s",
+        "decision_s",
+        "dealer_idle_s",
+        "resolve_delay_s",
+        "camera_deadline_s",
+        "timeout_s",
+    ):
+        if getattr(args, name) < 0:
+            raise ConfigurationError(f"--{name.replace('_', '-')} cannot be negative")
+
+
+def run_demo(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+    _check(args)
+    live = not args.json and not args.plain and out.isatty()
+    # With --json, stdout is JSON lines only: everything said to a person goes to stderr.
+    say = Printer(sys.stderr if args.json else out)
+    deck = None
+    if args.camera:
+        deck = _camera_deck(args, sys.stderr if args.json else out)
+    with contextlib.ExitStack() as running:
+        if args.broker:
+            broker = parse_broker_url(args.broker)
+        else:
+            from simulators.embedded_broker import EmbeddedBroker
+
+            embedded = running.enter_context(EmbeddedBroker())
+            broker = BrokerAddress(
+                embedded.host, embedded.port, (embedded.username, embedded.password), "3.1.1"
+            )
+        where = "embedded broker (amqtt)" if not args.broker else "broker"
+        say(
+            f"livetable demo: {where} at mqtt://{broker.host}:{broker.port}; watch it with: "
+            f"{broker.watch_command()}"
+        )
+        work = Path(running.enter_context(tempfile.TemporaryDirectory(prefix="livetable-demo-")))
+        if args.work_dir:
+            work = Path(args.work_dir)
+            work.mkdir(parents=True, exist_ok=True)
+        ids = ["demo"] if args.tables == 1 else [f"demo{n}" for n in range(1, args.tables + 1)]
+        from controller.demo_view import DemoWatch
+
+        watch = DemoWatch(TOPIC_PREFIX, ids)
+        watcher = Watcher(broker, watch, None if live else say, args.json)
+        running.callback(watcher.close)
+        if not watcher.subscribed.wait(10):
+            raise ConfigurationError(f"cannot subscribe at mqtt://{broker.host}:{broker.port}")
+        in_process = args.tables == 1 or args.camera
+        tables = [
+            DemoTable(index, table_id, args, work, broker, in_process, deck)
+            for index, table_id in enumerate(ids)
+        ]
+        if not args.json:
+            how = "in this process" if in_process else "one `livetable run` process each"
+            say(
+                f"livetable demo: {len(tables)} {args.game} table(s) ({how}), {args.rounds} "
+                f"round(s) each, shoe protocol {args.protocol}, work folder {work}"
+            )
+        started = time.monotonic()
+        for table in tables:
+            running.callback(table.stop)
+            table.start()
+        header = (
+            f"livetable demo · {args.game} · broker mqtt://{broker.host}:{broker.port} · "
+            f"Ctrl-C stops\nwatch: {broker.watch_command()}"
+        )
+        finished = _play(args, tables, watch, header, out, live, work)
+        elapsed = time.monotonic() - started
+        failed = [t for t in tables if not t.daemon.alive()]
+        _settle(tables, watch)
+    # Every table is stopped now (availability offline), the broker too.
+    if not args.json:
+        for table in tables:
+            seen = watch.tables[table.table_id]
+            extra = f", the camera read {seen.camera_reads} card(s)" if args.camera else ""
+            say(
+                f"livetable demo: table {table.table_id}: {seen.rounds_settled} round(s) settled, "
+                f"{seen.rounds_voided} voided, {seen.pauses} pause(s) resolved by the "
+                f"supervisor, {table.dealer.cards_drawn} card(s) drawn, {seen.last_seq} "
+                f"event(s) published{extra}"
+            )
+        say(f"livetable demo: {elapsed:.1f} s")
+    for table in failed:
+        print(
+            f"livetable demo: table {table.table_id} stopped: {table.daemon.why()}", file=sys.stderr
+        )
+    for table in tables:
+        for error in table.bots.errors[:5]:
+            print(f"livetable demo: table {table.table_id}: {error}", file=sys.stderr)
+    return 0 if finished and not failed else 1
+
+
+def _play(
+    args: argparse.Namespace,
+    tables: list[DemoTable],
+    watch: Any,
+    header: str,
+    out: TextIO,
+    live: bool,
+    work: Path,
+) -> bool:
+    """Until every table has played its rounds (True), a daemon stops or time runs out."""
+    deadline = time.monotonic() + args.timeout_s
+
+    def playing() -> bool:
+        return (
+            not all(t.bots.done for t in tables)
+            and all(t.daemon.alive() for t in tables)
+            and time.monotonic() < deadline
+        )
+
+    try:
+        if not live:
+            while playing():
+                time.sleep(0.05)
+        else:
+            _live(playing, watch, header, out, work, args.verbose)
+    except KeyboardInterrupt:
+        return False
+    return all(t.bots.done for t in tables)
+
+
+def _live(
+    playing: Callable[[], bool], watch: Any, header: str, out: TextIO, work: Path, verbose: int
+) -> None:
+    from rich.console import Console
+    from rich.live import Live
+
+    from controller.demo_view import render
+    from controller.logs import configure_logging
+
+    # Log lines would tear the view: while it is up they go to a file in the work folder.
+    log = open(work / "demo.log", "a", encoding="utf-8")  # noqa: SIM115 - closed below
+    configure_logging(verbose, stream=log)
+    try:
+        console = Console(file=out)
+        with Live(
+            console=console,
+            refresh_per_second=REFRESH_PER_S,
+            get_renderable=lambda: render(watch, header),
+            redirect_stderr=False,
+        ):
+            while playing():
+                time.sleep(0.1)
+            time.sleep(2 / REFRESH_PER_S)  # the last frame shows the last result
+    finally:
+        configure_logging(verbose)
+        log.close()
+
+
+def _settle(tables: list[DemoTable], watch: Any) -> None:
+    """Let the last state after the last event arrive, then stop every table."""
+    deadline = time.monotonic() + SETTLE_S
+
+    def caught_up() -> bool:
+        with watch.lock:
+            return all(
+                (seen := watch.tables[t.table_id]).state is not None
+                and seen.state.get("seq") == seen.last_seq
+                for t in tables
+            )
+
+    while not caught_up() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    for table in tables:
+        table.bots.stop()
+    for table in tables:
+        table.daemon.stop()
+    deadline = time.monotonic() + SETTLE_S
+    while time.monotonic() < deadline and any(
+        watch.tables[t.table_id].availability != "offline" for t in tables
+    ):
+        time.sleep(0.02)
+
+
+def _camera_deck(args: argparse.Namespace, out: TextIO) -> Path:
     try:
         import cv2  # noqa: F401
     except ImportError as error:
         raise ConfigurationError(
             "--camera needs OpenCV: pip install 'livetable[vision]'"
         ) from error
-    from controller.camera_reader import CameraReader, ReaderConfig
-    from simulators.camera import SimulatedCamera
+    deck = Path(args.deck) if args.deck else demo_deck(args.design, out)
+    print(
+        f"livetable demo: camera simulator over the {args.game} layout, {args.design} cards, "
+        f"deck {deck}",
+        file=out,
+        flush=True,
+    )
+    return deck
 
-    # With --json, stdout is JSON lines only: the enrolment's progress goes to stderr.
-    deck = (
-        Path(args.deck) if args.deck else demo_deck(args.design, sys.stderr if args.json else out)
-    )
-    camera = SimulatedCamera(args.game, args.design, seed=args.seed, clock=time.time)
-    console.felt = camera
-    reader = CameraReader(
-        camera,
-        submit,
-        config=ReaderConfig(deck=deck, deadline_s=args.camera_deadline_s),
-        on_answer=console.camera_answered,
-    )
-    console.reader = reader
-    if not args.json:
-        print(
-            f"livetable demo: camera simulator over the {args.game} layout, {args.design} cards, "
-            f"deck {deck}",
-            file=out,
-            flush=True,
-        )
-    return reader
+
+def _non_negative(kind: type) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(f"not a {kind.__name__}: {text!r}") from error
+        if value != value or value < 0:  # NaN too
+            raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def _rate(text: str) -> float:
+    value = _non_negative(float)(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"a rate is between 0 and 1, not {text!r}")
+    return float(value)
+
+
+def _at_least_one(text: str) -> int:
+    value = _non_negative(int)(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {text!r}")
+    return int(value)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from drivers.shoe.sessions import PROTOCOL_NAMES
+
     parser = subparsers.add_parser(
         "demo",
-        help="run a whole simulated table (shoe on a pty, dealer, platform, supervisor)",
+        help="run simulated tables: the daemon, a shoe on a pty, dealer, platform and "
+        "supervisor over MQTT, and a live view",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--game", choices=GAME_IDS, default="baccarat")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds to play (default 5)")
     parser.add_argument(
-        "--protocol",
-        default="angel-eye",
-        help="shoe protocol: angel-eye, ascii or native (default angel-eye)",
+        "--rounds", type=_at_least_one, default=5, help="rounds to play at each table (default 5)"
     )
-    parser.add_argument("--seed", type=int, default=1, help="shuffle and decisions (default 1)")
-    parser.add_argument("--pace-s", type=float, default=0.2, help="dealer's pause per card")
-    parser.add_argument("--betting-s", type=float, default=1.0, help="betting window")
-    parser.add_argument("--decision-s", type=float, default=2.0, help="decision deadline")
+    parser.add_argument(
+        "--tables",
+        type=_at_least_one,
+        default=1,
+        help=f"tables, each its own daemon and shoe, shown one above another (default 1, at "
+        f"most {MAX_TABLES})",
+    )
+    parser.add_argument(
+        "--broker",
+        metavar="URL",
+        help="use this broker, mqtt://[user:password@]host[:port] (default: start one inside "
+        "the demo on a free loopback port)",
+    )
+    parser.add_argument(
+        "--protocol", choices=PROTOCOL_NAMES, default="angel-eye", help="shoe protocol"
+    )
+    parser.add_argument(
+        "--seed", type=_non_negative(int), default=1, help="shuffle and decisions (default 1)"
+    )
+    parser.add_argument(
+        "--pace-s", type=_non_negative(float), default=0.2, help="the dealer's pause per card"
+    )
+    parser.add_argument(
+        "--betting-s", type=_non_negative(float), default=1.0, help="betting window"
+    )
+    parser.add_argument(
+        "--decision-s", type=_non_negative(float), default=3.0, help="decision deadline"
+    )
     parser.add_argument(
         "--dealer-idle-s",
-        type=float,
-        default=3.0,
+        type=_non_negative(float),
+        default=5.0,
         help="a card expected for longer than this pauses the table (a card lost on a noisy "
         "line is only noticed this way)",
     )
-    parser.add_argument("--cut-card-depth", type=int, default=14)
+    parser.add_argument("--cut-card-depth", type=_non_negative(int), default=14)
+    parser.add_argument(
+        "--misread-rate",
+        type=_rate,
+        default=None,
+        help=f"share of round cards the shoe misreads (default {DEFAULT_MISREAD_RATE}; "
+        f"{DEFAULT_CAMERA_MISREAD_RATE} with --camera)",
+    )
+    parser.add_argument(
+        "--mistake-rate",
+        type=_rate,
+        default=DEFAULT_MISTAKE_RATE,
+        help="share of rounds in which the dealer draws a card out of turn while bets are "
+        f"taken (default {DEFAULT_MISTAKE_RATE})",
+    )
     parser.add_argument(
         "--line-noise",
-        type=float,
+        type=_rate,
         default=0.0,
-        help="rate of garbage, corrupted and duplicated frames on the serial line",
+        help="rate of garbage, corrupted and duplicated frames on the serial line (default 0)",
+    )
+    parser.add_argument(
+        "--resolve-delay-s",
+        type=_non_negative(float),
+        default=DEFAULT_RESOLVE_DELAY_S,
+        help=f"how long the supervisor takes to resolve a pause (default "
+        f"{DEFAULT_RESOLVE_DELAY_S})",
     )
     parser.add_argument(
         "--camera",
@@ -444,19 +797,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--design", default="kde-standard", help="card design on the felt (default kde-standard)"
     )
     parser.add_argument(
-        "--misread-rate",
-        type=float,
-        default=None,
-        help=f"share of round cards the shoe misreads (default {DEFAULT_CAMERA_MISREAD_RATE} "
-        "with --camera, else 0)",
-    )
-    parser.add_argument(
         "--camera-deadline-s",
-        type=float,
+        type=_non_negative(float),
         default=2.0,
         help="how long the camera may look for a card before abstaining",
     )
-    parser.add_argument("--journal", help="journal file (default: a temporary one)")
-    parser.add_argument("--timeout-s", type=float, default=300.0, help="give up after this")
-    parser.add_argument("--json", action="store_true", help="print every effect as JSON")
+    parser.add_argument(
+        "--work-dir",
+        metavar="DIR",
+        help="keep the tables' configuration, journals and logs here (default: a temporary "
+        "folder, removed at the end)",
+    )
+    parser.add_argument(
+        "--timeout-s", type=_non_negative(float), default=600.0, help="give up after this"
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print every MQTT message as one JSON object per line: topic and payload",
+    )
+    parser.add_argument(
+        "--plain",
+        action="store_true",
+        help="one line per event even on a terminal (no live view)",
+    )
     parser.set_defaults(func=run_demo)

@@ -29,7 +29,7 @@ from controller.errors import DeviceError, TableError
 from controller.games.cards import Card, parse_card
 from controller.table.effects import PublishEvent, PublishState, TellDealer
 from drivers.camera import card_slot
-from simulators.shoe.simulator import ShoeSimulator
+from simulators.shoe.simulator import Emitted, ShoeSimulator
 
 logger = logging.getLogger(__name__)
 
@@ -134,6 +134,12 @@ class DealerSimulator:
 
     def _draw_card(self, position: str | None, round_card: bool = False) -> Card | None:
         """Draw one card (setting the cut card aside); the card, or None if stopped."""
+        emitted = self._draw(position, round_card)
+        return parse_card(emitted.card) if emitted is not None and emitted.card else None
+
+    def _draw(self, position: str | None, round_card: bool = False) -> Emitted | None:
+        """Draw one card (setting the cut card aside): what the shoe emitted for it (its
+        face even when the shoe misread it), or None if stopped."""
         if self._stop.wait(self.pace_s):
             return None
         self.shoe.faults = self._round_faults if round_card else self._base_faults
@@ -144,7 +150,46 @@ class DealerSimulator:
         finally:
             self.shoe.faults = self._base_faults
         self.cards_drawn += 1
-        return parse_card(emitted.card) if emitted.card else None
+        return emitted
+
+    # The same work, synchronously, for a caller with a thread of its own (the dealer that
+    # reads the table's state over MQTT, :class:`simulators.mqtt_bots.TableBots`).
+
+    def deal(self, position: str, face_down: bool = False) -> Emitted | None:
+        """Draw a round card for ``position`` and lay it on the felt; what the shoe sent."""
+        emitted = self._draw(position, round_card=True)
+        if emitted is not None and emitted.card:
+            self._lay(position, parse_card(emitted.card), face_down)
+        return emitted
+
+    def reveal_first(self) -> None:
+        """Draw the shoe's first card and show it (it is burnt)."""
+        self._draw(None)
+
+    def burn(self, count: int = 1) -> None:
+        for _ in range(count):
+            self._draw("burn")
+
+    def draw_out_of_turn(self) -> Emitted | None:
+        """A dealer's mistake: a card drawn when none was asked for (it stays off the felt)."""
+        return self._draw(None)
+
+    def turn_over(self) -> bool:
+        """Turn every face-down card on the felt over; whether there was one."""
+        return self._turn_over()
+
+    def dealer_cards_shown(self, count: int) -> None:
+        """The rules show ``count`` dealer cards: none of them is face down any more."""
+        self._on_felt_work(("turn_over", count))
+
+    def split(self, box: int, hand: int) -> None:
+        self._split(box, hand)
+
+    def collect(self) -> None:
+        self._on_felt_work(("collect",))
+
+    def shuffle(self) -> None:
+        self.shoe.new_shoe()
 
     def _work(self) -> None:
         while not self._stop.is_set():

@@ -93,6 +93,10 @@ class EmbeddedBroker:
             raise ConfigurationError(
                 "the embedded broker needs amqtt (pip install amqtt), or give --broker URL"
             ) from error
+        # amqtt logs every connection at INFO and unsent messages at shutdown as WARNING:
+        # the demo's own lines say what matters.
+        logging.getLogger("amqtt").setLevel(logging.ERROR)
+        logging.getLogger("transitions").setLevel(logging.ERROR)
         loop = asyncio.new_event_loop()
         self._loop = loop
         self._thread = threading.Thread(target=loop.run_forever, name="embedded-broker")

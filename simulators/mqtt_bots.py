@@ -13,14 +13,18 @@ from __future__ import annotations
 import json
 import logging
 import random
+import re
 import threading
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import paho.mqtt.client as mqtt
+
+if TYPE_CHECKING:
+    from simulators.shoe.simulator import Emitted
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +59,7 @@ class ApiClient:
         on_event: Callable[[dict[str, Any]], None] | None = None,
         on_state: Callable[[dict[str, Any]], None] | None = None,
         tls_ca: str | None = None,
+        login: tuple[str, str] | None = None,
     ) -> None:
         self.table_id = table_id
         self.account = account
@@ -79,7 +84,9 @@ class ApiClient:
             protocol=protocol,
             **kwargs,
         )
-        if account.username is not None:
+        if login is not None:  # one broker account for every role (the demo's broker)
+            self.client.username_pw_set(*login)
+        elif account.username is not None:
             self.client.username_pw_set(account.username, account.password)
         if tls_ca is not None:
             self.client.tls_set(ca_certs=tls_ca)
@@ -176,29 +183,74 @@ class ApiClient:
         self.client.loop_stop()
 
 
+class Dealer(Protocol):
+    """What the dealer's hands do (:class:`simulators.dealer.DealerSimulator`'s synchronous
+    methods): draw from the shoe and lay the cards on the felt."""
+
+    def deal(self, position: str, face_down: bool = False) -> Emitted | None: ...
+
+    def reveal_first(self) -> None: ...
+
+    def burn(self, count: int = 1) -> None: ...
+
+    def draw_out_of_turn(self) -> Emitted | None: ...
+
+    def turn_over(self) -> bool: ...
+
+    def dealer_cards_shown(self, count: int) -> None: ...
+
+    def split(self, box: int, hand: int) -> None: ...
+
+    def collect(self) -> None: ...
+
+    def shuffle(self) -> None: ...
+
+
+# How a pause names the dealer's misread hole card (controller.table.state.HOLE_UNREAD).
+HOLE_CARD = "hole card"
+
+
 @dataclass
 class TableBots:
     """Platform, supervisor and dealer, each reacting to the table's published state.
 
     ``draw()`` takes the next card out of the shoe; ``shuffle()`` puts a fresh shoe in
-    (before the supervisor declares it). ``rounds`` rounds are opened, then the bots stop
-    opening rounds. Decisions are random among the offered options (``seed``).
+    (before the supervisor declares it). With a ``dealer`` (:class:`Dealer`) the dealer
+    instead draws the card for the position the state awaits, lays it on the felt, turns the
+    hole card over, splits and collects, and remembers the face of every card the shoe
+    misread, which the supervisor reads off the felt and enters by hand when the table
+    pauses for it. ``rounds`` rounds are opened, then the bots stop opening rounds.
+    Decisions are random among the offered options (``seed``).
+
+    ``resolve_delay_s``: how long the supervisor takes to resolve a pause (so a person
+    watching sees it). ``mistake_rate``: the share of rounds in which the dealer draws a card
+    out of turn while bets are taken (the table pauses; the supervisor burns it).
     """
 
     platform: ApiClient
     supervisor: ApiClient
-    draw: Callable[[], None]
+    draw: Callable[[], None] = lambda: None
     shuffle: Callable[[], None] = lambda: None
     rounds: int = 5
     seed: int = 1
     pace_s: float = 0.0
+    dealer: Dealer | None = None
+    resolve_delay_s: float = 0.0
+    mistake_rate: float = 0.0
     rounds_opened: int = 0
     rounds_settled: int = 0
+    rounds_voided: int = 0
+    mistakes: int = 0
     errors: list[str] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _acted_on: Any = None
     _decided: set[int] = field(default_factory=set)
+    _seen_events: int = 0
+    _ended: set[int] = field(default_factory=set)
+    _mistaken_in: set[int] = field(default_factory=set)
+    _misread: dict[str, str] = field(default_factory=dict)
+    _dealt: dict[str, str] = field(default_factory=dict)
 
     def start(self) -> None:
         self._rng = random.Random(self.seed)
@@ -214,7 +266,7 @@ class TableBots:
 
     @property
     def done(self) -> bool:
-        return self.rounds_settled >= self.rounds
+        return self.rounds_settled + self.rounds_voided >= self.rounds
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -231,21 +283,37 @@ class TableBots:
         state = self.platform.state
         if state is None:
             return
-        # By seq: QoS 1 may deliver an event twice.
-        self.rounds_settled = len(
-            {e["seq"] for e in list(self.platform.events) if e["type"] == "round_settled"}
-        )
+        self._follow_events()
         phase = state["phase"]
         key = (state["seq"], state["journal"]["seq"])
         if key == self._acted_on:
             return
+        if self.dealer is not None:
+            self._dealer_watches(state)
         if phase == "AWAITING_SHUFFLE" and self.rounds_opened < self.rounds:
-            self.shuffle()
+            if self.dealer is not None:
+                self.dealer.shuffle()
+            else:
+                self.shuffle()
             self._expect(self.supervisor.request("new_shoe"), "new_shoe")
         elif phase in ("BURN_REVEAL", "BURNING", "DEALING"):
             if self.pace_s:
                 time.sleep(self.pace_s)
-            self.draw()
+            if self.dealer is None:
+                self.draw()
+            else:
+                self._dealer_draws(phase, state.get("awaiting") or {})
+        elif phase == "READING" and self.dealer is not None:
+            # The table asks the camera; for a misread hole card the dealer turns it over.
+            if str((state.get("awaiting") or {}).get("position", "")).startswith("dealer"):
+                self.dealer.turn_over()
+        elif phase == "BETTING" and self.dealer is not None and self.mistake_rate:
+            round_id = (state.get("round") or {}).get("id")
+            if round_id not in self._mistaken_in:
+                self._mistaken_in.add(round_id)
+                if self._rng.random() < self.mistake_rate:
+                    self.mistakes += 1
+                    self.dealer.draw_out_of_turn()
         elif phase == "SHOE_READY" and self.rounds_opened < self.rounds:
             answer = self.platform.request("open_round")
             if answer["ok"]:
@@ -259,6 +327,52 @@ class TableBots:
         else:
             return
         self._acted_on = key
+
+    def _follow_events(self) -> None:
+        """Count the rounds that ended and, for the dealer, split and collect on the felt."""
+        events = list(self.platform.events)
+        for event in events[self._seen_events :]:
+            kind, data = event["type"], event["data"]
+            # By seq: QoS 1 may deliver an event twice.
+            if kind in ("round_settled", "round_voided") and event["seq"] not in self._ended:
+                self._ended.add(event["seq"])
+                if kind == "round_settled":
+                    self.rounds_settled += 1
+                else:
+                    self.rounds_voided += 1
+                if self.dealer is not None:
+                    self.dealer.collect()
+            elif (
+                kind == "decision_taken"
+                and data.get("decision") == "P"
+                and self.dealer is not None
+                and event["seq"] not in self._ended
+            ):
+                self._ended.add(event["seq"])
+                self.dealer.split(int(data["box"]), int(data["hand"]))
+        self._seen_events = len(events)
+
+    def _dealer_watches(self, state: dict[str, Any]) -> None:
+        view = (state.get("round") or {}).get("view") or {}
+        cards = (view.get("dealer") or {}).get("cards") if isinstance(view, dict) else None
+        if cards and None not in cards:
+            self.dealer.dealer_cards_shown(len(cards))  # type: ignore[union-attr]
+
+    def _dealer_draws(self, phase: str, awaiting: dict[str, Any]) -> None:
+        dealer = self.dealer
+        assert dealer is not None
+        if phase == "BURN_REVEAL":
+            dealer.reveal_first()
+        elif phase == "BURNING":
+            dealer.burn(1)
+        elif awaiting.get("what") == "card":
+            position = str(awaiting["position"])
+            face_down = bool(awaiting.get("face_down"))
+            emitted = dealer.deal(position, face_down)
+            if emitted is not None and emitted.card:
+                self._dealt[position] = emitted.card
+                if emitted.event == "misread":
+                    self._misread[HOLE_CARD if face_down else position] = emitted.card
 
     def _decide(self, state: dict[str, Any]) -> None:
         requests = [e for e in list(self.platform.events) if e["type"] == "decision_requested"]
@@ -284,6 +398,10 @@ class TableBots:
 
     def _resolve(self, state: dict[str, Any]) -> None:
         pause = state["pause"] or {}
+        if pause.get("by"):
+            return  # a person paused it: a person resumes it
+        if self.resolve_delay_s and self._stop.wait(self.resolve_delay_s):
+            return
         needs = " ".join(pause.get("needs", []))
         if "no_cards_drawn" in needs:
             # This dealer draws only when the table asks for a card, which it does not while
@@ -291,10 +409,23 @@ class TableBots:
             self._expect(self.supervisor.request("resume", resolution="no_cards_drawn"), "resume")
             return
         if "enter_card" in needs:
-            return  # a person must read the card; the test decides
+            card = self._unread_card(needs)
+            if card is None:
+                return  # a person must read the card; the test decides
+            self._expect(self.supervisor.request("enter_card", card=card), "enter_card")
+            return
         resolution = "burn" if "accept or burn" in needs else ""
         args = {"resolution": resolution} if resolution else {}
         self._expect(self.supervisor.request("resume", **args), "resume")
+
+    def _unread_card(self, needs: str) -> str | None:
+        """The face of the card the pause asks for, as the dealer saw it on the felt."""
+        if self.dealer is None:
+            return None
+        match = re.search(r"enter_card for the unread card at (\S+)", needs)
+        where = HOLE_CARD if HOLE_CARD in needs else (match[1] if match else "")
+        # A card lost on a noisy line was read by nobody: the last one laid there.
+        return self._misread.pop(where, None) or self._dealt.get(where)
 
     def _expect(self, answer: dict[str, Any], what: str) -> None:
         if not answer["ok"]:
