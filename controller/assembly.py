@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.config import LivetableConfig
-from controller.runtime import EffectHandler, Published, TableRuntime
-from controller.table.effects import AskCamera, Effect, TellDealer
+from controller.runtime import EffectHandler, Published, RuntimeTask, TableRuntime
+from controller.shoe_results import ShoeResultCheck
+from controller.table.effects import AskCamera, Effect, PublishEvent, TellDealer
 from controller.table.events import CameraRead
 from controller.table.table import JournaledTable, ReplayObserver
 
@@ -35,7 +36,9 @@ class DeviceEffects:
     ``lock_shoe`` closes or opens the shoe's gate where its protocol can (a generic ASCII
     reader has no gate: nothing to do). ``ask_camera`` hands the question to the camera
     reader; with no camera, the answer is an abstention, so the round pauses for the
-    supervisor exactly as it does when a camera cannot read the card.
+    supervisor exactly as it does when a camera cannot read the card. ``shoe_result`` takes
+    the shoe's own hand result (Angel Eye ``G``) from the driver's thread to the table's,
+    where :class:`ShoeResultCheck` compares it with the table's settlement.
     """
 
     def __init__(self, submit: Callable[[object], None], clock: Callable[[], float]) -> None:
@@ -43,6 +46,28 @@ class DeviceEffects:
         self.clock = clock
         self.shoe_driver: Any = None
         self.camera_reader: Any = None
+        self.result_check = ShoeResultCheck(submit)
+
+    def shoe_result(self, reported: Any) -> None:
+        """From the shoe driver's thread (``drivers.shoe.sessions.ShoeResult``): queued
+        behind the cards that came before it, checked on the table's thread."""
+        result = reported.result
+        self.submit(
+            RuntimeTask(
+                lambda: self.result_check.shoe_reported(
+                    result.outcome or "unknown",
+                    result.player_pair,
+                    result.banker_pair,
+                    result.text,
+                    reported.at,
+                )
+            )
+        )
+
+    def published(self, effect: Published) -> None:
+        """Every published effect passes here: the table's settlements feed the check."""
+        if isinstance(effect, PublishEvent) and effect.name == "round_settled":
+            self.result_check.settled(effect.payload)
 
     def lock_shoe(self, locked: bool) -> None:
         from drivers.shoe.sessions import HostCommand
@@ -80,6 +105,7 @@ class Effects(EffectHandler):
         self._done = effects_done
 
     def publish(self, effect: Published) -> None:
+        self.devices.published(effect)
         self._publish(effect)
 
     def tell_dealer(self, effect: TellDealer) -> None:
@@ -157,7 +183,12 @@ def assemble(
         if shoe and config.shoe is not None:
             from drivers.shoe.driver import ShoeDriver
 
-            devices.shoe_driver = ShoeDriver(config.shoe, runtime.events, clock)  # type: ignore[arg-type]
+            devices.shoe_driver = ShoeDriver(
+                config.shoe,
+                runtime.events,  # type: ignore[arg-type]
+                clock,
+                on_result=devices.shoe_result,
+            )
             assembled.parts.append(devices.shoe_driver)
         source = camera_source
         if source is None and config.camera is not None:
