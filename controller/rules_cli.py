@@ -21,9 +21,16 @@ import math
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import IO, Any, Final
 
-from controller.cli_support import default_to_help
+from controller.cli_support import (
+    add_json,
+    default_to_help,
+    examples,
+    non_negative_int,
+    positive_int,
+)
 from controller.errors import RulesError, TableError
 from controller.games.registry import (
     GAME_IDS,
@@ -38,15 +45,53 @@ from controller.games.registry import (
 logger = logging.getLogger(__name__)
 
 
+REPLAY_DESCRIPTION = f"""\
+Play rounds through the table's own rules engine: one JSON object per line on stdin, one JSON
+object per line on stdout, in the same order, each written as soon as its line is read.
+Blank lines are skipped.
+
+input, baccarat:
+  {{"game": "baccarat", "mode": "traditional" (default) | "no-commission", "cards": [...]}}
+  cards in dealing order: player, banker, player, banker, then the third cards
+
+input, blackjack ({", ".join(spec for spec in GAME_IDS if spec != "baccarat")}):
+  {{"game": ..., "cards": [...], "boxes": N (default 1), "insurance": [bool per box],
+   "decisions": [[tokens of box 1], ...]}}  (insurance and decisions may be left out)
+  cards in the game's live dealing order; tokens H S D P R (play), Y N (insurance, even
+  money); a box whose tokens run out is auto-played by the timeout rule
+
+output, baccarat:
+  {{"player", "banker": [cards], "player_total", "banker_total", "winner", "cards_used",
+   "bets": {{bet: net per unit staked}}}}
+
+output, blackjack:
+  {{"boxes": [{{"net", "hands": [[cards]], "totals": [total per hand], "outcomes": [win |
+   lose | push | blackjack | surrender | even_money per hand]}}], "dealer": [cards],
+   "dealer_total", "cards_used"}}, and "side_bets" for Boundless
+
+output, a line that cannot be played:
+  {{"line": N, "error": "line N: what is wrong"}}
+
+Cards are written like AS, TD (or 10D), 9H. The exit status is 0 when every line was
+played, 1 when any line gave an error (counted on stderr at the end)."""
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
-    rules = subparsers.add_parser("rules", help="game rules tools", description="Game rules tools.")
+    rules = subparsers.add_parser(
+        "rules",
+        help="game rules tools",
+        description="Game rules tools.",
+        epilog=examples("livetable rules replay < rounds.jsonl > results.jsonl"),
+    )
     rules_subparsers = rules.add_subparsers(dest="rules_command", metavar="WHAT")
     replay = rules_subparsers.add_parser(
         "replay",
         help="play JSON-line rounds from stdin, one JSON result line each",
-        description=(
-            "Read one JSON request per line on stdin and write one JSON line per input "
-            'line: the round\'s result, or {"error": ...} for a line that cannot be played.'
+        description=REPLAY_DESCRIPTION,
+        epilog=examples(
+            "livetable rules replay < rounds.jsonl > results.jsonl",
+            """echo '{"game": "baccarat", "cards": ["AS", "TD", "5H", "KC", "9S"]}' """
+            "| livetable rules replay",
         ),
     )
     replay.set_defaults(func=run_replay)
@@ -59,8 +104,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Return to player of every bet: --exact for baccarat (combinatorial, 8-deck "
             "shoe), or --rounds N --seed S to simulate through the live engine."
         ),
+        epilog=examples(
+            "livetable rtp --game baccarat --exact",
+            "livetable rtp --game blackjack-classic --rounds 1000000 --seed 7 --json",
+        ),
     )
-    rtp.add_argument("--game", required=True, choices=GAME_IDS)
+    rtp.add_argument("--game", required=True, choices=GAME_IDS, help="the game")
     rtp.add_argument(
         "--mode",
         choices=VARIANTS,
@@ -73,9 +122,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help=f"exact enumeration ({', '.join(_exact_games())} only)",
     )
-    method.add_argument("--rounds", type=int, help="simulate this many rounds")
-    rtp.add_argument("--seed", type=int, default=1, help="simulation seed (default 1)")
-    rtp.add_argument("--json", action="store_true", help="machine-readable output")
+    method.add_argument("--rounds", type=positive_int, help="simulate this many rounds")
+    rtp.add_argument("--seed", type=non_negative_int, default=1, help="simulation seed (default 1)")
+    add_json(rtp)
     rtp.set_defaults(func=run_rtp)
 
 
@@ -106,36 +155,74 @@ def replay_request(request: object) -> dict[str, Any]:
         raise RulesError(f"{game} cannot be replayed in this build: {error}") from None
 
 
-def replay_line(line: str) -> dict[str, Any]:
-    """The output object for one input line; never raises for bad input."""
+def replay_line(line: str, number: int | None = None) -> dict[str, Any]:
+    """The output object for one input line; never raises for bad input. With the line's
+    ``number``, an error names it: ``{"line": N, "error": "line N: ..."}``."""
+    error = _replay_error(line)
+    if isinstance(error, dict):
+        return error
+    if number is None:
+        return {"error": error}
+    return {"line": number, "error": f"line {number}: {error}"}
+
+
+def _replay_error(line: str) -> dict[str, Any] | str:
+    """The answer to ``line``, or the words of its error."""
     try:
         request = json.loads(line)
     except json.JSONDecodeError as error:
-        return {"error": f"malformed JSON: {error}"}
+        return f"malformed JSON at column {error.colno}: {error.msg}"
     try:
         return replay_request(request)
     except TableError as error:
-        return {"error": str(error)}
+        return str(error)
     except Exception as error:
         # A bug, not bad input: say so on this line and keep serving the following ones.
         logger.exception("rules replay failed on %r", line)
-        return {"error": f"internal error: {type(error).__name__}: {error}"}
+        return f"internal error: {type(error).__name__}: {error}"
 
 
-def replay_stream(lines: Iterable[str], output: IO[str]) -> int:
-    """Answer every line of ``lines`` on ``output``, flushing after each; lines answered."""
-    answered = 0
-    for line in lines:
-        output.write(json.dumps(replay_line(line)) + "\n")
+@dataclass(slots=True)
+class ReplayCount:
+    """What a replay stream did: lines answered, and the numbers of those that failed."""
+
+    answered: int = 0
+    failed: int = 0
+    first_failures: list[int] = field(default_factory=list)
+
+    def summary(self) -> str:
+        shown = ", ".join(map(str, self.first_failures))
+        more = ", ..." if self.failed > len(self.first_failures) else ""
+        return (
+            f"rules replay: {self.failed} of {self.answered} line(s) could not be played "
+            f"(line {shown}{more})"
+        )
+
+
+def replay_stream(lines: Iterable[str], output: IO[str]) -> ReplayCount:
+    """Answer every non-blank line of ``lines`` on ``output``, flushing after each."""
+    count = ReplayCount()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        answer = replay_line(line, number)
+        output.write(json.dumps(answer) + "\n")
         output.flush()
-        answered += 1
-    return answered
+        count.answered += 1
+        if "error" in answer:
+            count.failed += 1
+            if len(count.first_failures) < 10:
+                count.first_failures.append(number)
+    return count
 
 
 def run_replay(_args: argparse.Namespace) -> int:
     # readline() rather than iterating the file: iteration reads ahead in blocks, and a
     # caller that writes one line and waits for the answer would wait forever.
-    replay_stream(iter(sys.stdin.readline, ""), sys.stdout)
+    count = replay_stream(iter(sys.stdin.readline, ""), sys.stdout)
+    if count.failed:
+        print(f"livetable: error: {count.summary()}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -25,6 +25,8 @@ from controller.games.blackjack_hand import (
     YES,
     BlackjackRules,
     TokenDecisions,
+    hand_net,
+    hand_total,
     rules_for,
 )
 from controller.games.boundless import PlayerResolver, players_need_card
@@ -36,7 +38,10 @@ def replay(request: Mapping[str, Any]) -> dict[str, Any]:
     """Play one `livetable rules replay` line through the live engine.
 
     ``{"game", "cards", "boxes", "insurance", "decisions"}`` in, ``{"boxes": [{"net",
-    "hands"}], "dealer", "cards_used"}`` out (plus ``"side_bets"`` for Boundless). Cards are
+    "hands", "totals", "outcomes"}], "dealer", "dealer_total", "cards_used"}`` out (plus
+    ``"side_bets"`` for Boundless): each hand's cards, total and outcome (``win``, ``lose``,
+    ``push``, ``blackjack``, ``surrender``, ``even_money``), as baccarat's answer gives each
+    hand's total and the winner. Cards are
     dealt in the live order; each box's tokens are consumed in the order its decisions are
     asked; when they run out the timeout auto-play rule decides (insurance and even money
     are answered from ``insurance[box]``). Cards and tokens beyond need are ignored.
@@ -140,23 +145,36 @@ def _play(
         else:  # insurance or even money for one box
             round_.decide(step.box, step.hand, YES if insurance[step.box - 1] else NO)
     answer: dict[str, Any] = {}
+    dealer_total, dealer_blackjack = round_.dealer_total(), round_.dealer_blackjack
     if shared:
         if players is None:
             players = seat_players()  # dealer BJ or a shared BJ: nobody was asked
         results = [player.result(round_.dealer) for player in players]
         answer["boxes"] = [
-            {"net": result.net, "hands": [[str(card) for card in hand] for hand in result.hands]}
+            {
+                "net": result.net,
+                "hands": [[str(card) for card in hand] for hand in result.hands],
+                "totals": [hand_total(hand)[0] for hand in result.hands],
+                "outcomes": list(result.outcomes),
+            }
             for result in results
         ]
     else:
-        answer["boxes"] = [
-            {
-                "net": round_.box_net(box),
-                "hands": [[str(card) for card in hand.cards] for hand in round_.box_hands(box)],
-            }
-            for box in range(1, round_.box_count + 1)
-        ]
+        answer["boxes"] = []
+        for box in range(1, round_.box_count + 1):
+            hands = round_.box_hands(box)
+            answer["boxes"].append(
+                {
+                    "net": round_.box_net(box),
+                    "hands": [[str(card) for card in hand.cards] for hand in hands],
+                    "totals": [hand.total for hand in hands],
+                    "outcomes": [
+                        hand_net(hand, dealer_total, dealer_blackjack)[1] for hand in hands
+                    ],
+                }
+            )
     answer["dealer"] = [str(card) for card in round_.dealer]
+    answer["dealer_total"] = dealer_total
     answer["cards_used"] = feed.used
     if shared:
         answer["side_bets"] = side_bet_results(round_.common[:2], round_.dealer)

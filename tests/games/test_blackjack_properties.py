@@ -72,10 +72,18 @@ def reference_one_box(game: str, cards: list[Card], tokens: list[str]) -> dict[s
     dealer_bj = natural(dealer)
     player_bj = natural(player)
     if dealer_bj:
-        net = 0.0 if player_bj else -1.0
+        net, outcome = (0.0, "push") if player_bj else (-1.0, "lose")
         return {
-            "boxes": [{"net": net, "hands": [[str(c) for c in player]]}],
+            "boxes": [
+                {
+                    "net": net,
+                    "hands": [[str(c) for c in player]],
+                    "totals": [best(player)],
+                    "outcomes": [outcome],
+                }
+            ],
             "dealer": [str(c) for c in dealer_order],
+            "dealer_total": 21,
             "cards_used": used,
         }
     bet = 1.0
@@ -105,20 +113,28 @@ def reference_one_box(game: str, cards: list[Card], tokens: list[str]) -> dict[s
             dealer_order.append(take())
     dealer_total = best(dealer_order)
     if surrendered:
-        net = -0.5
+        net, outcome = -0.5, "surrender"
     elif player_bj:
-        net = 1.5
+        net, outcome = 1.5, "blackjack"
     elif busted:
-        net = -bet
+        net, outcome = -bet, "lose"
     elif dealer_total > 21 or best(player) > dealer_total:
-        net = bet
+        net, outcome = bet, "win"
     elif best(player) == dealer_total:
-        net = 0.0
+        net, outcome = 0.0, "push"
     else:
-        net = -bet
+        net, outcome = -bet, "lose"
     return {
-        "boxes": [{"net": net, "hands": [[str(c) for c in player]]}],
+        "boxes": [
+            {
+                "net": net,
+                "hands": [[str(c) for c in player]],
+                "totals": [best(player)],
+                "outcomes": [outcome],
+            }
+        ],
         "dealer": [str(c) for c in dealer_order],
+        "dealer_total": dealer_total,
         "cards_used": used,
     }
 

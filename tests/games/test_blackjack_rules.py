@@ -519,7 +519,8 @@ def test_replay_rejects_bad_requests(request_: dict[str, Any], message: str) -> 
 def test_replay_ignores_cards_beyond_need_and_counts_cards_used() -> None:
     result = run(CLASSIC, [("TS", "9H")], up="TD", hole="8C", rest=["2S", "3S"])
     assert result == {
-        "boxes": [{"net": 1.0, "hands": [["TS", "9H"]]}],
+        "boxes": [{"net": 1.0, "hands": [["TS", "9H"]], "totals": [19], "outcomes": ["win"]}],
         "dealer": ["8C", "TD"],
+        "dealer_total": 18,
         "cards_used": 4,
     }

@@ -83,9 +83,13 @@ def test_replay_output_format_and_error_lines_keep_the_stream_going() -> None:
         ),
     ]
     result = _run(["rules", "replay"], "\n".join(lines) + "\n")
-    assert result.returncode == 0, result.stderr
+    # Any line that failed fails the run, and stderr counts them in one line.
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.splitlines() == [
+        "livetable: error: rules replay: 6 of 8 line(s) could not be played (line 2, 3, 4, 5, 6, 7)"
+    ]
     answers = [json.loads(line) for line in result.stdout.splitlines()]
-    assert len(answers) == len(lines)
+    assert len(answers) == len(lines) - 1  # the blank line is skipped
     first = answers[0]
     assert first == {
         "player": ["AS", "5H"],
@@ -105,8 +109,12 @@ def test_replay_output_format_and_error_lines_keep_the_stream_going() -> None:
     assert "mode" in answers[4]["error"]
     assert "unknown game" in answers[5]["error"]
     assert "JSON object" in answers[6]["error"]
-    assert "malformed JSON" in answers[7]["error"]
-    last = answers[8]
+    # Each error names its input line: a lab finds the line in a file of thousands.
+    for number, answer in enumerate(answers[1:7], start=2):
+        assert answer["line"] == number
+        assert answer["error"].startswith(f"line {number}: ")
+    assert answers[1]["error"].startswith("line 2: malformed JSON at column 1: ")
+    last = answers[7]
     assert last["player"] == ["TS", "5D", "KD"]  # 10S normalised
     assert last["bets"]["banker"] == 0.5  # no-commission Banker 6
     assert set(answers[0]) == set(last)
@@ -198,13 +206,18 @@ def test_rtp_simulation_json_has_intervals_and_is_reproducible() -> None:
     ("args", "message"),
     [
         (["rtp", "--game", "blackjack-classic", "--exact"], "baccarat only"),
-        (["rtp", "--game", "baccarat", "--rounds", "0"], "positive"),
     ],
 )
 def test_rtp_refuses_what_it_cannot_do(args: list[str], message: str) -> None:
     result = _run(args)
     assert result.returncode == 1
     assert message in result.stderr
+
+
+def test_rtp_refuses_a_nonsensical_number_of_rounds_as_a_usage_error() -> None:
+    result = _run(["rtp", "--game", "baccarat", "--rounds", "0"])
+    assert result.returncode == 2
+    assert "argument --rounds: 0 is not a positive whole number" in result.stderr
 
 
 def test_rtp_needs_a_method() -> None:
@@ -265,11 +278,16 @@ def test_replay_mixes_games_with_the_real_blackjack_rules() -> None:
         json.dumps(BACCARAT_LINE),
     ]
     result = _run(["rules", "replay"], "\n".join(lines) + "\n")
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, result.stderr
+    assert "2 of 5 line(s) could not be played (line 3, 4)" in result.stderr
     answers = [json.loads(line) for line in result.stdout.splitlines()]
     assert len(answers) == 5
     assert set(answers[0]) >= {"boxes", "dealer", "cards_used"}
     assert answers[0]["boxes"][0]["hands"] == [["TS", "7D"]]
+    # Each hand's total and outcome, as baccarat gives each hand's total and the winner.
+    assert answers[0]["boxes"][0]["totals"] == [17]
+    assert answers[0]["boxes"][0]["outcomes"] == ["lose"]
+    assert answers[0]["dealer"] == ["9H", "KC"] and answers[0]["dealer_total"] == 19
     assert answers[1]["winner"] == "banker"
     assert "error" in answers[2]
     assert "error" in answers[3]  # two cards cannot finish a boundless round
