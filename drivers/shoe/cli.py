@@ -1,7 +1,11 @@
 """``livetable shoe monitor``: print every event a shoe sends, for commissioning a table.
+``livetable shoe ports``: the serial ports of this machine, with their stable names.
 
-Opens the port exactly as the table does (same driver, same reconnects) and prints one line
-an event, or one JSON object a line with ``--json``. Statistics go to stderr at the end.
+The monitor opens the port exactly as the table does (same driver, same reconnects) and
+prints one line an event, or one JSON object a line with ``--json``. At the end it writes its
+statistics and, for an Angel Eye shoe, a commissioning report (the variant it saw and the
+``[shoe]`` lines that fix it) to stderr. A port that cannot be opened ends the run at once
+(exit status 2) unless ``--wait`` is given; a run that never saw the shoe online exits 1.
 """
 
 from __future__ import annotations
@@ -9,16 +13,23 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import queue
 import sys
 import time
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from controller.cli_support import default_to_help
-from drivers.shoe.driver import PARITIES, ShoeConfig, ShoeDriver
+from controller.errors import DeviceError
+from drivers.shoe.angel_eye_variants import BIT7_SETTINGS, VARIANT_NAMES
+from drivers.shoe.commissioning import angel_eye_report, statistics
+from drivers.shoe.driver import PARITIES, ShoeConfig, ShoeDriver, open_port
 from drivers.shoe.events import ShoeEvent
-from drivers.shoe.sessions import PROTOCOL_NAMES
+from drivers.shoe.sessions import PROTOCOL_NAMES, AngelEyeSession
+
+BY_ID = Path("/dev/serial/by-id")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -42,9 +53,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="with-stx",
         help="Angel Eye: whether host-command BCCs include STX",
     )
+    monitor.add_argument(
+        "--variant",
+        choices=VARIANT_NAMES,
+        default="auto",
+        help="Angel Eye: how SEQ counts (default auto: found from the first frames)",
+    )
+    monitor.add_argument(
+        "--data-bit7", choices=BIT7_SETTINGS, default="auto", help="Angel Eye: data bit 7 rule"
+    )
     monitor.add_argument("--count", type=int, help="stop after this many events")
     monitor.add_argument("--seconds", type=float, help="stop after this long")
+    monitor.add_argument(
+        "--wait", action="store_true", help="wait for a port that cannot be opened yet"
+    )
     monitor.set_defaults(func=run)
+    ports = shoe_commands.add_parser(
+        "ports", help="list serial ports with their stable by-id names", description=__doc__
+    )
+    ports.set_defaults(func=list_ports)
 
 
 def event_record(event: ShoeEvent) -> dict[str, Any]:
@@ -76,7 +103,16 @@ def run(args: argparse.Namespace) -> int:
         parity=args.parity,
         stopbits=args.stopbits,
         command_bcc_includes_stx=args.command_bcc == "with-stx",
+        variant=args.variant,
+        data_bit7=args.data_bit7,
     )
+    try:
+        open_port(config).close()
+    except DeviceError as error:
+        if not args.wait:
+            print(f"{error} (give --wait to wait for it)", file=sys.stderr)
+            return 2
+        print(f"{error}; waiting for it (Ctrl-C to stop)", file=sys.stderr, flush=True)
     events: queue.Queue[ShoeEvent] = queue.Queue()
     deadline = time.monotonic() + args.seconds if args.seconds is not None else None
     printed = 0
@@ -98,8 +134,45 @@ def run(args: argparse.Namespace) -> int:
                 printed += 1
         except KeyboardInterrupt:
             pass
-    print(
-        f"decoder: {driver.session.decoder_stats}; session: {driver.session.session_stats}",
-        file=sys.stderr,
-    )
+    session = driver.session
+    print(statistics(session), file=sys.stderr)
+    if isinstance(session, AngelEyeSession):
+        print(angel_eye_report(session), file=sys.stderr)
+    if not driver.ever_online:
+        print(f"The shoe on {config.port} was never online.", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _by_id_names() -> dict[str, list[str]]:
+    names: dict[str, list[str]] = {}
+    if BY_ID.is_dir():
+        for link in sorted(BY_ID.iterdir()):
+            names.setdefault(os.path.realpath(link), []).append(str(link))
+    return names
+
+
+def list_ports(args: argparse.Namespace) -> int:
+    """One port a line: the stable by-id name (use it in [shoe] port), the device, the USB
+    vendor and product ids, the description and serial number."""
+    from serial.tools import list_ports as serial_ports
+
+    ports = sorted(serial_ports.comports(), key=lambda port: port.device)
+    if not ports:
+        print("No serial ports found.")
+        return 0
+    by_id = _by_id_names()
+    for port in ports:
+        stable = by_id.get(os.path.realpath(port.device), [])
+        usb = f"USB {port.vid:04x}:{port.pid:04x}" if port.vid is not None else "not USB"
+        parts = [
+            ", ".join(stable) if stable else f"{port.device} (no by-id name)",
+            f"device {port.device}",
+            usb,
+        ]
+        if port.description and port.description != "n/a":
+            parts.append(port.description)
+        if port.serial_number:
+            parts.append(f"serial number {port.serial_number}")
+        print("; ".join(parts))
     return 0

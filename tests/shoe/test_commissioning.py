@@ -1,0 +1,65 @@
+"""``livetable shoe monitor``'s end of run (commissioning report, plain statistics, exit
+status) and ``livetable shoe ports``."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from controller.cli import main
+from simulators.shoe import ShoeSimulator
+from tests.support.wait import wait_until
+
+
+def test_monitor_reports_the_variant_it_saw(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    link = tmp_path / "shoe"
+    with ShoeSimulator("angel-eye", link, seed=3, variant="wrap9", data_bit7=False) as sim:
+        arguments = ["shoe", "monitor", "--port", str(link), "--protocol", "angel-eye"]
+        arguments += ["--count", "22", "--seconds", "30"]
+        status: list[int] = []
+        monitor = threading.Thread(target=lambda: status.append(main(arguments)))
+        monitor.start()
+        printed: list[str] = []
+
+        def monitor_online() -> bool:
+            printed.append(capsys.readouterr().out)
+            return "ShoeOnline" in "".join(printed)
+
+        wait_until(monitor_online, 20, "the monitor's ShoeOnline line")
+        for _ in range(21):
+            sim.draw()
+        monitor.join(30)
+    captured = capsys.readouterr()
+    assert status == [0]
+    report = captured.err
+    assert "Frames decoded: 21; bad checksums: 0" in report
+    assert "DecoderStats(" not in report and "SessionStats(" not in report
+    assert "Numbering: '1'-'9', back to '1' after '9' (modulo 9); decided at frame 10" in report
+    assert "Data bit 7: clear in" in report
+    assert "card in a game (D) 21" in report
+    assert 'variant = "wrap9"' in report and 'data_bit7 = "ignored"' in report
+    assert "gaps: 0" in report
+
+
+def test_monitor_on_a_port_that_cannot_be_opened(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    absent = str(tmp_path / "absent")
+    assert main(["shoe", "monitor", "--port", absent, "--protocol", "angel-eye"]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and "cannot open shoe port" in lines[0] and "--wait" in lines[0]
+    arguments = ["shoe", "monitor", "--port", absent, "--protocol", "native"]
+    assert main([*arguments, "--wait", "--seconds", "0.5"]) == 1
+    err = capsys.readouterr().err
+    assert "waiting for it" in err and "was never online" in err
+
+
+def test_ports_lists_something_or_says_there_is_none(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["shoe", "ports"]) == 0
+    out = capsys.readouterr().out
+    assert out.strip()
+    assert "Traceback" not in out
