@@ -206,6 +206,10 @@ class Dealer(Protocol):
     def shuffle(self) -> None: ...
 
 
+# A dealer's mistake happens only this long before betting closes (it must arrive first).
+MISTAKE_MARGIN_S = 0.5
+# A supervisor whose resolution was refused looks again after this.
+RETRY_S = 0.5
 # How a pause names the dealer's misread hole card (controller.table.state.HOLE_UNREAD).
 HOLE_CARD = "hole card"
 
@@ -251,6 +255,7 @@ class TableBots:
     _mistaken_in: set[int] = field(default_factory=set)
     _misread: dict[str, str] = field(default_factory=dict)
     _dealt: dict[str, str] = field(default_factory=dict)
+    _retry_at: float = 0.0
 
     def start(self) -> None:
         self._rng = random.Random(self.seed)
@@ -308,8 +313,11 @@ class TableBots:
             if str((state.get("awaiting") or {}).get("position", "")).startswith("dealer"):
                 self.dealer.turn_over()
         elif phase == "BETTING" and self.dealer is not None and self.mistake_rate:
-            round_id = (state.get("round") or {}).get("id")
-            if round_id not in self._mistaken_in:
+            live_round = state.get("round") or {}
+            round_id, closes = live_round.get("id"), live_round.get("deadline")
+            # Only well before betting closes: a card that came after it would be in turn.
+            early = isinstance(closes, int | float) and closes - time.time() > MISTAKE_MARGIN_S
+            if round_id not in self._mistaken_in and early:
                 self._mistaken_in.add(round_id)
                 if self._rng.random() < self.mistake_rate:
                     self.mistakes += 1
@@ -323,7 +331,8 @@ class TableBots:
         elif phase == "DECIDING":
             self._decide(state)
         elif phase == "PAUSED":
-            self._resolve(state)
+            if not self._resolve(state):
+                return  # not resolved (refused, or for a person): try again later
         else:
             return
         self._acted_on = key
@@ -371,8 +380,11 @@ class TableBots:
             emitted = dealer.deal(position, face_down)
             if emitted is not None and emitted.card:
                 self._dealt[position] = emitted.card
+                where = HOLE_CARD if face_down else position
                 if emitted.event == "misread":
-                    self._misread[HOLE_CARD if face_down else position] = emitted.card
+                    self._misread[where] = emitted.card
+                else:
+                    self._misread.pop(where, None)
 
     def _decide(self, state: dict[str, Any]) -> None:
         requests = [e for e in list(self.platform.events) if e["type"] == "decision_requested"]
@@ -396,27 +408,34 @@ class TableBots:
         if not answer["ok"] and answer.get("error", {}).get("code") != "stale":
             self.errors.append(f"decide: {answer['message']}")
 
-    def _resolve(self, state: dict[str, Any]) -> None:
+    def _resolve(self, state: dict[str, Any]) -> bool:
+        """Resolve the pause as its ``needs`` say; whether the table took the resolution."""
         pause = state["pause"] or {}
         if pause.get("by"):
-            return  # a person paused it: a person resumes it
-        if self.resolve_delay_s and self._stop.wait(self.resolve_delay_s):
-            return
+            return True  # a person paused it: a person resumes it
+        wait = max(self.resolve_delay_s, self._retry_at - time.monotonic())
+        if wait > 0 and self._stop.wait(wait):
+            return False
         needs = " ".join(pause.get("needs", []))
-        if "no_cards_drawn" in needs:
+        if "accept or burn" in needs:
+            # Cards drawn out of turn go first; a card to enter, if any, after.
+            answer = self.supervisor.request("resume", resolution="burn")
+        elif "no_cards_drawn" in needs:
             # This dealer draws only when the table asks for a card, which it does not while
             # the shoe is offline: no card can have left unannounced.
-            self._expect(self.supervisor.request("resume", resolution="no_cards_drawn"), "resume")
-            return
-        if "enter_card" in needs:
+            answer = self.supervisor.request("resume", resolution="no_cards_drawn")
+        elif "enter_card" in needs:
             card = self._unread_card(needs)
             if card is None:
-                return  # a person must read the card; the test decides
-            self._expect(self.supervisor.request("enter_card", card=card), "enter_card")
-            return
-        resolution = "burn" if "accept or burn" in needs else ""
-        args = {"resolution": resolution} if resolution else {}
-        self._expect(self.supervisor.request("resume", **args), "resume")
+                return True  # a person must read the card; the test decides
+            answer = self.supervisor.request("enter_card", card=card)
+        else:
+            answer = self.supervisor.request("resume")
+        if answer["ok"]:
+            return True
+        self.errors.append(f"resolving {pause.get('reason')}: {answer['message']}")
+        self._retry_at = time.monotonic() + RETRY_S
+        return False
 
     def _unread_card(self, needs: str) -> str | None:
         """The face of the card the pause asks for, as the dealer saw it on the felt."""
@@ -425,7 +444,7 @@ class TableBots:
         match = re.search(r"enter_card for the unread card at (\S+)", needs)
         where = HOLE_CARD if HOLE_CARD in needs else (match[1] if match else "")
         # A card lost on a noisy line was read by nobody: the last one laid there.
-        return self._misread.pop(where, None) or self._dealt.get(where)
+        return self._misread.get(where) or self._dealt.get(where)
 
     def _expect(self, answer: dict[str, Any], what: str) -> None:
         if not answer["ok"]:
