@@ -1,0 +1,590 @@
+"""A studio of tables for tests: many ``livetable run`` daemons, each with its own simulated
+shoe on its own pty, driven by ONE set of bots over MQTT, watched by ONE independent
+subscriber, and measured from ``/proc``.
+
+One :class:`TableBots` per table costs three MQTT connections (three network threads) and a
+bot thread; twenty tables would be eighty threads in the test process on a 2-core machine.
+:class:`StudioBots` plays the dealer, the platform and the supervisor for every table from one
+thread, round-robin, over two MQTT connections (the platform's and the supervisor's account,
+each subscribed to ``livetable/+/...``). The tables still hear from the bots only over MQTT,
+and the bots see the tables only through what they publish (the dealer's hand on the shoe
+aside: it draws on the pty, as a dealer does). It never waits on an answer: a request is sent,
+its table is skipped until the answer comes (or its deadline passes), and the other tables
+are served meanwhile.
+
+:class:`StreamWatcher` is the independent consumer: one paho client on ``livetable/+/events``
+and ``livetable/+/state`` (and ``availability``, to tell when a table is up), optionally with a
+persistent session, keeping every table's events in arrival order.
+
+:func:`process_usage` reads a process's CPU seconds and resident memory from ``/proc``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import paho.mqtt.client as mqtt
+
+from simulators.shoe.simulator import FaultPlan, ShoeSimulator
+from tests.support.daemon import DaemonProcess, write_config
+
+PREFIX = "livetable"
+RESPONSE_TIMEOUT_S = 15.0
+# A pass over every table, then this pause: short beside a card's round trip, long enough
+# that an idle driver does not spin a core the daemons need.
+PASS_PAUSE_S = 0.005
+
+
+def _table_of(topic: str) -> str:
+    return topic.split("/", 2)[1]
+
+
+# --- processes -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessUsage:
+    """CPU seconds (user + system) used so far and resident memory (now and peak), in KiB."""
+
+    cpu_s: float
+    rss_kib: int
+    peak_rss_kib: int
+
+    def to_dict(self) -> dict[str, float | int]:
+        return {
+            "cpu_s": round(self.cpu_s, 3),
+            "rss_kib": self.rss_kib,
+            "peak_rss_kib": self.peak_rss_kib,
+        }
+
+
+def process_usage(pid: int) -> ProcessUsage:
+    """From ``/proc/<pid>/stat`` (utime, stime) and ``/proc/<pid>/status`` (VmRSS, VmHWM)."""
+    with open(f"/proc/{pid}/stat", "rb") as stat:
+        # The command name may hold spaces and parentheses: count fields after the last ')'.
+        fields = stat.read().rsplit(b")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    cpu_s = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime: fields 14 and 15
+    memory: dict[str, int] = {}
+    with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
+        for line in status:
+            name, _, value = line.partition(":")
+            if name in ("VmRSS", "VmHWM"):
+                memory[name] = int(value.split()[0])  # kB
+    return ProcessUsage(cpu_s, memory.get("VmRSS", 0), memory.get("VmHWM", 0))
+
+
+def cpu_model() -> str:
+    with open("/proc/cpuinfo", encoding="ascii", errors="replace") as cpuinfo:
+        for line in cpuinfo:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def percentile(values: Iterable[float], fraction: float) -> float | None:
+    """The nearest-rank percentile (``fraction`` in [0, 1]) of ``values``; None if empty."""
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    rank = min(max(1, math.ceil(fraction * len(ordered))), len(ordered))
+    return ordered[rank - 1]
+
+
+# --- the tables --------------------------------------------------------------------------------
+
+
+@dataclass
+class StudioTable:
+    """One table: its daemon and its shoe (a simulator on its own pty)."""
+
+    table_id: str
+    game: str
+    workdir: Path
+    shoe: ShoeSimulator
+    daemon: DaemonProcess
+
+    @property
+    def pid(self) -> int:
+        assert self.daemon.process is not None
+        return self.daemon.process.pid
+
+    def close(self) -> None:
+        try:
+            self.daemon.stop()
+        finally:
+            self.shoe.stop()
+
+
+def make_table(
+    workdir: Path,
+    table_id: str,
+    game: str,
+    broker_port: int,
+    *,
+    faults: FaultPlan | None = None,
+    seed: int = 11,
+    **config: Any,
+) -> StudioTable:
+    """A table's directory, its shoe (started: the pty exists) and its daemon (not started)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    shoe = ShoeSimulator(
+        "angel-eye",
+        workdir / "shoe",
+        seed=seed,
+        cut_card_depth=60,
+        faults=faults,
+        truth_path=workdir / "shoe-truth.jsonl",
+    )
+    shoe.start()
+    config_path = write_config(
+        workdir / f"{table_id}.toml",
+        table_id=table_id,
+        game=game,
+        shoe_port=workdir / "shoe",
+        broker_port=broker_port,
+        **config,
+    )
+    daemon = DaemonProcess(config_path, workdir / "daemon.log")
+    return StudioTable(table_id, game, workdir, shoe, daemon)
+
+
+# --- the independent subscriber ------------------------------------------------------------------
+
+
+class StreamWatcher:
+    """Every table's ``events`` (in arrival order, repeats included), latest ``state`` and
+    ``availability``, from one MQTT connection. With ``client_id``, a persistent session
+    (clean session off): the broker keeps its QoS 1 messages while it is away."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str | None = None,
+        username: str | None = None,
+        password: str | None = None,
+        extra_topics: tuple[str, ...] = (),
+    ) -> None:
+        self._lock = threading.Lock()
+        self.events: dict[str, list[dict[str, Any]]] = {}
+        self.arrivals: dict[str, list[float]] = {}
+        """When each of ``events`` arrived (wall clock, as the events' ``at``)."""
+        self.states: dict[str, dict[str, Any]] = {}
+        self.availability: dict[str, str] = {}
+        self.other: dict[str, bytes] = {}
+        """The last payload on each of ``extra_topics``' topics."""
+        self.messages = 0
+        self.connects = 0
+        self.connected = threading.Event()
+        self._topics = [
+            (f"{PREFIX}/+/events", 1),
+            (f"{PREFIX}/+/state", 1),
+            (f"{PREFIX}/+/availability", 1),
+            *((topic, 1) for topic in extra_topics),
+        ]
+        self.client = mqtt.Client(
+            mqtt.CallbackAPIVersion.VERSION2,
+            client_id=client_id or f"watcher-{uuid.uuid4().hex[:8]}",
+            protocol=mqtt.MQTTv311,
+            clean_session=client_id is None,
+        )
+        if username is not None:
+            self.client.username_pw_set(username, password)
+        # A consumer that comes back soon after its broker does (paho's default backs off to
+        # two minutes).
+        self.client.reconnect_delay_set(1, 2)
+        self.client.on_connect = self._on_connect
+        self.client.on_disconnect = self._on_disconnect
+        self.client.on_message = self._on_message
+        self.client.connect_async(host, port, keepalive=30)
+        self.client.loop_start()
+
+    def _on_connect(self, client: Any, _u: Any, _f: Any, reason: Any, _p: Any) -> None:
+        if reason.is_failure:
+            return
+        client.subscribe(self._topics)
+        self.connects += 1
+        self.connected.set()
+
+    def _on_disconnect(self, _c: Any, _u: Any, _f: Any, _reason: Any, _p: Any) -> None:
+        self.connected.clear()
+
+    def _on_message(self, _client: Any, _u: Any, message: Any) -> None:
+        topic = message.topic
+        kind = topic.rsplit("/", 1)[1]
+        table = _table_of(topic)
+        arrived = time.time()
+        with self._lock:
+            if topic.startswith(f"{PREFIX}/"):
+                self.messages += 1
+            if kind == "events":
+                self.events.setdefault(table, []).append(json.loads(message.payload))
+                self.arrivals.setdefault(table, []).append(arrived)
+            elif kind == "state":
+                state = json.loads(message.payload)
+                last = self.states.get(table)
+                if last is None or state["seq"] >= last["seq"]:
+                    self.states[table] = state
+            elif kind == "availability":
+                self.availability[table] = message.payload.decode()
+            else:
+                self.other[topic] = bytes(message.payload)
+
+    def events_of(self, table: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self.events.get(table, ()))
+
+    def latencies(self, table: str, kind: str) -> list[float]:
+        """For each ``kind`` event of ``table`` (first arrival of each seq): seconds from its
+        input (``at``) to its arrival here."""
+        seen: set[int] = set()
+        found = []
+        with self._lock:
+            pairs = list(zip(self.events.get(table, ()), self.arrivals.get(table, ()), strict=True))
+        for event, arrived in pairs:
+            if event["type"] == kind and event["seq"] not in seen and event.get("at"):
+                seen.add(event["seq"])
+                found.append(arrived - event["at"])
+        return found
+
+    def state_of(self, table: str) -> dict[str, Any] | None:
+        with self._lock:
+            return self.states.get(table)
+
+    def caught_up(self, table: str, seq: int) -> bool:
+        """Whether this table's events up to ``seq`` have all arrived (repeats aside)."""
+        with self._lock:
+            seen = {event["seq"] for event in self.events.get(table, ())}
+        return seen.issuperset(range(1, seq + 1))
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+# --- the bots ----------------------------------------------------------------------------------
+
+
+class MultiTableAccount:
+    """One API account (platform or supervisor) for every table: its latest state per table,
+    what the bots need of its events, and its answers, from one MQTT connection."""
+
+    def __init__(self, host: str, port: int, role: str, name: str) -> None:
+        self.role = role
+        self.name = name
+        self._lock = threading.Lock()
+        self.states: dict[str, dict[str, Any]] = {}
+        self.settled: dict[str, set[int]] = {}
+        self.last_decision_request: dict[str, dict[str, Any]] = {}
+        self.seen: dict[str, dict[int, str]] = {}
+        """Every event's type by seq, per table."""
+        self._responses: dict[str, dict[str, Any]] = {}
+        self.connected = threading.Event()
+        self.client = mqtt.Client(
+            mqtt.CallbackAPIVersion.VERSION2,
+            client_id=f"{name}-{uuid.uuid4().hex[:8]}",
+            protocol=mqtt.MQTTv311,
+        )
+        self.client.username_pw_set(name)
+        self.client.on_connect = self._on_connect
+        self.client.on_message = self._on_message
+        self.client.connect_async(host, port, keepalive=30)
+        self.client.loop_start()
+
+    def _on_connect(self, client: Any, _u: Any, _f: Any, reason: Any, _p: Any) -> None:
+        if reason.is_failure:
+            return
+        # paho leaves Nagle's algorithm on: a request written just after an acknowledgement
+        # would wait for the broker's delayed ACK (about 40 ms on Linux). A platform that
+        # wants its answers fast sets TCP_NODELAY, as this one does.
+        client.socket().setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        client.subscribe(
+            [
+                (f"{PREFIX}/+/state", 1),
+                (f"{PREFIX}/+/events", 1),
+                (f"{PREFIX}/+/response/{self.name}", 1),
+            ]
+        )
+        self.connected.set()
+
+    def _on_message(self, _client: Any, _u: Any, message: Any) -> None:
+        topic = message.topic
+        table = _table_of(topic)
+        body = json.loads(message.payload)
+        with self._lock:
+            if topic.endswith("/state"):
+                last = self.states.get(table)
+                if last is None or body["seq"] >= last["seq"]:
+                    self.states[table] = body
+            elif topic.endswith("/events"):
+                self.seen.setdefault(table, {})[body["seq"]] = body["type"]
+                if body["type"] == "round_settled":
+                    self.settled.setdefault(table, set()).add(body["seq"])
+                elif body["type"] == "decision_requested":
+                    last = self.last_decision_request.get(table)
+                    if last is None or body["seq"] > last["seq"]:
+                        self.last_decision_request[table] = body
+            else:
+                self._responses[str(body.get("transaction"))] = body
+
+    def state(self, table: str) -> dict[str, Any] | None:
+        with self._lock:
+            return self.states.get(table)
+
+    def rounds_settled(self, table: str) -> int:
+        with self._lock:
+            return len(self.settled.get(table, ()))
+
+    def event_after(self, table: str, kind: str, seq: int) -> int | None:
+        """The ``seq`` of the first ``kind`` event of ``table`` after ``seq``, if seen yet."""
+        with self._lock:
+            found = [
+                number
+                for number, seen in self.seen.get(table, {}).items()
+                if seen == kind and number > seq
+            ]
+        return min(found, default=None)
+
+    def decision_request(self, table: str) -> dict[str, Any] | None:
+        with self._lock:
+            return self.last_decision_request.get(table)
+
+    def send(self, table: str, command: str, **args: Any) -> str:
+        transaction = uuid.uuid4().hex
+        topic = f"{PREFIX}/{table}/request/{self.role}/{self.name}/{command}"
+        self.client.publish(topic, json.dumps({"transaction": transaction, **args}), qos=1)
+        return transaction
+
+    def take_response(self, transaction: str) -> dict[str, Any] | None:
+        with self._lock:
+            return self._responses.pop(transaction, None)
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+@dataclass
+class _Pending:
+    account: MultiTableAccount
+    what: str
+    transaction: str
+    deadline: float
+    seq: int
+    """The ``seq`` of the state the request was sent on."""
+    answered: bool = False
+
+
+# The event each request publishes when it is done: the bots wait for it before acting on
+# that table again, because the answer (its own topic) may overtake states published before
+# the request was done, and acting on those would repeat the request.
+DONE_EVENT: dict[str, str] = {
+    "new_shoe": "shoe_started",
+    "open_round": "round_opened",
+    "decide": "decision_taken",
+    "resume": "table_resumed",
+}
+
+
+def progress(state: dict[str, Any]) -> tuple[int, int | None]:
+    """What must change before the bots act on a table again.
+
+    Not the journal's head: the state is republished after every journaled row, also rows
+    with nothing for the bots (a lock confirmation), and a dealer who drew again on those
+    would draw a card out of turn. Every card dealt, request done or pause publishes an
+    event (``seq``); a burn card publishes none, only the count left to burn.
+    """
+    awaiting = state.get("awaiting") or {}
+    return state["seq"], awaiting.get("cards") if awaiting.get("what") == "burn" else None
+
+
+@dataclass
+class Seat:
+    """What the bots keep of one table: its shoe (the dealer's hand) and their progress."""
+
+    table_id: str
+    draw: Callable[[], object]
+    shuffle: Callable[[], None]
+    rounds: int
+    rounds_opened: int = 0
+    draws: int = 0
+    acted_on: tuple[int, int | None] | None = None
+    """The progress (see :func:`progress`) of the state last acted on."""
+    min_seq: int = 0
+    """After a request was done: the state must show its event before the next action."""
+    pending: _Pending | None = None
+    decided: set[int] = field(default_factory=set)
+
+
+class StudioBots:
+    """The dealer, the platform and the supervisor of every table, from one thread.
+
+    The same reactions as :class:`simulators.mqtt_bots.TableBots` (new shoe when the table
+    awaits one, a card when it deals, a round when the shoe is ready, a random decision when
+    asked, a resume when paused: ``burn`` for cards lost to the line), served round-robin.
+    """
+
+    def __init__(self, host: str, port: int, *, seed: int = 1) -> None:
+        self.platform = MultiTableAccount(host, port, "platform", "platform")
+        self.supervisor = MultiTableAccount(host, port, "supervisor", "alice")
+        self.seats: list[Seat] = []
+        self.errors: list[str] = []
+        self.requests = 0
+        self.response_s: dict[str, list[float]] = {}
+        """Seconds from each request to its answer, by command."""
+        self._rng = random.Random(seed)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def wait_connected(self, timeout: float = 10.0) -> bool:
+        return self.platform.connected.wait(timeout) and self.supervisor.connected.wait(timeout)
+
+    def seat(self, table_id: str, shoe: ShoeSimulator, rounds: int) -> None:
+        self.seats.append(Seat(table_id, shoe.draw, shoe.new_shoe, rounds))
+
+    def rounds_settled(self, table_id: str) -> int:
+        return self.platform.rounds_settled(table_id)
+
+    @property
+    def done(self) -> bool:
+        return all(self.rounds_settled(seat.table_id) >= seat.rounds for seat in self.seats)
+
+    def start(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="studio-bots", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+            self._thread = None
+
+    def close(self) -> None:
+        self.stop()
+        self.platform.close()
+        self.supervisor.close()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for seat in self.seats:
+                try:
+                    self._step(seat)
+                except Exception as error:  # keep playing; the test reads the errors
+                    self.errors.append(f"{seat.table_id}: {error!r}")
+            time.sleep(PASS_PAUSE_S)
+
+    def _request(
+        self,
+        seat: Seat,
+        state: dict[str, Any],
+        account: MultiTableAccount,
+        command: str,
+        **args: Any,
+    ) -> None:
+        transaction = account.send(seat.table_id, command, **args)
+        self.requests += 1
+        seat.pending = _Pending(
+            account, command, transaction, time.monotonic() + RESPONSE_TIMEOUT_S, state["seq"]
+        )
+
+    def _answered(self, seat: Seat) -> bool:
+        """Whether the seat is free to act: no request of its own unanswered, and the event
+        of the last one done has arrived (then only states from it on count)."""
+        pending = seat.pending
+        if pending is None:
+            return True
+        now = time.monotonic()
+        if not pending.answered:
+            answer = pending.account.take_response(pending.transaction)
+            if answer is None:
+                if now < pending.deadline:
+                    return False
+                self.errors.append(f"{seat.table_id}: no answer to {pending.what}")
+                seat.pending = None
+                return True
+            self.response_s.setdefault(pending.what, []).append(
+                now - (pending.deadline - RESPONSE_TIMEOUT_S)
+            )
+            if not answer["ok"]:
+                seat.pending = None
+                if answer.get("error", {}).get("code") != "stale":
+                    self.errors.append(f"{seat.table_id}: {pending.what}: {answer.get('message')}")
+                return True
+            pending.answered = True
+            if pending.what == "open_round":
+                seat.rounds_opened += 1
+        done = self.platform.event_after(seat.table_id, DONE_EVENT[pending.what], pending.seq)
+        if done is None:
+            if now < pending.deadline:
+                return False
+            self.errors.append(f"{seat.table_id}: {pending.what} done, but no event said so")
+            seat.pending = None
+            return True
+        seat.pending = None
+        seat.min_seq = done
+        return True
+
+    def _step(self, seat: Seat) -> None:
+        if not self._answered(seat):
+            return
+        table = seat.table_id
+        state = self.platform.state(table)
+        if state is None:
+            return
+        key = progress(state)
+        if state["seq"] < seat.min_seq or key == seat.acted_on:
+            return
+        phase = state["phase"]
+        if phase == "AWAITING_SHUFFLE" and seat.rounds_opened < seat.rounds:
+            seat.shuffle()
+            self._request(seat, state, self.supervisor, "new_shoe")
+        elif phase in ("BURN_REVEAL", "BURNING", "DEALING"):
+            seat.draw()
+            seat.draws += 1
+        elif phase == "SHOE_READY" and seat.rounds_opened < seat.rounds:
+            self._request(seat, state, self.platform, "open_round")
+        elif phase == "DECIDING":
+            request = self.platform.decision_request(table)
+            if request is None or request["seq"] in seat.decided:
+                return  # the request itself is still on its way
+            data = request["data"]
+            seat.decided.add(request["seq"])
+            self._request(
+                seat,
+                state,
+                self.platform,
+                "decide",
+                round_id=data["round_id"],
+                request_seq=request["seq"],
+                kind=data["kind"],
+                box=data["box"],
+                hand=data["hand"],
+                decision=self._rng.choice(data["options"]),
+            )
+        elif phase == "PAUSED":
+            needs = " ".join((state["pause"] or {}).get("needs", []))
+            if "enter_card" in needs and "no_cards_drawn" not in needs:
+                self.errors.append(f"{table}: a card needs entering by hand: {needs}")
+            elif "no_cards_drawn" in needs:
+                self._request(seat, state, self.supervisor, "resume", resolution="no_cards_drawn")
+            elif "accept or burn" in needs:
+                self._request(seat, state, self.supervisor, "resume", resolution="burn")
+            else:
+                self._request(seat, state, self.supervisor, "resume")
+        else:
+            return
+        seat.acted_on = key
