@@ -214,6 +214,24 @@ RETRY_S = 0.5
 HOLE_CARD = "hole card"
 
 
+LATEST = "latest"
+
+
+def _progress(state: dict[str, Any]) -> tuple[Any, ...]:
+    """What must change before the bots act on a table again: its events, phase, what it
+    awaits, the cards out of the shoe, the pause. Not the journal's head alone: the shoe's
+    lock confirmations move it without asking for anything, and a dealer who drew again on
+    those would draw a card out of turn."""
+    pause = state.get("pause") or {}
+    return (
+        state["seq"],
+        state["phase"],
+        json.dumps(state.get("awaiting"), sort_keys=True),
+        (state.get("shoe") or {}).get("cards_drawn"),
+        tuple(pause.get("needs") or ()),
+    )
+
+
 @dataclass
 class TableBots:
     """Platform, supervisor and dealer, each reacting to the table's published state.
@@ -290,7 +308,7 @@ class TableBots:
             return
         self._follow_events()
         phase = state["phase"]
-        key = (state["seq"], state["journal"]["seq"])
+        key = _progress(state)
         if key == self._acted_on:
             return
         if self.dealer is not None:
@@ -383,6 +401,7 @@ class TableBots:
                 where = HOLE_CARD if face_down else position
                 if emitted.event == "misread":
                     self._misread[where] = emitted.card
+                    self._misread[LATEST] = emitted.card
                 else:
                     self._misread.pop(where, None)
 
@@ -444,7 +463,7 @@ class TableBots:
         match = re.search(r"enter_card for the unread card at (\S+)", needs)
         where = HOLE_CARD if HOLE_CARD in needs else (match[1] if match else "")
         # A card lost on a noisy line was read by nobody: the last one laid there.
-        return self._misread.get(where) or self._dealt.get(where)
+        return self._misread.get(where) or self._dealt.get(where) or self._misread.get(LATEST)
 
     def _expect(self, answer: dict[str, Any], what: str) -> None:
         if not answer["ok"]:
