@@ -344,6 +344,8 @@ class DemoTable:
                 corrupt_rate=args.line_noise,
                 duplicate_rate=args.line_noise,
             ),
+            # What left the shoe, misread cards' faces included: the truth to check against.
+            truth_path=self.folder / "shoe-truth.jsonl",
         )
         self.config_path = write_table_config(self.folder, table_id, args, broker)
         self.camera: Any = None

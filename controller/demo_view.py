@@ -19,7 +19,7 @@ from typing import Any
 
 # Events a person watching does not need a line for.
 QUIET_EVENTS = frozenset({"betting_closed"})
-LAST_EVENTS = 7
+LAST_EVENTS = 12
 
 
 def _cards(cards: list[Any] | None) -> str:
@@ -282,7 +282,7 @@ def _shoe(state: dict[str, Any]) -> str:
     )
 
 
-def table_panel(table: TableWatch, now: float) -> Any:
+def table_panel(table: TableWatch, now: float, events_shown: int = LAST_EVENTS) -> Any:
     from rich.console import Group
     from rich.panel import Panel
     from rich.table import Table
@@ -318,6 +318,8 @@ def table_panel(table: TableWatch, now: float) -> Any:
     if pause is not None:
         text = Text(f"{pause.reason}: {pause.message}", style="bold red")
         if pause.resolved is None:
+            if pause.since is not None:
+                text.append(f"\nfor {max(0.0, now - float(pause.since)):.1f} s", style="red")
             for need in pause.needs:
                 text.append(f"\nneeds {need}", style="red")
             grid.add_row(Text("PAUSED", style="bold red"), text)
@@ -325,7 +327,7 @@ def table_panel(table: TableWatch, now: float) -> Any:
             text.stylize("red")
             text.append(f"\n{pause.resolved}", style="green")
             grid.add_row("last pause", text)
-    events = Text("\n".join(table.events), style="dim")
+    events = Text("\n".join(list(table.events)[-events_shown:]), style="dim")
     availability = table.availability or "?"
     title = f"table {table.table_id} · {state.get('game', '?')} · {availability}"
     subtitle = (
@@ -347,7 +349,8 @@ def render(watch: DemoWatch, header: str, now: float | None = None) -> Any:
 
     now = time.time() if now is None else now
     with watch.lock:
-        panels = [table_panel(table, now) for table in watch.tables.values()]
+        shown = LAST_EVENTS if len(watch.tables) < 2 else max(2, 8 // len(watch.tables))
+        panels = [table_panel(table, now, shown) for table in watch.tables.values()]
     layout = Layout()
     layout.split_column(
         Layout(Text(header, style="bold"), size=2, name="header"),
