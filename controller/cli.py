@@ -57,6 +57,14 @@ GROUP_MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
 }
 
+GROUP_EXAMPLES: dict[str, str] = {
+    "sim": examples(
+        "livetable sim shoe --protocol angel-eye --link /tmp/shoe",
+        "livetable sim camera --random 6 --video round.mkv",
+    ),
+    "bench": examples("livetable bench rules", "livetable bench table --json"),
+}
+
 
 def _register(module_name: str, subparsers: argparse._SubParsersAction) -> None:
     importlib.import_module(module_name).register(subparsers)
@@ -89,7 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     for module_name in TOP_LEVEL_MODULES:
         _register(module_name, subparsers)
     for group, (help_text, module_names) in GROUP_MODULES.items():
-        group_parser = subparsers.add_parser(group, help=help_text, description=help_text)
+        group_parser = subparsers.add_parser(
+            group, help=help_text, description=help_text, epilog=GROUP_EXAMPLES[group]
+        )
         group_subparsers = group_parser.add_subparsers(dest=f"{group}_command", metavar="WHAT")
         for module_name in module_names:
             _register(module_name, group_subparsers)

@@ -18,7 +18,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from controller.cli_support import default_to_help
+from controller.cli_support import (
+    add_json,
+    default_to_help,
+    examples,
+    positive_int,
+    positive_seconds,
+)
 from controller.errors import ConfigurationError, DeviceError
 
 if TYPE_CHECKING:
@@ -33,7 +39,10 @@ _IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", "
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``camera calibrate`` and ``camera enrol`` to the ``livetable`` command tree."""
     camera = subparsers.add_parser(
-        "camera", help="camera set-up", description="Camera set-up and checks."
+        "camera",
+        help="camera set-up",
+        description="Camera set-up and checks.",
+        epilog=examples("livetable camera calibrate --config /etc/livetable/t1.toml"),
     )
     camera_commands = camera.add_subparsers(dest="camera_command", metavar="WHAT")
     calibrate = camera_commands.add_parser(
@@ -43,6 +52,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Grab one frame from the configured camera (or --source, or an image file given "
             "with --image), draw every region with its position name, and save a PNG for an "
             "engineer to check that each outline lies over its card spot."
+        ),
+        epilog=examples(
+            "livetable camera calibrate --config /etc/livetable/t1.toml --output t1-regions.png"
         ),
     )
     _add_camera_options(calibrate)
@@ -55,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=Path("camera-calibration.png"),
         help="where to save the snapshot (default: camera-calibration.png)",
     )
-    calibrate.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_json(calibrate)
     calibrate.set_defaults(func=run_calibrate)
     _register_enrol(camera_commands)
     default_to_help(camera)
@@ -165,9 +177,13 @@ def _register_enrol(camera_commands: argparse._SubParsersAction) -> None:
         description=(
             "Ask for each card to be laid in one slot, save the slot's region from a fresh "
             "frame as PICTURES_DIR/<CARD>_<nnn>.png, then enrol the deck from that folder as "
-            "`livetable vision enrol` does and write it for the camera reader's [vision] deck. "
+            "livetable vision enrol does and write it for the camera reader's [vision] deck. "
             "Stopped (Ctrl-C) or failed, run it again: the pictures already taken are kept "
             "and counted."
+        ),
+        epilog=examples(
+            "livetable camera enrol --config /etc/livetable/t1.toml --slot player.card1 "
+            "-o /etc/livetable/decks/studio-deck.npz"
         ),
     )
     _add_camera_options(enrol)
@@ -177,7 +193,7 @@ def _register_enrol(camera_commands: argparse._SubParsersAction) -> None:
     enrol.add_argument("-o", "--output", required=True, type=Path, help="deck file to write")
     enrol.add_argument(
         "--pictures",
-        type=int,
+        type=positive_int,
         default=20,
         help="pictures of each card (default: 20; fewer than 4 leaves the deck uncalibrated)",
     )
@@ -197,8 +213,9 @@ def _register_enrol(camera_commands: argparse._SubParsersAction) -> None:
         "--model", type=Path, help="another exported model (default: the shipped one)"
     )
     enrol.add_argument(
-        "--timeout",
-        type=float,
+        "--timeout-s",
+        dest="timeout",
+        type=positive_seconds,
         default=_DEFAULT_FRAME_TIMEOUT_S,
         help=f"seconds to wait for a frame (default: {_DEFAULT_FRAME_TIMEOUT_S:g})",
     )
@@ -257,7 +274,7 @@ def run_enrol(args: argparse.Namespace) -> int:
     if args.pictures < 1:
         raise ConfigurationError(f"--pictures must be at least 1, got {args.pictures}")
     if not args.timeout > 0:
-        raise ConfigurationError(f"--timeout must be positive, got {args.timeout}")
+        raise ConfigurationError(f"--timeout-s must be positive, got {args.timeout}")
     cards = _cards_option(args.cards)
     pictures_dir = args.pictures_dir or args.output.with_suffix(".pictures")
     capture = CameraCapture(config)

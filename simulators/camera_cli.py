@@ -15,6 +15,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from controller.cli_support import (
+    add_json,
+    examples,
+    non_negative_int,
+    positive_int,
+    positive_number,
+)
 from controller.errors import ConfigurationError
 
 # The simulator's games, repeated here so that building the CLI does not import the simulator.
@@ -30,10 +37,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Render what a camera above a simulated table sees while a round is dealt, with "
             "realistic perturbations, from real card artwork. Deterministic for a given seed."
         ),
+        epilog=examples(
+            "livetable sim camera --game baccarat --random 6 --video round.mkv "
+            "--config-out camera.toml",
+            "livetable sim camera --list-designs",
+        ),
     )
-    parser.add_argument("--game", choices=GAMES, default="baccarat")
+    parser.add_argument("--game", choices=GAMES, default="baccarat", help="the game dealt")
     parser.add_argument("--design", help="card design (see --list-designs)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
     parser.add_argument("--size", default="1280x720", help="frame size WxH (default 1280x720)")
     parser.add_argument(
         "--cards",
@@ -48,13 +60,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--random",
-        type=int,
+        type=non_negative_int,
         default=0,
         metavar="N",
         help="deal N random cards (from the seed) in the game's usual order",
     )
-    parser.add_argument("--frames-per-card", type=int, default=10)
-    parser.add_argument("--fps", type=float, default=25.0)
+    parser.add_argument(
+        "--frames-per-card",
+        type=positive_int,
+        default=10,
+        help="pictures taken after each card (default 10)",
+    )
+    parser.add_argument(
+        "--fps", type=positive_number, default=25.0, help="the video's frame rate (default 25)"
+    )
     parser.add_argument("--clean", action="store_true", help="no perturbations at all")
     parser.add_argument("--video", type=Path, help="write a video (.avi, .mkv or .mp4)")
     parser.add_argument("--frames-dir", type=Path, help="write every frame as a PNG here")
@@ -68,7 +87,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--list-positions", action="store_true", help="list the game's positions and regions"
     )
-    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_json(parser)
     parser.set_defaults(func=run)
 
 

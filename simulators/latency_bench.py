@@ -43,6 +43,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller.cli_support import (
+    add_json,
+    examples,
+    non_negative_int,
+    positive_int,
+    positive_seconds,
+)
 from controller.stats import percentile
 
 RATIO_TARGET = 2.0
@@ -60,16 +67,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "latency",
         help="card on the pty -> state at a subscriber, the daemon against a floor",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="A card's way through the whole daemon, against a floor, all real and on "
+        "this machine: mosquitto on a free loopback port, a simulated Angel Eye shoe on a real "
+        "pty, and livetable run as a child process on a baccarat table. It reports card to "
+        "state (from the card's frame written to the pty to the first state at a subscriber "
+        "that counts it), the floor (the same path through pyserial, one SQLite commit and "
+        "one MQTT publish, without livetable), the daemon's resident memory and its idle CPU, "
+        "as figures from one run: compare runs on the same machine.",
+        epilog=examples("livetable bench latency", "livetable bench latency --cards 300 --json"),
     )
-    parser.add_argument("--cards", type=int, default=2000, help="cards timed (each part)")
+    parser.add_argument("--cards", type=positive_int, default=2000, help="cards timed (each part)")
     parser.add_argument(
-        "--idle-s", type=float, default=10.0, help="how long the idle CPU is measured"
+        "--idle-s",
+        type=positive_seconds,
+        default=10.0,
+        help="how long the idle CPU is measured, in seconds",
     )
     parser.add_argument("--dir", type=Path, default=None, help="where the journal goes")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    parser.add_argument("--seed", type=non_negative_int, default=1, help="random seed (default 1)")
+    add_json(parser)
     parser.set_defaults(func=run)
 
 

@@ -12,6 +12,12 @@ import json
 import time
 from pathlib import Path
 
+from controller.cli_support import (
+    add_json,
+    examples,
+    non_negative_int,
+    positive_int,
+)
 from controller.stats import percentile
 
 
@@ -19,13 +25,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "vision",
         help="card recognition time per card region (p50/p99, one core)",
-        description=__doc__.split("\n\n")[0],
+        description="Milliseconds per card region, on one core: synthetic regions are "
+        "rendered first, then recognised one by one with OpenCV limited to one thread; the "
+        "figures are percentiles from that one run.",
+        epilog=examples("livetable bench vision", "livetable bench vision --deck studio.npz"),
     )
-    parser.add_argument("--images", type=int, default=300, help="regions to recognise")
+    parser.add_argument("--images", type=positive_int, default=300, help="regions to recognise")
     parser.add_argument("--design", default="kde-standard", help="card design to render")
-    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument(
+        "--seed", type=non_negative_int, default=11, help="random seed (default 11)"
+    )
     parser.add_argument("--deck", type=Path, help="time with an enrolled deck file")
-    parser.add_argument("--json", action="store_true")
+    add_json(parser)
     parser.set_defaults(func=run)
 
 
@@ -85,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         "ms_classify": summary(classify_ms),
     }
     if args.json:
-        print(json.dumps(report, indent=1))
+        print(json.dumps(report))
     else:
         print(
             f"vision: {len(regions)} regions of {regions[0].shape[1]}x{regions[0].shape[0]} "

@@ -12,7 +12,14 @@ import json
 import sys
 from pathlib import Path
 
-from controller.cli_support import default_to_help
+from controller.cli_support import (
+    add_json,
+    default_to_help,
+    examples,
+    non_negative_int,
+    positive_int,
+    unit_interval_open,
+)
 from controller.errors import ConfigurationError
 
 
@@ -21,29 +28,44 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "vision",
         help="card recognition from camera images",
         description="Recognise cards in images; abstain rather than guess.",
+        epilog=examples(
+            "livetable vision classify --deck studio-deck.npz card.png",
+            "livetable vision enrol pictures/ -o studio-deck.npz",
+        ),
     )
     commands = vision.add_subparsers(dest="vision_command", metavar="WHAT")
     default_to_help(vision)
 
     def model_options(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(
-            "--deck", type=Path, help="an enrolled deck file (from `livetable vision enrol`)"
+            "--deck",
+            type=Path,
+            help="the studio's enrolled deck file (from livetable vision enrol or livetable "
+            "camera enrol); without it the shipped model reads only the designs it knows",
         )
         parser.add_argument(
             "--model", type=Path, help="another exported model (default: the shipped one)"
         )
         parser.add_argument(
-            "--threshold", type=float, help="override the calibrated abstention threshold"
+            "--threshold",
+            type=unit_interval_open,
+            help="override the calibrated abstention threshold (between 0 and 1)",
         )
 
     classify = commands.add_parser(
         "classify",
         help="print the card in each image",
-        description="Print the card in each "
-        "image as JSON lines: file, card (null when abstaining) and confidence.",
+        description="Print the card in each image, or why the recogniser abstained: its best "
+        "face, that face's confidence and the threshold it had to reach (the enrolled deck's, "
+        "the model's calibration, or --threshold). --json gives per image: file, card (null "
+        "when abstaining), confidence, threshold, reason and best.",
+        epilog=examples(
+            "livetable vision classify --deck studio-deck.npz card1.png card2.png",
+            "livetable vision classify --json crops/*.png",
+        ),
     )
     classify.add_argument("images", nargs="+", type=Path, metavar="IMAGE")
-    classify.add_argument("--json", action="store_true", help="one JSON object per line")
+    add_json(classify)
     model_options(classify)
     classify.set_defaults(func=run_classify)
 
@@ -52,10 +74,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="measure accuracy on a folder of <CARD>_<anything>.png",
         description="Accuracy, abstention rate, wrong answers and ms per image on a labelled "
         "folder (files named like QH_0007.png).",
+        epilog=examples("livetable vision eval --deck studio-deck.npz labelled/"),
     )
     evaluate.add_argument("directory", type=Path, metavar="DIR")
-    evaluate.add_argument("--json", action="store_true", help="print the report as JSON")
-    evaluate.add_argument("--limit", type=int, help="only the first N images")
+    add_json(evaluate)
+    evaluate.add_argument("--limit", type=positive_int, help="only the first N images")
     model_options(evaluate)
     evaluate.set_defaults(func=run_eval)
 
@@ -65,6 +88,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Fit a deck-specific head from labelled pictures of the studio's cards "
         "(a folder of <CARD>_<anything>.png, every face at least once, a few of each is "
         "better) and save it for --deck.",
+        epilog=examples('livetable vision enrol pictures/ -o studio-deck.npz --name "brand, 2027"'),
     )
     enrol.add_argument("directory", type=Path, metavar="DIR")
     enrol.add_argument("-o", "--output", type=Path, required=True, help="deck file to write")
@@ -72,7 +96,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     enrol.add_argument(
         "--model", type=Path, help="another exported model (default: the shipped one)"
     )
-    enrol.add_argument("--threshold", type=float, help="abstention threshold stored in the deck")
+    enrol.add_argument(
+        "--threshold",
+        type=unit_interval_open,
+        help="abstention threshold stored in the deck (default: calibrated from the pictures)",
+    )
     enrol.set_defaults(func=run_enrol)
 
     synth = commands.add_parser(
@@ -80,11 +108,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="write synthetic images of one design for eval/enrol",
         description="Render COUNT images of DESIGN on a table (any rotation, perspective, "
         "light, blur, glare, noise, partial cover) as DIR/<CARD>_<n>.png.",
+        epilog=examples(
+            "livetable vision synth --list", "livetable vision synth kde-standard out/"
+        ),
     )
     synth.add_argument("design", help="an installed card design (see --list)", nargs="?")
     synth.add_argument("directory", type=Path, metavar="DIR", nargs="?")
-    synth.add_argument("--count", type=int, default=520)
-    synth.add_argument("--seed", type=int, default=1)
+    synth.add_argument(
+        "--count", type=positive_int, default=520, help="images to write (default 520)"
+    )
+    synth.add_argument("--seed", type=non_negative_int, default=1, help="random seed (default 1)")
     synth.add_argument("--list", action="store_true", help="list the installed designs")
     synth.set_defaults(func=run_synth)
 
@@ -100,22 +133,57 @@ def _recogniser(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     return Recogniser(args.model or DEFAULT_MODEL, deck=deck, threshold=args.threshold)
 
 
+def _threshold_source(args: argparse.Namespace) -> str:
+    if args.threshold is not None:
+        return "given with --threshold"
+    if args.deck is not None:
+        return "the enrolled deck's"
+    return "the shipped model's calibration"
+
+
+NO_DECK_NOTE = (
+    "note: no enrolled deck was given (--deck): the shipped model alone abstains on card "
+    "designs it was not trained on; enrol the studio's deck (livetable camera enrol, or "
+    "livetable vision enrol) and pass it with --deck for reliable reading"
+)
+
+
 def run_classify(args: argparse.Namespace) -> int:
     from vision.enrol import read_image
 
+    missing = [str(path) for path in args.images if not path.is_file()]
+    if missing:
+        raise ConfigurationError(f"no such image file: {', '.join(missing)}")
     recogniser = _recogniser(args)
+    threshold = float(recogniser.threshold)
+    source = _threshold_source(args)
+    abstained = 0
     for path in args.images:
         result = recogniser.recognise(read_image(path))
         answer = {
             "file": str(path),
             "card": str(result.card) if result.card is not None else None,
             "confidence": round(result.confidence, 4),
+            "threshold": round(threshold, 6),
+            "reason": result.reason,
+            "best": str(result.best) if result.best is not None else None,
         }
+        abstained += result.card is None
         if args.json:
             print(json.dumps(answer), flush=True)
+        elif result.card is not None:
+            print(f"{path}: {result.card} {result.confidence:.4f}", flush=True)
         else:
-            card = answer["card"] or f"-- ({result.reason}; best {result.best})"
-            print(f"{path}: {card} {answer['confidence']:.4f}", flush=True)
+            best = f"best {result.best} at {result.confidence:.4f}" if result.best else "no face"
+            print(
+                f"{path}: -- abstained: {result.reason} ({best}; threshold {threshold:.4f}, "
+                f"{source})",
+                flush=True,
+            )
+    if not args.json:
+        print(f"threshold applied: {threshold:.6f} ({source})")
+    if abstained and args.deck is None:
+        print(NO_DECK_NOTE, file=sys.stderr)
     return 0
 
 
@@ -130,7 +198,7 @@ def run_eval(args: argparse.Namespace) -> int:
     examples = ((item.path.name, item.card, read_image(item.path)) for item in images)
     report = evaluate(recogniser, examples)
     if args.json:
-        print(json.dumps({"directory": str(args.directory), **report.as_dict()}, indent=1))
+        print(json.dumps({"directory": str(args.directory), **report.as_dict()}))
         return 0
     print(
         f"{args.directory}: {report.total} images, "

@@ -21,6 +21,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
+from controller.cli_support import (
+    add_json,
+    examples,
+    non_negative_int,
+    positive_int,
+)
 from controller.games.baccarat import BaccaratRound
 from controller.games.cards import ALL_FACES, DECKS_PER_SHOE, Card
 from controller.games.registry import BACCARAT, GAME_IDS, game_spec
@@ -38,13 +44,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Rounds per second through the live step-by-step rules engine, one core: "
             "baccarat and each blackjack game, as percentiles over batches."
         ),
+        epilog=examples("livetable bench rules", "livetable bench rules --game baccarat --json"),
     )
-    parser.add_argument("--batches", type=int, default=15, help="timed batches per game")
+    parser.add_argument("--batches", type=positive_int, default=15, help="timed batches per game")
     parser.add_argument(
-        "--baccarat-rounds", type=int, default=20_000, help="baccarat rounds per batch"
+        "--baccarat-rounds", type=positive_int, default=20_000, help="baccarat rounds per batch"
     )
     parser.add_argument(
-        "--blackjack-rounds", type=int, default=5_000, help="blackjack rounds per batch"
+        "--blackjack-rounds",
+        type=positive_int,
+        default=5_000,
+        help="blackjack rounds per batch",
     )
     parser.add_argument(
         "--game",
@@ -52,8 +62,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=GAME_IDS,
         help="only this game (repeatable); default all",
     )
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--seed", type=non_negative_int, default=1, help="random seed (default 1)")
+    add_json(parser)
     parser.set_defaults(func=run)
 
 

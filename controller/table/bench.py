@@ -20,6 +20,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from controller.cli_support import (
+    add_json,
+    examples,
+    non_negative_int,
+    positive_int,
+)
 from controller.games.registry import GAME_IDS
 
 
@@ -31,13 +37,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Time per event through the table's state machine (per game), journal append "
             "latency with synchronous=FULL, and the replay rate, as percentiles of one run."
         ),
+        epilog=examples(
+            "livetable bench table", "livetable bench table --dir /var/lib/livetable --json"
+        ),
     )
-    parser.add_argument("--events", type=int, default=20_000, help="events per game")
-    parser.add_argument("--appends", type=int, default=300, help="journal appends timed")
+    parser.add_argument("--events", type=positive_int, default=20_000, help="events per game")
+    parser.add_argument("--appends", type=positive_int, default=300, help="journal appends timed")
     parser.add_argument("--dir", type=Path, default=None, help="where the test journal goes")
     parser.add_argument("--game", action="append", choices=GAME_IDS, help="only this game")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--seed", type=non_negative_int, default=1, help="random seed (default 1)")
+    add_json(parser)
     parser.set_defaults(func=run)
 
 
@@ -109,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(dir=args.dir) as directory:
         results["journal"] = bench_journal(Path(directory), args.appends, args.seed)
     if args.json:
-        json.dump(results, sys.stdout, indent=2)
+        json.dump(results, sys.stdout)
         print()
         return 0
     for row in results["handle"]:

@@ -296,15 +296,42 @@ def test_cli_classify_json_and_eval(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert main(["vision", "classify", "--json", *map(str, paths)]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [line["file"] for line in lines] == [str(path) for path in paths]
+    threshold = load_settings(DEFAULT_MODEL)["threshold"]
     for line, path in zip(lines, paths, strict=True):
-        assert set(line) == {"file", "card", "confidence"}
+        assert set(line) == {"file", "card", "confidence", "threshold", "reason", "best"}
         assert 0.0 <= line["confidence"] <= 1.0
         assert line["card"] in (None, path.name.split("_")[0])
+        assert line["threshold"] == round(threshold, 6)
+        assert (line["reason"] == "recognised") == (line["card"] is not None)
     assert main(["vision", "eval", str(folder), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
+    (report_line,) = capsys.readouterr().out.splitlines()  # one JSON object, one line
+    report = json.loads(report_line)
     assert report["images"] == 6
     assert report["correct"] + report["abstained"] + report["wrong"] == 6
     assert report["wrong"] == 0
+
+
+def test_cli_classify_explains_an_abstention(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An empty felt: the answer says why there is no card, which threshold applied and
+    where it came from, and, without an enrolled deck, that the studio's deck should be."""
+    import cv2
+
+    felt = tmp_path / "felt.png"
+    cv2.imwrite(str(felt), np.full((200, 150, 3), (40, 110, 30), np.uint8))
+    assert main(["vision", "classify", str(felt)]) == 0
+    captured = capsys.readouterr()
+    threshold = SETTINGS["threshold"]
+    first, last = captured.out.splitlines()
+    assert first.startswith(f"{felt}: -- abstained: no card found (")
+    assert f"threshold {threshold:.4f}, the shipped model's calibration)" in first
+    assert last == f"threshold applied: {threshold:.6f} (the shipped model's calibration)"
+    (note,) = captured.err.splitlines()
+    assert note.startswith("note: no enrolled deck was given (--deck)")
+    assert "enrol the studio's deck" in note
+    assert main(["vision", "classify", "--threshold", "0.5", str(felt)]) == 0
+    assert "threshold 0.5000, given with --threshold)" in capsys.readouterr().out
 
 
 def test_cli_eval_names_a_badly_named_file(
@@ -339,6 +366,7 @@ def test_cli_enrol_writes_a_deck_that_classify_loads(
     assert main(["vision", "classify", "--json", "--deck", str(deck_file), str(probe[0])]) == 0
     answer = json.loads(capsys.readouterr().out)
     assert answer["card"] in (None, "AS")
+    assert answer["threshold"] == round(EnrolledDeck.load(deck_file).threshold, 6)
 
 
 @pytest.mark.slow
