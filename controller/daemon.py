@@ -46,6 +46,7 @@ from controller.publishing import Publications, command_key, decision_key
 from controller.runtime import Published, RuntimeTask
 from controller.table.effects import Effect, PublishEvent, TellDealer
 from controller.table.journal import JournalEntry
+from controller.table.table import log_reused_journal
 from controller.wire import API_VERSION, encode, response_message
 
 logger = logging.getLogger(__name__)
@@ -589,6 +590,8 @@ class TableDaemon:
         last_ping = 0.0
         self.link.start()
         try:
+            # A table that carries on an old journal says so (its numbers carry on too).
+            log_reused_journal(self.assembled.table, logging.WARNING)
             self.assembled.start()
             sd_notify.ready(f"table {self.config.table.table_id} running")
             logger.info(
