@@ -531,7 +531,8 @@ def run_demo(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         from controller.demo_view import DemoWatch
 
         watch = DemoWatch(TOPIC_PREFIX, ids)
-        watcher = Watcher(broker, watch, None if live else say, args.json)
+        lines = Printer(out) if args.json else say
+        watcher = Watcher(broker, watch, None if live else lines, args.json)
         running.callback(watcher.close)
         if not watcher.subscribed.wait(10):
             raise ConfigurationError(f"cannot subscribe at mqtt://{broker.host}:{broker.port}")
