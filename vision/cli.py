@@ -213,6 +213,7 @@ def run_eval(args: argparse.Namespace) -> int:
 
 
 def run_enrol(args: argparse.Namespace) -> int:
+    from controller.progress import tracked
     from vision.enrol import enrol, labelled_images, read_image
     from vision.model import DEFAULT_MODEL, CornerClassifier
 
@@ -220,7 +221,10 @@ def run_enrol(args: argparse.Namespace) -> int:
     images = labelled_images(args.directory)
     deck = enrol(
         classifier,
-        ((item.card, read_image(item.path)) for item in images),
+        (
+            (item.card, read_image(item.path))
+            for item in tracked(images, len(images), "reading the pictures")
+        ),
         name=args.name or args.directory.name,
         threshold=args.threshold,
     )

@@ -96,7 +96,12 @@ def play_baccarat_rounds(cards: Sequence[Card], start: int, rounds: int) -> int:
 Rates = tuple[list[float], list[float]]
 
 
-def _time_batches(play_batch: Callable[[int], None], batches: int, rounds: int) -> Rates:
+def _time_batches(
+    play_batch: Callable[[int], None],
+    batches: int,
+    rounds: int,
+    advance: Callable[[int], None] = lambda _steps: None,
+) -> Rates:
     """Rounds per wall-clock second and per CPU second of this thread, per batch.
 
     On a shared machine the wall-clock rate also measures the other processes; the CPU-time
@@ -110,10 +115,13 @@ def _time_batches(play_batch: Callable[[int], None], batches: int, rounds: int) 
         wall = time.perf_counter() - wall_started
         wall_rates.append(rounds / wall)
         cpu_rates.append(rounds / max(cpu, 1e-9))
+        advance(1)  # outside the timed span
     return wall_rates, cpu_rates
 
 
-def bench_baccarat(batches: int, rounds: int, seed: int) -> Rates:
+def bench_baccarat(
+    batches: int, rounds: int, seed: int, advance: Callable[[int], None] = lambda _s: None
+) -> Rates:
     cards = baccarat_card_stream(seed)
     position = 0
 
@@ -122,10 +130,16 @@ def bench_baccarat(batches: int, rounds: int, seed: int) -> Rates:
         position = play_baccarat_rounds(cards, position, rounds)
 
     batch(-1)  # warm-up: caches and the settlement memo, as on a running table
-    return _time_batches(batch, batches, rounds)
+    return _time_batches(batch, batches, rounds, advance)
 
 
-def bench_blackjack(game: str, batches: int, rounds: int, seed: int) -> Rates | str:
+def bench_blackjack(
+    game: str,
+    batches: int,
+    rounds: int,
+    seed: int,
+    advance: Callable[[int], None] = lambda _s: None,
+) -> Rates | str:
     """Rates per batch, or why blackjack cannot be measured in this build."""
     try:
         blackjack_rtp = importlib.import_module("controller.games.blackjack_rtp")
@@ -139,7 +153,9 @@ def bench_blackjack(game: str, batches: int, rounds: int, seed: int) -> Rates | 
             simulate(game, rounds, seed, None)
 
     play_rounds(game, max(1, rounds // 10), seed)  # warm-up
-    return _time_batches(lambda index: play_rounds(game, rounds, seed + index), batches, rounds)
+    return _time_batches(
+        lambda index: play_rounds(game, rounds, seed + index), batches, rounds, advance
+    )
 
 
 def _percentiles(rates: list[float], prefix: str = "") -> dict[str, float]:
@@ -169,19 +185,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     games = args.game or list(GAME_IDS)
     report: dict[str, Any] = {}
-    for game in games:
-        if game_spec(game).family == BACCARAT:
-            rates = bench_baccarat(args.batches, args.baccarat_rounds, args.seed)
-            report[game] = {**_summary(rates, BACCARAT_TARGET), "rounds": args.baccarat_rounds}
-        else:
-            measured = bench_blackjack(game, args.batches, args.blackjack_rounds, args.seed)
-            if isinstance(measured, str):
-                report[game] = {"error": measured}
-            else:
-                report[game] = {
-                    **_summary(measured, BLACKJACK_TARGET),
-                    "rounds": args.blackjack_rounds,
-                }
+    from controller.progress import progress
+
+    with progress(len(games) * args.batches, "batches") as advance:
+        _measure(args, games, report, advance)
     if args.json:
         print(json.dumps(report))
         return 0
@@ -202,3 +209,26 @@ def run(args: argparse.Namespace) -> int:
             f"{figures['cpu_p90']:>10,.0f}{figures['target']:>10,}  {verdict}"
         )
     return 0
+
+
+def _measure(
+    args: argparse.Namespace,
+    games: list[str],
+    report: dict[str, Any],
+    advance: Callable[[int], None],
+) -> None:
+    for game in games:
+        if game_spec(game).family == BACCARAT:
+            rates = bench_baccarat(args.batches, args.baccarat_rounds, args.seed, advance)
+            report[game] = {**_summary(rates, BACCARAT_TARGET), "rounds": args.baccarat_rounds}
+        else:
+            measured = bench_blackjack(
+                game, args.batches, args.blackjack_rounds, args.seed, advance
+            )
+            if isinstance(measured, str):
+                report[game] = {"error": measured}
+            else:
+                report[game] = {
+                    **_summary(measured, BLACKJACK_TARGET),
+                    "rounds": args.blackjack_rounds,
+                }
