@@ -1,10 +1,13 @@
 """The table's state machine: every transition of the shoe and of the round lives here.
 
-Like h11's ``_state.py``, everything that affects the table's state and its transitions is
-in this one file, and the transitions are a table: :data:`TRANSITIONS` maps each phase to the
-kinds of event it accepts, the handler that takes them and the phases the handler may lead
-to. ``docs/table.md`` draws its state diagram from that same table (a test checks they
-agree).
+Like h11's ``_state.py``, everything that decides the table's transitions is in this one
+file, and the transitions are a table: :data:`TRANSITIONS` maps each phase to the kinds of
+event it accepts, the handler that takes them and the phases the handler may lead to.
+``docs/table.md`` draws its state diagram from that same table (a test checks they agree).
+The words the state is made of (:class:`~controller.table.state.Phase`, ``PauseReason``,
+``Pause``, ``TableState``) are in ``controller/table/state.py``; what the machine shows of
+its state (the public state, the snapshot) is in ``controller/table/views.py``. Neither
+decides anything.
 
 :meth:`TableMachine.handle` takes one event (time inside it) and returns the effects for the
 daemon to carry out. It does no I/O, reads no clock and draws no random number, so replaying
@@ -19,20 +22,17 @@ The rules are never copied here: every round is a live round of the rules engine
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 import logging
 import re
-from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 from controller.errors import JournalError, RulesError, TableError, TransitionError
 from controller.games.base import CardNeeded, DecisionNeeded, LiveRound
 from controller.games.cards import RANKS, Card, ShoeCount
 from controller.games.shoe import burn_count, final_round_number
-from controller.table import games
+from controller.table import games, views
 from controller.table.effects import (
     AskCamera,
     CommandAnswered,
@@ -69,158 +69,40 @@ from controller.table.events import (
     event_name,
     is_table_event,
 )
+from controller.table.state import (
+    ACTIVE_PHASES,
+    BURN_PHASES,
+    DRAWING_PHASES,
+    HOLE_UNREAD,
+    PAUSE_MESSAGES,
+    RESOLUTIONS,
+    ROUND_PHASES,
+    Pause,
+    PauseReason,
+    Phase,
+    TableState,
+    hole_card_number,
+    hole_revealed,
+)
+from controller.table.views import step_data
 from controller.table_config import OperationalSettings, TableConfig
 
 logger = logging.getLogger(__name__)
 
-
-class Phase(enum.Enum):
-    """Where the table is. The shoe's lifecycle and the round's share one enum."""
-
-    AWAITING_SHUFFLE = "AWAITING_SHUFFLE"  # no shoe in play: shuffle, then `new_shoe`
-    BURN_REVEAL = "BURN_REVEAL"  # new shoe declared: the first card is drawn and revealed
-    BURNING = "BURNING"  # that many cards are drawn and discarded face down
-    SHOE_READY = "SHOE_READY"  # between rounds
-    BETTING = "BETTING"  # a round is open for bets
-    DEALING = "DEALING"  # the round waits for a card
-    READING = "READING"  # the shoe misread a card: the camera is asked for it
-    DECIDING = "DECIDING"  # the round waits for the platform's decision
-    PAUSED = "PAUSED"  # an anomaly or a supervisor stopped the table
-
-
 P = Phase
-ROUND_PHASES: Final = frozenset({P.BETTING, P.DEALING, P.READING, P.DECIDING})
-BURN_PHASES: Final = frozenset({P.BURN_REVEAL, P.BURNING})
-# Phases in which the dealer may draw: the shoe is unlocked only there.
-DRAWING_PHASES: Final = frozenset({P.BURN_REVEAL, P.BURNING, P.DEALING})
-ACTIVE_PHASES: Final = ROUND_PHASES | BURN_PHASES
 
 SUPERVISOR_ROLE: Final = "supervisor"
 # Published with an impossible card: without its face, which may be a burn card's.
 NINTH_COPY: Final = "all 8 copies of that face were already drawn"
-# What a pause's ``unread`` says when the misread card is the dealer's hole card.
-HOLE_UNREAD: Final = "the dealer's hole card"
 # Stands in for a misread hole card in the live round until the card is read at its reveal.
 # Any face would do: the machine checks, after every step, that the round would have gone
 # exactly the same whatever the hole card is (see TableMachine._hole_matters).
 HOLE_PLACEHOLDER: Final = Card("2", "S")
 HOLE_CANDIDATES: Final = tuple(Card(rank, "S") for rank in RANKS)
-RESOLUTIONS: Final = ("", "accept", "burn", "enter_card", "no_cards_drawn")
 MACHINE_REVISION: Final = 2
 """How the machine reads events, recorded in each journal so that a journal replays under
 the rules it was written with. 2: a shoe that goes offline while cards are due needs the
 supervisor's confirmation (``no_cards_drawn``) or the missing cards (``enter_card``)."""
-
-
-class PauseReason(enum.Enum):
-    """Why the table is paused: the code published with every pause."""
-
-    SUPERVISOR = "supervisor"  # a supervisor paused the table
-    CARD_OUT_OF_TURN = "card_out_of_turn"  # a card (or the cut card) came when none was due
-    IMPOSSIBLE_CARD = "impossible_card"  # a ninth copy of a face from an 8-deck shoe
-    MISREAD = "misread"  # the shoe and the camera both failed to read a card
-    HOLE_CARD_MISREAD = "hole_card_misread"  # the face-down hole card could not be read
-    CARDS_LOST = "cards_lost"  # the shoe lost frames: cards left that nobody read
-    SHOE_OFFLINE = "shoe_offline"  # the shoe's port vanished or went silent
-    SHOE_FAULT = "shoe_fault"  # the shoe reported an error of its own
-    CAMERA_MISMATCH = "camera_mismatch"  # camera and shoe disagree on a face-up card
-    DEALER_IDLE = "dealer_idle"  # no card came within the dealer idle deadline
-    RULES_REFUSED = "rules_refused"  # the rules refused a card the table expected
-    RECOVERED = "recovered"  # the controller restarted in the middle of a round or burn
-    PLATFORM_SILENT = "platform_silent"  # Boundless: no "more cards?" answer in time
-
-
-PAUSE_MESSAGES: Final[Mapping[PauseReason, str]] = {
-    PauseReason.SUPERVISOR: "paused by a supervisor",
-    PauseReason.CARD_OUT_OF_TURN: "a card came out of the shoe when none was expected",
-    PauseReason.IMPOSSIBLE_CARD: "a card came out of which all 8 copies were already drawn",
-    PauseReason.MISREAD: "a card could not be read by the shoe nor by the camera",
-    PauseReason.HOLE_CARD_MISREAD: "the dealer's face-down card could not be read",
-    PauseReason.CARDS_LOST: "the shoe lost track of cards that left it",
-    PauseReason.SHOE_OFFLINE: "the shoe is offline",
-    PauseReason.SHOE_FAULT: "the shoe reported a fault",
-    PauseReason.CAMERA_MISMATCH: "the camera and the shoe read different cards",
-    PauseReason.DEALER_IDLE: "no card was drawn within the dealer idle deadline",
-    PauseReason.RULES_REFUSED: "the rules refused a card",
-    PauseReason.RECOVERED: "the controller restarted during a round or a burn",
-    PauseReason.PLATFORM_SILENT: "the game platform did not say whether players want a card",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Pause:
-    """A pause and what it needs before the table can resume.
-
-    ``resume_to`` is the phase the table returns to. ``held`` are the cards that came out of
-    turn (``None`` for one that was not read): a resume must ``accept`` (one card, into the
-    position the round expects) or ``burn`` them. ``unread`` is the position of a card that
-    left the shoe unread: a resume must ``enter_card`` it.
-    """
-
-    reason: PauseReason
-    message: str
-    resume_to: Phase
-    held: tuple[Card | None, ...] = ()
-    unread: str | None = None
-    by: str | None = None
-    since: float | None = None  # when the table paused (first reason, if several)
-    # The shoe went offline while cards were due: a protocol that cannot retransmit loses a
-    # card drawn while the cable was out without a gap in its numbers, so a person confirms.
-    offline_gap: bool = False
-
-    def needs(self) -> list[str]:
-        needs = []
-        if self.offline_gap:
-            needs.append(
-                "confirm no card left the shoe while it was offline (no_cards_drawn), or "
-                "enter_card each card that did"
-            )
-        if self.unread is not None:
-            needs.append(f"enter_card for the unread card at {self.unread}")
-        if self.held:
-            needs.append(f"accept or burn the {len(self.held)} card(s) drawn out of turn")
-        return needs
-
-
-@dataclass(slots=True)
-class TableState:
-    """Everything the machine knows. Copied (containers included) before each transition."""
-
-    phase: Phase = Phase.AWAITING_SHUFFLE
-    shoes_started: int = 0  # ids of shoes and rounds: counters that the journal replays
-    rounds_started: int = 0
-    shoe_id: int | None = None
-    count: ShoeCount | None = None
-    burn_left: int = 0
-    burn_cards: tuple[Card | None, ...] = ()  # journaled, never published
-    round_number: int = 0  # 1-based number of the current/last round in this shoe
-    final_round: int | None = None  # the shoe's last round, once the cut card is out
-    round_id: int | None = None
-    boxes: int = 1
-    round: LiveRound | None = field(default=None, compare=False)
-    round_log: tuple[tuple[Any, ...], ...] = ()  # ("card", position, card, face_down) | ...
-    timers: dict[int, str] = field(default_factory=dict)  # timer id -> purpose
-    next_timer_id: int = 1
-    # Face-up cards awaiting the camera's cross-check: (position, card number, card).
-    cross_checks: tuple[tuple[str, int, Card], ...] = ()
-    reading: str | None = None  # position whose misread card the camera is asked for
-    hole_unread: int | None = None  # index in round_log of a misread hole card's stand-in
-    pause: Pause | None = None
-    shoe_online: bool = True
-    shoe_locked: bool = True  # what the machine asked of the shoe
-    shoe_reports_locked: bool | None = None  # what the shoe last confirmed
-    camera_online: bool | None = None  # None: no camera has reported (or none is fitted)
-    deadline: float | None = None  # when betting closes or the awaited decision times out
-    # The operational settings in force, and those journaled to apply from the next round.
-    settings: OperationalSettings | None = None
-    pending_settings: OperationalSettings | None = None
-
-    def copy(self) -> TableState:
-        clone = dataclasses.replace(self)
-        clone.timers = dict(self.timers)
-        if self.count is not None:
-            clone.count = ShoeCount(self.count.decks, Counter(self.count.seen))
-        return clone
 
 
 Handler = Callable[["TableMachine", TableState, Any], list[Effect]]
@@ -415,31 +297,6 @@ _SIMPLE_KINDS: Final[dict[type, str]] = {
 }
 
 
-def _step_data(step: object) -> dict[str, Any] | None:
-    # Not repr(): a frozenset's order changes with the process's string hash seed.
-    if isinstance(step, CardNeeded):
-        return {"card": step.position, "face_down": step.face_down}
-    if isinstance(step, DecisionNeeded):
-        return {
-            "decision": step.kind,
-            "box": step.box,
-            "hand": step.hand,
-            "options": sorted(step.options),
-            "default": step.default,
-        }
-    return None
-
-
-def _revealed(live: LiveRound | None) -> bool:
-    # The LiveRound contract does not say when a face-down card is turned over; the
-    # blackjack round exposes it as ``hole_revealed``.
-    return bool(getattr(live, "hole_revealed", False))
-
-
-def _card_text(card: Card | None) -> str | None:
-    return None if card is None else str(card)
-
-
 _BOX_HAND: Final = re.compile(r"box(\d+)(?:\.hand(\d+))?")
 
 
@@ -472,32 +329,6 @@ def _hand_size(view: Mapping[str, Any], position: str) -> int | None:
         cards = entry.get("cards") if isinstance(entry, Mapping) else entry
     return len(cards) if isinstance(cards, list) else None
 
-
-def _hole_card_number(state: TableState) -> int:
-    """The misread hole card's place in the dealer's hand: the dealer never splits, so the
-    log's cards to that position up to the hole card's stand-in count it exactly."""
-    index = state.hole_unread
-    assert index is not None
-    position = state.round_log[index][1]
-    return sum(
-        1 for entry in state.round_log[: index + 1] if entry[0] == "card" and entry[1] == position
-    )
-
-
-def _without_stand_in(state: TableState) -> dict[str, Any]:
-    """The live round's public view, in which a misread hole card's stand-in, once the
-    rules have turned it over, shows as unread (null, and no total) rather than as the
-    stand-in's face: the platform must never see a card that is not on the table."""
-    view = dict(state.round.public_view())  # type: ignore[union-attr]
-    if state.hole_unread is None or not _revealed(state.round):
-        return view
-    position = state.round_log[state.hole_unread][1]
-    hand = view.get(position)
-    if isinstance(hand, Mapping) and isinstance(hand.get("cards"), list):
-        cards = list(hand["cards"])
-        cards[_hole_card_number(state) - 1] = None
-        view[position] = {**hand, "cards": cards, "total": None, "soft": None}
-    return view
 
 
 class TableMachine:
@@ -684,8 +515,8 @@ class TableMachine:
                 live = self._rebuild_round(state, self._log_with_hole(state, candidate))
             except RulesError:
                 return True
-            step = _step_data(live.next_step())
-            outcomes.add(repr((step, live.complete, _revealed(live))))
+            step = step_data(live.next_step())
+            outcomes.add(repr((step, live.complete, hole_revealed(live))))
         return len(outcomes) > 1
 
     def _fill_hole(self, state: TableState, card: Card, at: float, source: str) -> list[Effect]:
@@ -701,7 +532,7 @@ class TableMachine:
             "position": log[index][1],
             "source": source,
         }
-        if _revealed(state.round):
+        if hole_revealed(state.round):
             payload["card"] = str(card)
         return [PublishEvent("hole_card_read", payload), *self._advance(state, at)]
 
@@ -718,93 +549,21 @@ class TableMachine:
         return [LockShoe() if locked else UnlockShoe()]
 
     def public_state(self, state: TableState | None = None) -> dict[str, Any]:
-        """The table as the platform and the supervisors may see it: no hole card before its
-        reveal (the rules' public view), no burn card, no card held out of turn."""
-        state = self.state if state is None else state
-        pause = state.pause
-        return {
-            "table_id": self.config.table_id,
-            "game": self.config.game,
-            "phase": state.phase.value,
-            "shoe_id": state.shoe_id,
-            "round_id": state.round_id,
-            "round_number": state.round_number,
-            "final_round": state.final_round,
-            "cards_left": None if state.count is None else state.count.cards_left,
-            "cards_drawn": None if state.count is None else state.count.cards_seen,
-            "cut_card_seen": state.final_round is not None,
-            "round_active": (state.pause.resume_to if state.pause else state.phase)
-            in ROUND_PHASES,
-            "shoe_online": state.shoe_online,
-            "camera_online": state.camera_online,
-            "paused": None
-            if pause is None
-            else {
-                "reason": pause.reason.value,
-                "message": pause.message,
-                "resume_to": pause.resume_to.value,
-                "needs": pause.needs(),
-                "by": pause.by,
-                "since": pause.since,
-            },
-            "round": None if state.round is None else _without_stand_in(state),
-            "awaiting": self._awaiting(state),
-            "deadline": state.deadline,
-            "bets_open": games.available_bets(self.config.game, state.round_number)
-            if state.phase is P.BETTING
-            else [],
-            "settings": None if state.settings is None else state.settings.to_dict(),
-            "pending_settings": None
-            if state.pending_settings is None
-            else state.pending_settings.to_dict(),
-            "variant": games.variant(self.config.game, self.config.baccarat_mode),
-        }
-
-    @staticmethod
-    def _awaiting(state: TableState) -> dict[str, Any] | None:
-        """What the table waits for now, in public terms: a card for a position, a decision
-        from the platform, the end of betting, or a supervisor."""
-        phase = state.phase
-        if phase is P.BETTING:
-            return {"what": "bets"}
-        if phase is P.DEALING and state.round is not None:
-            step = state.round.next_step()
-            if isinstance(step, CardNeeded):
-                return {"what": "card", "position": step.position, "face_down": step.face_down}
-        if phase is P.DECIDING and state.round is not None:
-            step = state.round.next_step()
-            if isinstance(step, DecisionNeeded):
-                return {
-                    "what": "decision",
-                    "kind": step.kind,
-                    "box": step.box,
-                    "hand": step.hand,
-                    "options": sorted(step.options),
-                    "default": step.default,
-                }
-        if phase is P.READING:
-            return {"what": "camera", "position": state.reading}
-        if phase is P.BURN_REVEAL:
-            return {"what": "reveal"}
-        if phase is P.BURNING:
-            return {"what": "burn", "cards": state.burn_left}
-        if phase is P.PAUSED:
-            return {"what": "supervisor"}
-        if phase is P.AWAITING_SHUFFLE:
-            return {"what": "new_shoe"}
-        return {"what": "round_request"} if phase is P.SHOE_READY else None
+        """The table as the platform and the supervisors may see it (see
+        :func:`controller.table.views.public_state`); ``state`` defaults to the machine's."""
+        return views.public_state(self.config, self.state if state is None else state)
 
     def _reading_number(self, state: TableState) -> int:
         """The slot number of the card the camera is asked to read (``state.reading``): the
         hole card's own place, or for a misread card, which is not in the round yet, the
         next slot of its hand."""
         if self._reading_hole(state):
-            return _hole_card_number(state)
+            return hole_card_number(state)
         return _cards_held(state, state.reading) + 1  # type: ignore[arg-type]
 
     @staticmethod
     def _reading_hole(state: TableState) -> bool:
-        return state.hole_unread is not None and _revealed(state.round)
+        return state.hole_unread is not None and hole_revealed(state.round)
 
     def _publish(self, state: TableState) -> Effect:
         return PublishState(self.public_state(state))
@@ -882,7 +641,7 @@ class TableMachine:
     def _advance(self, state: TableState, at: float) -> list[Effect]:
         """Ask the round what it needs next and go there (or settle it)."""
         if state.hole_unread is not None:
-            if _revealed(state.round):
+            if hole_revealed(state.round):
                 # The dealer turns the hole card over now: the camera can read it.
                 state.reading = state.round_log[state.hole_unread][1]
                 return self._enter(state, P.READING, at)
@@ -1613,58 +1372,8 @@ class TableMachine:
 
     def snapshot(self) -> dict[str, Any]:
         """The whole state, secrets included, as JSON-ready data: equal snapshots mean
-        equal states (the live round is represented by its log and its public view)."""
-        state = self.state
-        pause = state.pause
-        return {
-            "phase": state.phase.value,
-            "shoes_started": state.shoes_started,
-            "rounds_started": state.rounds_started,
-            "shoe_id": state.shoe_id,
-            "seen": None
-            if state.count is None
-            else {str(card): n for card, n in sorted(state.count.seen.items()) if n},
-            "burn_left": state.burn_left,
-            "burn_cards": [_card_text(card) for card in state.burn_cards],
-            "round_number": state.round_number,
-            "final_round": state.final_round,
-            "round_id": state.round_id,
-            "boxes": state.boxes,
-            "round_log": [
-                [str(item) if isinstance(item, Card) else item for item in entry]
-                for entry in state.round_log
-            ],
-            "round_view": None if state.round is None else dict(state.round.public_view()),
-            "round_next": None if state.round is None else _step_data(state.round.next_step()),
-            "timers": {str(key): value for key, value in sorted(state.timers.items())},
-            "next_timer_id": state.next_timer_id,
-            "cross_checks": [
-                [position, number, str(card)] for position, number, card in state.cross_checks
-            ],
-            "reading": state.reading,
-            "hole_unread": state.hole_unread,
-            "pause": None
-            if pause is None
-            else {
-                "reason": pause.reason.value,
-                "message": pause.message,
-                "resume_to": pause.resume_to.value,
-                "held": [_card_text(card) for card in pause.held],
-                "unread": pause.unread,
-                "by": pause.by,
-                "since": pause.since,
-                "offline_gap": pause.offline_gap,
-            },
-            "shoe_online": state.shoe_online,
-            "shoe_locked": state.shoe_locked,
-            "shoe_reports_locked": state.shoe_reports_locked,
-            "camera_online": state.camera_online,
-            "deadline": state.deadline,
-            "settings": None if state.settings is None else state.settings.to_dict(),
-            "pending_settings": None
-            if state.pending_settings is None
-            else state.pending_settings.to_dict(),
-        }
+        equal states (see :func:`controller.table.views.snapshot`)."""
+        return views.snapshot(self.state)
 
     def round_in_progress(self) -> int | None:
         """The id of the round being played (betting to result, paused included)."""

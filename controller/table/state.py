@@ -1,0 +1,175 @@
+"""The table's state model: what the state machine knows, in the words it uses.
+
+The phases, the reasons for a pause and what a pause needs before the table can resume, and
+:class:`TableState`, which the machine copies before every transition. Nothing here decides
+anything: every transition lives in ``controller/table/machine.py``, which alone changes a
+:class:`TableState`, and ``controller/table/views.py`` says what of it is shown.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from controller.games.base import LiveRound
+from controller.games.cards import Card, ShoeCount
+from controller.table_config import OperationalSettings
+
+
+class Phase(enum.Enum):
+    """Where the table is. The shoe's lifecycle and the round's share one enum."""
+
+    AWAITING_SHUFFLE = "AWAITING_SHUFFLE"  # no shoe in play: shuffle, then `new_shoe`
+    BURN_REVEAL = "BURN_REVEAL"  # new shoe declared: the first card is drawn and revealed
+    BURNING = "BURNING"  # that many cards are drawn and discarded face down
+    SHOE_READY = "SHOE_READY"  # between rounds
+    BETTING = "BETTING"  # a round is open for bets
+    DEALING = "DEALING"  # the round waits for a card
+    READING = "READING"  # the shoe misread a card: the camera is asked for it
+    DECIDING = "DECIDING"  # the round waits for the platform's decision
+    PAUSED = "PAUSED"  # an anomaly or a supervisor stopped the table
+
+
+ROUND_PHASES: Final = frozenset({Phase.BETTING, Phase.DEALING, Phase.READING, Phase.DECIDING})
+BURN_PHASES: Final = frozenset({Phase.BURN_REVEAL, Phase.BURNING})
+# Phases in which the dealer may draw: the shoe is unlocked only there.
+DRAWING_PHASES: Final = frozenset({Phase.BURN_REVEAL, Phase.BURNING, Phase.DEALING})
+ACTIVE_PHASES: Final = ROUND_PHASES | BURN_PHASES
+
+# What a pause's ``unread`` says when the misread card is the dealer's hole card.
+HOLE_UNREAD: Final = "the dealer's hole card"
+# How a supervisor may resolve a pause (``resume``); "" when it needs nothing.
+RESOLUTIONS: Final = ("", "accept", "burn", "enter_card", "no_cards_drawn")
+
+
+class PauseReason(enum.Enum):
+    """Why the table is paused: the code published with every pause."""
+
+    SUPERVISOR = "supervisor"  # a supervisor paused the table
+    CARD_OUT_OF_TURN = "card_out_of_turn"  # a card (or the cut card) came when none was due
+    IMPOSSIBLE_CARD = "impossible_card"  # a ninth copy of a face from an 8-deck shoe
+    MISREAD = "misread"  # the shoe and the camera both failed to read a card
+    HOLE_CARD_MISREAD = "hole_card_misread"  # the face-down hole card could not be read
+    CARDS_LOST = "cards_lost"  # the shoe lost frames: cards left that nobody read
+    SHOE_OFFLINE = "shoe_offline"  # the shoe's port vanished or went silent
+    SHOE_FAULT = "shoe_fault"  # the shoe reported an error of its own
+    CAMERA_MISMATCH = "camera_mismatch"  # camera and shoe disagree on a face-up card
+    DEALER_IDLE = "dealer_idle"  # no card came within the dealer idle deadline
+    RULES_REFUSED = "rules_refused"  # the rules refused a card the table expected
+    RECOVERED = "recovered"  # the controller restarted in the middle of a round or burn
+    PLATFORM_SILENT = "platform_silent"  # Boundless: no "more cards?" answer in time
+
+
+PAUSE_MESSAGES: Final[Mapping[PauseReason, str]] = {
+    PauseReason.SUPERVISOR: "paused by a supervisor",
+    PauseReason.CARD_OUT_OF_TURN: "a card came out of the shoe when none was expected",
+    PauseReason.IMPOSSIBLE_CARD: "a card came out of which all 8 copies were already drawn",
+    PauseReason.MISREAD: "a card could not be read by the shoe nor by the camera",
+    PauseReason.HOLE_CARD_MISREAD: "the dealer's face-down card could not be read",
+    PauseReason.CARDS_LOST: "the shoe lost track of cards that left it",
+    PauseReason.SHOE_OFFLINE: "the shoe is offline",
+    PauseReason.SHOE_FAULT: "the shoe reported a fault",
+    PauseReason.CAMERA_MISMATCH: "the camera and the shoe read different cards",
+    PauseReason.DEALER_IDLE: "no card was drawn within the dealer idle deadline",
+    PauseReason.RULES_REFUSED: "the rules refused a card",
+    PauseReason.RECOVERED: "the controller restarted during a round or a burn",
+    PauseReason.PLATFORM_SILENT: "the game platform did not say whether players want a card",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """A pause and what it needs before the table can resume.
+
+    ``resume_to`` is the phase the table returns to. ``held`` are the cards that came out of
+    turn (``None`` for one that was not read): a resume must ``accept`` (one card, into the
+    position the round expects) or ``burn`` them. ``unread`` is the position of a card that
+    left the shoe unread: a resume must ``enter_card`` it.
+    """
+
+    reason: PauseReason
+    message: str
+    resume_to: Phase
+    held: tuple[Card | None, ...] = ()
+    unread: str | None = None
+    by: str | None = None
+    since: float | None = None  # when the table paused (first reason, if several)
+    # The shoe went offline while cards were due: a protocol that cannot retransmit loses a
+    # card drawn while the cable was out without a gap in its numbers, so a person confirms.
+    offline_gap: bool = False
+
+    def needs(self) -> list[str]:
+        needs = []
+        if self.offline_gap:
+            needs.append(
+                "confirm no card left the shoe while it was offline (no_cards_drawn), or "
+                "enter_card each card that did"
+            )
+        if self.unread is not None:
+            needs.append(f"enter_card for the unread card at {self.unread}")
+        if self.held:
+            needs.append(f"accept or burn the {len(self.held)} card(s) drawn out of turn")
+        return needs
+
+
+@dataclass(slots=True)
+class TableState:
+    """Everything the machine knows. Copied (containers included) before each transition."""
+
+    phase: Phase = Phase.AWAITING_SHUFFLE
+    shoes_started: int = 0  # ids of shoes and rounds: counters that the journal replays
+    rounds_started: int = 0
+    shoe_id: int | None = None
+    count: ShoeCount | None = None
+    burn_left: int = 0
+    burn_cards: tuple[Card | None, ...] = ()  # journaled, never published
+    round_number: int = 0  # 1-based number of the current/last round in this shoe
+    final_round: int | None = None  # the shoe's last round, once the cut card is out
+    round_id: int | None = None
+    boxes: int = 1
+    round: LiveRound | None = field(default=None, compare=False)
+    round_log: tuple[tuple[Any, ...], ...] = ()  # ("card", position, card, face_down) | ...
+    timers: dict[int, str] = field(default_factory=dict)  # timer id -> purpose
+    next_timer_id: int = 1
+    # Face-up cards awaiting the camera's cross-check: (position, card number, card).
+    cross_checks: tuple[tuple[str, int, Card], ...] = ()
+    reading: str | None = None  # position whose misread card the camera is asked for
+    hole_unread: int | None = None  # index in round_log of a misread hole card's stand-in
+    pause: Pause | None = None
+    shoe_online: bool = True
+    shoe_locked: bool = True  # what the machine asked of the shoe
+    shoe_reports_locked: bool | None = None  # what the shoe last confirmed
+    camera_online: bool | None = None  # None: no camera has reported (or none is fitted)
+    deadline: float | None = None  # when betting closes or the awaited decision times out
+    # The operational settings in force, and those journaled to apply from the next round.
+    settings: OperationalSettings | None = None
+    pending_settings: OperationalSettings | None = None
+
+    def copy(self) -> TableState:
+        clone = dataclasses.replace(self)
+        clone.timers = dict(self.timers)
+        if self.count is not None:
+            clone.count = ShoeCount(self.count.decks, Counter(self.count.seen))
+        return clone
+
+
+def hole_revealed(live: LiveRound | None) -> bool:
+    """Whether the live round's face-down card has been turned over."""
+    # The LiveRound contract does not say when a face-down card is turned over; the
+    # blackjack round exposes it as ``hole_revealed``.
+    return bool(getattr(live, "hole_revealed", False))
+
+
+def hole_card_number(state: TableState) -> int:
+    """The misread hole card's place in the dealer's hand: the dealer never splits, so the
+    log's cards to that position up to the hole card's stand-in count it exactly."""
+    index = state.hole_unread
+    assert index is not None
+    position = state.round_log[index][1]
+    return sum(
+        1 for entry in state.round_log[: index + 1] if entry[0] == "card" and entry[1] == position
+    )

@@ -1,0 +1,192 @@
+"""What the table's state machine shows: its public state and its whole-state snapshot.
+
+:func:`public_state` is the table as the platform and the supervisors may see it (published
+with every change); :func:`snapshot` is the whole state, secrets included, for replay
+checks, the tests and the journal CLI. Both only read a :class:`TableState`; the machine
+(``controller/table/machine.py``) alone changes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from controller.games.base import CardNeeded, DecisionNeeded
+from controller.games.cards import Card
+from controller.table import games
+from controller.table.state import (
+    ROUND_PHASES,
+    Phase,
+    TableState,
+    hole_card_number,
+    hole_revealed,
+)
+from controller.table_config import TableConfig
+
+
+def public_state(config: TableConfig, state: TableState) -> dict[str, Any]:
+    """The table as the platform and the supervisors may see it: no hole card before its
+    reveal (the rules' public view), no burn card, no card held out of turn."""
+    pause = state.pause
+    return {
+        "table_id": config.table_id,
+        "game": config.game,
+        "phase": state.phase.value,
+        "shoe_id": state.shoe_id,
+        "round_id": state.round_id,
+        "round_number": state.round_number,
+        "final_round": state.final_round,
+        "cards_left": None if state.count is None else state.count.cards_left,
+        "cards_drawn": None if state.count is None else state.count.cards_seen,
+        "cut_card_seen": state.final_round is not None,
+        "round_active": (state.pause.resume_to if state.pause else state.phase) in ROUND_PHASES,
+        "shoe_online": state.shoe_online,
+        "camera_online": state.camera_online,
+        "paused": None
+        if pause is None
+        else {
+            "reason": pause.reason.value,
+            "message": pause.message,
+            "resume_to": pause.resume_to.value,
+            "needs": pause.needs(),
+            "by": pause.by,
+            "since": pause.since,
+        },
+        "round": None if state.round is None else _without_stand_in(state),
+        "awaiting": _awaiting(state),
+        "deadline": state.deadline,
+        "bets_open": games.available_bets(config.game, state.round_number)
+        if state.phase is Phase.BETTING
+        else [],
+        "settings": None if state.settings is None else state.settings.to_dict(),
+        "pending_settings": None
+        if state.pending_settings is None
+        else state.pending_settings.to_dict(),
+        "variant": games.variant(config.game, config.baccarat_mode),
+    }
+
+
+def _awaiting(state: TableState) -> dict[str, Any] | None:
+    """What the table waits for now, in public terms: a card for a position, a decision
+    from the platform, the end of betting, or a supervisor."""
+    phase = state.phase
+    if phase is Phase.BETTING:
+        return {"what": "bets"}
+    if phase is Phase.DEALING and state.round is not None:
+        step = state.round.next_step()
+        if isinstance(step, CardNeeded):
+            return {"what": "card", "position": step.position, "face_down": step.face_down}
+    if phase is Phase.DECIDING and state.round is not None:
+        step = state.round.next_step()
+        if isinstance(step, DecisionNeeded):
+            return {
+                "what": "decision",
+                "kind": step.kind,
+                "box": step.box,
+                "hand": step.hand,
+                "options": sorted(step.options),
+                "default": step.default,
+            }
+    if phase is Phase.READING:
+        return {"what": "camera", "position": state.reading}
+    if phase is Phase.BURN_REVEAL:
+        return {"what": "reveal"}
+    if phase is Phase.BURNING:
+        return {"what": "burn", "cards": state.burn_left}
+    if phase is Phase.PAUSED:
+        return {"what": "supervisor"}
+    if phase is Phase.AWAITING_SHUFFLE:
+        return {"what": "new_shoe"}
+    return {"what": "round_request"} if phase is Phase.SHOE_READY else None
+
+
+def snapshot(state: TableState) -> dict[str, Any]:
+    """The whole state, secrets included, as JSON-ready data: equal snapshots mean
+    equal states (the live round is represented by its log and its public view)."""
+    pause = state.pause
+    return {
+        "phase": state.phase.value,
+        "shoes_started": state.shoes_started,
+        "rounds_started": state.rounds_started,
+        "shoe_id": state.shoe_id,
+        "seen": None
+        if state.count is None
+        else {str(card): n for card, n in sorted(state.count.seen.items()) if n},
+        "burn_left": state.burn_left,
+        "burn_cards": [_card_text(card) for card in state.burn_cards],
+        "round_number": state.round_number,
+        "final_round": state.final_round,
+        "round_id": state.round_id,
+        "boxes": state.boxes,
+        "round_log": [
+            [str(item) if isinstance(item, Card) else item for item in entry]
+            for entry in state.round_log
+        ],
+        "round_view": None if state.round is None else dict(state.round.public_view()),
+        "round_next": None if state.round is None else step_data(state.round.next_step()),
+        "timers": {str(key): value for key, value in sorted(state.timers.items())},
+        "next_timer_id": state.next_timer_id,
+        "cross_checks": [
+            [position, number, str(card)] for position, number, card in state.cross_checks
+        ],
+        "reading": state.reading,
+        "hole_unread": state.hole_unread,
+        "pause": None
+        if pause is None
+        else {
+            "reason": pause.reason.value,
+            "message": pause.message,
+            "resume_to": pause.resume_to.value,
+            "held": [_card_text(card) for card in pause.held],
+            "unread": pause.unread,
+            "by": pause.by,
+            "since": pause.since,
+            "offline_gap": pause.offline_gap,
+        },
+        "shoe_online": state.shoe_online,
+        "shoe_locked": state.shoe_locked,
+        "shoe_reports_locked": state.shoe_reports_locked,
+        "camera_online": state.camera_online,
+        "deadline": state.deadline,
+        "settings": None if state.settings is None else state.settings.to_dict(),
+        "pending_settings": None
+        if state.pending_settings is None
+        else state.pending_settings.to_dict(),
+    }
+
+
+def step_data(step: object) -> dict[str, Any] | None:
+    """What the round asks next, as data that compares and serialises the same in every
+    process; None when it asks nothing."""
+    # Not repr(): a frozenset's order changes with the process's string hash seed.
+    if isinstance(step, CardNeeded):
+        return {"card": step.position, "face_down": step.face_down}
+    if isinstance(step, DecisionNeeded):
+        return {
+            "decision": step.kind,
+            "box": step.box,
+            "hand": step.hand,
+            "options": sorted(step.options),
+            "default": step.default,
+        }
+    return None
+
+
+def _card_text(card: Card | None) -> str | None:
+    return None if card is None else str(card)
+
+
+def _without_stand_in(state: TableState) -> dict[str, Any]:
+    """The live round's public view, in which a misread hole card's stand-in, once the
+    rules have turned it over, shows as unread (null, and no total) rather than as the
+    stand-in's face: the platform must never see a card that is not on the table."""
+    view = dict(state.round.public_view())  # type: ignore[union-attr]
+    if state.hole_unread is None or not hole_revealed(state.round):
+        return view
+    position = state.round_log[state.hole_unread][1]
+    hand = view.get(position)
+    if isinstance(hand, Mapping) and isinstance(hand.get("cards"), list):
+        cards = list(hand["cards"])
+        cards[hole_card_number(state) - 1] = None
+        view[position] = {**hand, "cards": cards, "total": None, "soft": None}
+    return view
