@@ -581,6 +581,12 @@ def run_demo(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     return 0 if finished and not failed else 1
 
 
+def verbosity(args: argparse.Namespace) -> int:
+    from controller.cli_support import verbosity as counted
+
+    return counted(args)
+
+
 def _play(
     args: argparse.Namespace,
     tables: list[DemoTable],
@@ -605,7 +611,7 @@ def _play(
             while playing():
                 time.sleep(0.05)
         else:
-            _live(playing, watch, header, out, work, args.verbose)
+            _live(playing, watch, header, out, work, verbosity(args))
     except KeyboardInterrupt:
         return False
     return all(t.bots.done for t in tables)
@@ -681,51 +687,61 @@ def _camera_deck(args: argparse.Namespace, out: TextIO) -> Path:
     return deck
 
 
-def _non_negative(kind: type) -> Callable[[str], Any]:
-    def parse(text: str) -> Any:
-        try:
-            value = kind(text)
-        except ValueError as error:
-            raise argparse.ArgumentTypeError(f"not a {kind.__name__}: {text!r}") from error
-        if value != value or value < 0:  # NaN too
-            raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
-        return value
+DESCRIPTION = """\
+Run simulated tables around the real table daemon (the code of livetable run), with
+simulated devices and people, all over MQTT.
 
-    parse.__name__ = kind.__name__
-    return parse
+Each table's daemon reads a shoe simulator that speaks the real protocol on a real
+pseudo-terminal, journals every event and speaks the MQTT API. A dealer draws the card the
+table asks for (now and then one out of turn: --mistake-rate), the shoe misreads some cards
+(--misread-rate), the serial line is noisy if asked (--line-noise), so the table pauses; a
+supervisor resolves each pause after a moment (--resolve-delay-s), entering by hand a card
+nobody could read; a platform opens rounds and answers decisions. They all talk to the
+table only over MQTT.
 
+On a terminal you see a live view of every table; otherwise one line per event; with
+--json every MQTT message as one JSON object per line (topic and payload).
 
-def _rate(text: str) -> float:
-    value = _non_negative(float)(text)
-    if value > 1:
-        raise argparse.ArgumentTypeError(f"a rate is between 0 and 1, not {text!r}")
-    return float(value)
-
-
-def _at_least_one(text: str) -> int:
-    value = _non_negative(int)(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {text!r}")
-    return int(value)
+Without --broker an MQTT broker (amqtt) runs inside the demo on a free loopback port, with
+an account printed with a mosquitto_sub line so that another client can watch. With
+--tables N each table is its own livetable run process (in this process with --camera).
+With --camera the dealer lays the cards on a simulated felt and the camera reads the cards
+the shoe misreads; without --deck a deck of --design is enrolled once and cached under
+$LIVETABLE_CACHE_DIR/decks (default ~/.cache/livetable/decks)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from controller.cli_support import (
+        HelpFormatter,
+        add_json,
+        examples,
+        non_negative_int,
+        non_negative_seconds,
+        positive_int,
+        positive_seconds,
+        rate_0_1,
+    )
     from drivers.shoe.sessions import PROTOCOL_NAMES
 
     parser = subparsers.add_parser(
         "demo",
         help="run simulated tables: the daemon, a shoe on a pty, dealer, platform and "
         "supervisor over MQTT, and a live view",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=DESCRIPTION,
+        epilog=examples(
+            "livetable demo",
+            "livetable demo --game blackjack-classic --rounds 10 --tables 2",
+            "livetable demo --json --rounds 3 --broker mqtt://127.0.0.1:1883",
+        ),
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--game", choices=GAME_IDS, default="baccarat")
     parser.add_argument(
-        "--rounds", type=_at_least_one, default=5, help="rounds to play at each table (default 5)"
+        "--rounds", type=positive_int, default=5, help="rounds to play at each table (default 5)"
     )
     parser.add_argument(
         "--tables",
-        type=_at_least_one,
+        type=positive_int,
         default=1,
         help=f"tables, each its own daemon and shoe, shown one above another (default 1, at "
         f"most {MAX_TABLES})",
@@ -740,48 +756,56 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--protocol", choices=PROTOCOL_NAMES, default="angel-eye", help="shoe protocol"
     )
     parser.add_argument(
-        "--seed", type=_non_negative(int), default=1, help="shuffle and decisions (default 1)"
+        "--seed", type=non_negative_int, default=1, help="shuffle and decisions (default 1)"
     )
     parser.add_argument(
-        "--pace-s", type=_non_negative(float), default=0.2, help="the dealer's pause per card"
+        "--pace-s",
+        type=non_negative_seconds,
+        default=0.2,
+        help="the dealer's pause before each card (default 0.2)",
     )
     parser.add_argument(
-        "--betting-s", type=_non_negative(float), default=1.0, help="betting window"
+        "--betting-s", type=positive_seconds, default=1.0, help="betting window (default 1)"
     )
     parser.add_argument(
-        "--decision-s", type=_non_negative(float), default=3.0, help="decision deadline"
+        "--decision-s", type=positive_seconds, default=3.0, help="decision deadline (default 3)"
     )
     parser.add_argument(
         "--dealer-idle-s",
-        type=_non_negative(float),
+        type=positive_seconds,
         default=5.0,
         help="a card expected for longer than this pauses the table (a card lost on a noisy "
-        "line is only noticed this way)",
+        "line is only noticed this way; default 5)",
     )
-    parser.add_argument("--cut-card-depth", type=_non_negative(int), default=14)
+    parser.add_argument(
+        "--cut-card-depth",
+        type=non_negative_int,
+        default=14,
+        help="cards behind the cut card (default 14)",
+    )
     parser.add_argument(
         "--misread-rate",
-        type=_rate,
+        type=rate_0_1,
         default=None,
         help=f"share of round cards the shoe misreads (default {DEFAULT_MISREAD_RATE}; "
         f"{DEFAULT_CAMERA_MISREAD_RATE} with --camera)",
     )
     parser.add_argument(
         "--mistake-rate",
-        type=_rate,
+        type=rate_0_1,
         default=DEFAULT_MISTAKE_RATE,
         help="share of rounds in which the dealer draws a card out of turn while bets are "
         f"taken (default {DEFAULT_MISTAKE_RATE})",
     )
     parser.add_argument(
         "--line-noise",
-        type=_rate,
+        type=rate_0_1,
         default=0.0,
         help="rate of garbage, corrupted and duplicated frames on the serial line (default 0)",
     )
     parser.add_argument(
         "--resolve-delay-s",
-        type=_non_negative(float),
+        type=non_negative_seconds,
         default=DEFAULT_RESOLVE_DELAY_S,
         help=f"how long the supervisor takes to resolve a pause (default "
         f"{DEFAULT_RESOLVE_DELAY_S})",
@@ -801,24 +825,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--camera-deadline-s",
-        type=_non_negative(float),
+        type=positive_seconds,
         default=2.0,
-        help="how long the camera may look for a card before abstaining",
+        help="how long the camera may look for a card before abstaining (default 2)",
     )
     parser.add_argument(
         "--work-dir",
         metavar="DIR",
-        help="keep the tables' configuration, journals and logs here (default: a temporary "
-        "folder, removed at the end)",
+        help="keep the tables' configuration, journals, shoe truth and logs here (default: a "
+        "temporary folder, removed at the end)",
     )
     parser.add_argument(
-        "--timeout-s", type=_non_negative(float), default=600.0, help="give up after this"
+        "--timeout-s", type=positive_seconds, default=600.0, help="give up after this (600)"
     )
-    parser.add_argument(
-        "--json",
-        action="store_true",
-        help="print every MQTT message as one JSON object per line: topic and payload",
-    )
+    add_json(parser)
     parser.add_argument(
         "--plain",
         action="store_true",

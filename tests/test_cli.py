@@ -24,7 +24,6 @@ PENDING: dict[tuple[str, ...], str] = {
     ("shoe", "ports"): "the shoe command line is being reworked (ports, monitor)",
     ("bench", "shoe"): "in the shoe driver's package, being reworked",
     ("sim", "shoe"): "in the simulators' package, being reworked",
-    ("demo",): "the demo is being rewritten",
     ("run",): "the daemon's module is being split",
 }
 
