@@ -49,7 +49,7 @@ GROUP_MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
         "benchmarks (report percentiles and rates from one run)",
         (
             "controller.games.bench",
-            "drivers.shoe.bench",
+            "simulators.shoe.bench",
             "vision.bench",
             "controller.table.bench",
             "simulators.latency_bench",

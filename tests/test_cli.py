@@ -22,7 +22,6 @@ PENDING: dict[tuple[str, ...], str] = {
     ("shoe",): "the shoe command line is being reworked (ports, monitor)",
     ("shoe", "monitor"): "the shoe command line is being reworked (ports, monitor)",
     ("shoe", "ports"): "the shoe command line is being reworked (ports, monitor)",
-    ("bench", "shoe"): "in the shoe driver's package, being reworked",
     ("sim", "shoe"): "in the simulators' package, being reworked",
     ("run",): "the daemon's module is being split",
 }

@@ -1,4 +1,4 @@
-"""The shoe commands (sim, monitor, bench) and the simulator's control language."""
+"""The shoe commands (sim, monitor) and the simulator's control language."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from controller.cli import main
-from drivers.shoe import bench
 from drivers.shoe.driver import ShoeConfig, ShoeDriver
 from drivers.shoe.events import CardDrawn, ShoeEvent, ShoeLockChanged, ShoeOnline
 from simulators.shoe import ShoeSimulator
@@ -104,13 +103,6 @@ def test_shoe_monitor_text_lines() -> None:
 
     line = event_line(ShoeLockChanged(True, 1_700_000_000.25))
     assert line.endswith("ShoeLockChanged locked=True")
-
-
-@pytest.mark.parametrize("protocol", ["angel-eye", "native"])
-def test_bench_measures_every_frame(protocol: str) -> None:
-    figures = bench.measure(protocol, 40)
-    assert figures["frames"] == 40
-    assert 0 < figures["p50_ms"] <= figures["p99_ms"] <= figures["max_ms"]
 
 
 def test_sim_shoe_control_socket_and_sigterm(tmp_path: Path) -> None:

@@ -1,5 +1,8 @@
 """``livetable bench shoe``: latency from a frame's last byte on the pty to its event on the queue.
 
+It drives the real shoe driver (:mod:`drivers.shoe.driver`) from a simulated shoe, so it
+lives beside the simulator: the drivers never import the simulators.
+
 The simulated shoe runs in its own process, as a real shoe is outside ours. It writes one
 card frame to a real pty and notes the time just before the write() that hands over its last
 byte (so the figure includes that system call); the driver's reader thread decodes it and
@@ -23,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from controller.cli_support import add_json, examples, non_negative_int, positive_int, print_json
 from controller.errors import DeviceError
 from controller.stats import percentile
 from drivers.shoe.sessions import PROTOCOL_NAMES
@@ -39,11 +43,30 @@ class StampedQueue(queue.Queue):  # type: ignore[type-arg]
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "shoe", help="shoe driver latency, pty to queue", description=__doc__
+        "shoe",
+        help="shoe driver latency, pty to queue",
+        description=(
+            "Latency of the shoe driver: from the last byte of a card frame written to a real "
+            "pty, by a simulated shoe in another process, to the driver's event put on its "
+            "queue, one frame at a time; and the time until the thread waiting on the queue "
+            "runs. Percentiles from one run, against the target p99 < "
+            f"{P99_TARGET_MS:g} ms: compare runs on the same machine only."
+        ),
+        epilog=examples(
+            "livetable bench shoe", "livetable bench shoe --protocol angel-eye --frames 2000"
+        ),
     )
-    parser.add_argument("--protocol", choices=(*PROTOCOL_NAMES, "all"), default="all")
-    parser.add_argument("--frames", type=int, default=10_000)
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--protocol",
+        choices=(*PROTOCOL_NAMES, "all"),
+        default="all",
+        help="the shoe protocol timed (default all, one after the other)",
+    )
+    parser.add_argument(
+        "--frames", type=positive_int, default=10_000, help="card frames timed per protocol"
+    )
+    parser.add_argument("--seed", type=non_negative_int, default=1, help="random seed (default 1)")
+    add_json(parser)
     parser.set_defaults(func=run)
 
 
@@ -66,7 +89,7 @@ def _shoe_process(protocol: str, link: str, seed: int) -> None:
 def measure(protocol: str, frames: int, seed: int = 1) -> dict[str, float]:
     """Latencies in milliseconds for ``frames`` frames; see the module docstring.
 
-    The simulator runs in a child process (``python -m drivers.shoe.bench --shoe ...``;
+    The simulator runs in a child process (``python -m simulators.shoe.bench --shoe ...``;
     time.perf_counter is the system-wide monotonic clock, so its stamps compare with ours),
     so it does not compete with the driver for this interpreter's GIL, as a real shoe would
     not.
@@ -80,7 +103,7 @@ def measure(protocol: str, frames: int, seed: int = 1) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="livetable-bench-") as directory:
         link = str(Path(directory) / "shoe")
         shoe = subprocess.Popen(
-            [sys.executable, "-m", "drivers.shoe.bench", "--shoe", protocol, link, str(seed)],
+            [sys.executable, "-m", "simulators.shoe.bench", "--shoe", protocol, link, str(seed)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -131,15 +154,23 @@ def run(args: argparse.Namespace) -> int:
     # The ASCII shoe's cut card reads as a bad line: expected here, not worth a warning each.
     logging.getLogger("drivers.shoe").setLevel(logging.ERROR)
     protocols = PROTOCOL_NAMES if args.protocol == "all" else (args.protocol,)
-    print(f"shoe latency, last byte on the pty -> event put on the queue ({args.frames} frames)")
+    if not args.json:
+        print(
+            f"shoe latency, last byte on the pty -> event put on the queue ({args.frames} frames)"
+        )
     for protocol in protocols:
         figures = measure(protocol, args.frames, args.seed)
-        verdict = "meets" if figures["p99_ms"] < P99_TARGET_MS else "MISSES"
+        meets = figures["p99_ms"] < P99_TARGET_MS
+        if args.json:
+            print_json(
+                {"protocol": protocol, **figures, "p99_target_ms": P99_TARGET_MS, "meets": meets}
+            )
+            continue
         print(
             f"{protocol:>10}: p50 {figures['p50_ms']:.3f} ms  p99 {figures['p99_ms']:.3f} ms  "
             f"min {figures['min_ms']:.3f} ms  max {figures['max_ms']:.3f} ms  "
             f"mean {figures['mean_ms']:.3f} ms  "
-            f"({verdict} p99 < {P99_TARGET_MS} ms; consumer woken: "
+            f"({'meets' if meets else 'MISSES'} p99 < {P99_TARGET_MS} ms; consumer woken: "
             f"p50 {figures['consumer_p50_ms']:.3f} ms, p99 {figures['consumer_p99_ms']:.3f} ms)",
             flush=True,
         )
