@@ -12,6 +12,10 @@ The artwork is GPL: it is rendered here at build or test time (``rsvg-convert -i
 and cached on disk, never committed. The ``bonded`` design is reserved for an independent
 check of the recogniser and is refused everywhere in this module, so nothing can train, tune
 or test on it by accident.
+
+It also draws the outline of a card (:func:`rounded_card_alpha`), the one shape the
+procedural training decks and the camera simulator's cards share, so that neither borrows
+it from the other.
 """
 
 from __future__ import annotations
@@ -48,6 +52,9 @@ _RANK_WORDS: Final = {
     "K": "king",
     **{str(n): str(n) for n in range(2, 10)},
 }
+
+# A card's corner radius as a share of its width (a poker card's 3.5 mm of 63 mm is 0.056).
+CORNER_RADIUS_OF_WIDTH: Final = 0.06
 
 # Rasterising a whole element at its natural size first tells us its height in SVG units;
 # the second pass renders at the zoom that gives the requested height, so small cards stay sharp.
@@ -230,6 +237,26 @@ def _render_uncached(path: Path, element: str, height_px: int) -> np.ndarray:
             image = _read_cropped(final)
     width_px = max(1, round(image.shape[1] * height_px / image.shape[0]))
     return cv2.resize(image, (width_px, height_px), interpolation=cv2.INTER_AREA)
+
+
+def rounded_card_alpha(height: int, width: int) -> np.ndarray:
+    """The outline of a card ``height`` x ``width`` with rounded corners, as an alpha mask
+    (uint8, 255 inside, the corners' edges anti-aliased)."""
+    import cv2
+    import numpy as np
+
+    alpha = np.zeros((height, width), np.uint8)
+    radius = max(2, round(width * CORNER_RADIUS_OF_WIDTH))
+    cv2.rectangle(alpha, (radius, 0), (width - 1 - radius, height - 1), 255, -1)
+    cv2.rectangle(alpha, (0, radius), (width - 1, height - 1 - radius), 255, -1)
+    for cx, cy in (
+        (radius, radius),
+        (width - 1 - radius, radius),
+        (radius, height - 1 - radius),
+        (width - 1 - radius, height - 1 - radius),
+    ):
+        cv2.circle(alpha, (cx, cy), radius, 255, -1, cv2.LINE_AA)
+    return alpha
 
 
 def render_card_bgra(design: str, card: Card, height_px: int) -> np.ndarray:

@@ -33,7 +33,6 @@ from simulators.camera.renderer import (
     Perturbations,
     artwork_faces,
     card_back,
-    rounded_card_alpha,
 )
 from simulators.camera.simulated import SimulatedCamera
 from simulators.camera.video import VideoRecorder
@@ -50,5 +49,4 @@ __all__ = [
     "artwork_faces",
     "card_back",
     "layout_for",
-    "rounded_card_alpha",
 ]

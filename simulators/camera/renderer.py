@@ -28,6 +28,7 @@ from controller.errors import ConfigurationError
 from controller.games.cards import Card
 from drivers.camera import Region, require_cv2
 from simulators.camera.layout import CARD_ASPECT, Spot, TableLayout
+from vision import artwork
 
 CardFaces = Callable[[Card, int], np.ndarray]
 """A card face provider: ``(card, height_px) -> image`` (BGRA with the card's outline as
@@ -76,31 +77,12 @@ class Perturbations:
 
 def artwork_faces(design: str) -> CardFaces:
     """Faces of ``design`` from Debian's card artwork (the reserved design is refused)."""
-    from vision import artwork
-
     artwork.design_path(design)  # fails now, with the reason, for an unknown or reserved design
 
     def faces(card: Card, height_px: int) -> np.ndarray:
         return artwork.render_card_bgra(design, card, height_px)
 
     return faces
-
-
-def rounded_card_alpha(height: int, width: int) -> np.ndarray:
-    """The outline of a card ``height`` x ``width`` with rounded corners, as an alpha mask."""
-    cv2 = require_cv2()
-    alpha = np.zeros((height, width), np.uint8)
-    radius = max(2, round(width * 0.06))
-    cv2.rectangle(alpha, (radius, 0), (width - 1 - radius, height - 1), 255, -1)
-    cv2.rectangle(alpha, (0, radius), (width - 1, height - 1 - radius), 255, -1)
-    for cx, cy in (
-        (radius, radius),
-        (width - 1 - radius, radius),
-        (radius, height - 1 - radius),
-        (width - 1 - radius, height - 1 - radius),
-    ):
-        cv2.circle(alpha, (cx, cy), radius, 255, -1, cv2.LINE_AA)
-    return alpha
 
 
 def card_back(height: int) -> np.ndarray:
@@ -115,7 +97,7 @@ def card_back(height: int) -> np.ndarray:
     for offset in range(-height, width + height, step):
         cv2.line(inner, (offset, 0), (offset + height, height), (90, 80, 210), 1, cv2.LINE_AA)
         cv2.line(inner, (offset, height), (offset + height, 0), (90, 80, 210), 1, cv2.LINE_AA)
-    return np.dstack([image, rounded_card_alpha(height, width)])
+    return np.dstack([image, artwork.rounded_card_alpha(height, width)])
 
 
 # The renderer.
@@ -374,7 +356,7 @@ class Renderer:
             colour, alpha = image[:, :, :3], image[:, :, 3]
         else:
             colour = image
-            alpha = rounded_card_alpha(image.shape[0], image.shape[1])
+            alpha = artwork.rounded_card_alpha(image.shape[0], image.shape[1])
         result = (colour.astype(np.float32), alpha.astype(np.float32) / 255.0)
         self._face_cache[key] = result
         return result

@@ -98,3 +98,20 @@ def test_a_deck_is_the_same_deck_every_time_and_its_52_cards_differ() -> None:
     assert all(np.array_equal(a, b) for a, b in zip(first, again, strict=True))
     distinct = {image.tobytes() for image in first}
     assert len(distinct) == 52
+
+
+def test_a_procedural_card_has_the_outline_the_simulated_cards_have() -> None:
+    # One outline for every card drawn here (vision.artwork), the camera simulator's included.
+    import cv2
+
+    from vision.artwork import rounded_card_alpha
+
+    style = random_style(1005)
+    card = render_procedural_card(style, parse_card("KH"), HEIGHT_PX)
+    height, width = card.shape[:2]
+    drawn = height * procedural._RENDER_SCALE  # drawn larger, then reduced
+    outline = rounded_card_alpha(drawn, round(drawn * style.aspect))
+    outline = cv2.resize(outline, (width, height), interpolation=cv2.INTER_AREA)
+    assert card[0, 0, 3] == 0 and card[-1, -1, 3] == 0  # rounded corners are transparent
+    assert card[height // 2, width // 2, 3] == 255
+    assert np.abs(card[:, :, 3].astype(int) - outline.astype(int)).max() <= 1

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from controller.games.cards import Card
+from vision.artwork import rounded_card_alpha
 
 if TYPE_CHECKING:
     import numpy as np
@@ -403,8 +404,6 @@ def render_procedural_card(style: DeckStyle, card: Card, height_px: int) -> np.n
     form as :func:`vision.artwork.render_card_bgra` gives for real artwork."""
     import cv2
     import numpy as np
-
-    from simulators.camera import rounded_card_alpha
 
     rng = np.random.default_rng([style.seed, *str(card).encode()])
     height = height_px * _RENDER_SCALE
