@@ -27,6 +27,7 @@ from controller.cli_support import (
     positive_int,
 )
 from controller.games.registry import GAME_IDS
+from controller.stats import percentile
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -51,12 +52,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def percentiles(samples: list[float], scale: float) -> dict[str, float]:
-    ordered = sorted(samples)
-
-    def at(fraction: float) -> float:
-        return round(ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] * scale, 2)
-
-    return {"p50": at(0.50), "p90": at(0.90), "p99": at(0.99), "max": round(ordered[-1] * scale, 2)}
+    """p50, p90, p99 (:func:`controller.stats.percentile`, as every bench) and the maximum of
+    ``samples``, each times ``scale`` (seconds to the unit reported) to two decimals."""
+    figures = {f"p{percent}": percentile(samples, percent) for percent in (50, 90, 99)}
+    figures["max"] = max(samples)
+    return {name: round(value * scale, 2) for name, value in figures.items()}
 
 
 def bench_handle(game: str, events: int, seed: int) -> dict[str, Any]:

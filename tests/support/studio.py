@@ -22,7 +22,6 @@ persistent session, keeping every table's events in arrival order.
 from __future__ import annotations
 
 import json
-import math
 import os
 import random
 import socket
@@ -36,6 +35,7 @@ from typing import Any
 
 import paho.mqtt.client as mqtt
 
+from controller import stats
 from simulators.shoe.simulator import FaultPlan, ShoeSimulator
 from tests.support.daemon import DaemonProcess, write_config
 
@@ -94,12 +94,11 @@ def cpu_model() -> str:
 
 
 def percentile(values: Iterable[float], fraction: float) -> float | None:
-    """The nearest-rank percentile (``fraction`` in [0, 1]) of ``values``; None if empty."""
-    ordered = sorted(values)
-    if not ordered:
-        return None
-    rank = min(max(1, math.ceil(fraction * len(ordered))), len(ordered))
-    return ordered[rank - 1]
+    """The benches' percentile (:func:`controller.stats.percentile`) at ``fraction`` (0 to 1)
+    of ``values``, so the studio's figures compare with theirs; None if there are none (a
+    table that saw no cards reports no spread rather than failing the run)."""
+    listed = list(values)
+    return stats.percentile(listed, fraction * 100) if listed else None
 
 
 # --- the tables --------------------------------------------------------------------------------
