@@ -1,9 +1,11 @@
 """A throw-away mosquitto broker on a free loopback port, for benches and tests.
 
 Started with a temporary configuration in a work folder, waited on until it accepts TCP
-connections, stopped at the end. Installed code (``livetable bench latency``) cannot import
-the test suite's helpers, so the broker lives here, where ``tests/support/broker.py`` can
-use it too.
+connections, stopped at the end; :meth:`BrokerProcess.stop` reports whether it had died on
+its own, so a test fixture can fail the test that killed it, and
+:meth:`BrokerProcess.restart` brings it back on the same port. Installed code
+(``livetable bench latency``) cannot import the test suite's helpers, so the broker lives
+here and the tests' broker fixtures use this one.
 """
 
 from __future__ import annotations
@@ -50,6 +52,20 @@ class BrokerProcess:
             return self.log_path.read_text(errors="replace")
         return ""
 
+    @property
+    def config_path(self) -> Path:
+        return self.log_path.parent / "mosquitto.conf"
+
+    def restart(self) -> None:
+        """Start the broker again on the same port with the same configuration (a stopped
+        broker with ``persistence true`` comes back with its sessions and retained
+        messages)."""
+        if self.alive():
+            raise RuntimeError("the broker is still running")
+        self.process = _launch(self.config_path)
+        if not wait_until_listening(self):
+            raise RuntimeError(f"mosquitto did not restart; log:\n{self.log()}")
+
     def stop(self) -> int | None:
         """Stop the broker; return its exit code if it had already died, else None."""
         died_with = self.process.poll()
@@ -67,6 +83,14 @@ class BrokerProcess:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+def _launch(config: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [MOSQUITTO, "-c", str(config)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def wait_until_listening(broker: BrokerProcess, timeout_s: float = START_TIMEOUT_S) -> bool:
@@ -96,7 +120,8 @@ def broker_config(port: int, workdir: Path, extra_config: str, persistence: bool
         "log_type error\nlog_type warning\nlog_type notice\n"
         # As root, mosquitto would switch to the 'mosquitto' user, which cannot read the
         # caller's private temporary files; a throw-away broker stays the user that started it.
-         + ("user root\n" if os.geteuid() == 0 else "") + extra_config
+        + ("user root\n" if os.geteuid() == 0 else "")
+        + extra_config
     )
 
 
@@ -114,11 +139,7 @@ def start_broker(
         port = free_port()
         config = workdir / "mosquitto.conf"
         config.write_text(broker_config(port, workdir, extra_config, persistence))
-        process = subprocess.Popen(
-            [MOSQUITTO, "-c", str(config)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        process = _launch(config)
         broker = BrokerProcess(
             "127.0.0.1", port, process, workdir / "mosquitto.log", dict(users or {})
         )
