@@ -41,7 +41,8 @@ from controller.table.events import (
     TimerExpired,
 )
 from controller.table.journal import Journal, canonical_json
-from controller.table.machine import Phase, TableMachine
+from controller.table.machine import TableMachine
+from controller.table.state import Phase
 from controller.table.table import JournaledTable, bind_config, replay
 from controller.table_config import TableConfig
 

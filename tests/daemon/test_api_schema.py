@@ -46,7 +46,8 @@ from controller.table.events import (
     ShoeOnline,
     SupervisorCommanded,
 )
-from controller.table.machine import Phase, TableMachine
+from controller.table.machine import TableMachine
+from controller.table.state import Phase
 from controller.table_config import TableConfig
 from controller.wire import API_VERSION, ERROR_CODES, EVENT_TYPES, encode, response_message
 from tests.support.api_schema import (

@@ -14,7 +14,7 @@ from controller.daemon import TableDaemon
 from controller.games.cards import parse_card
 from controller.outbox import outbox_path
 from controller.table.events import CardDrawn, RoundRequested, SupervisorCommanded, TimerExpired
-from controller.table.machine import Phase
+from controller.table.state import Phase
 from controller.table_config import TableConfig
 
 CARDS = ["4S", "2H", "9D", "KD", "3C", "5H", "6S", "7C", "8D", "QS", "JH", "TC", "AD", "2S"]

@@ -19,7 +19,7 @@ from controller.table.events import (
     SupervisorCommanded,
     TimerExpired,
 )
-from controller.table.machine import Phase
+from controller.table.state import Phase
 from controller.table_config import TableConfig
 from drivers.shoe.angel_eye import GameResult
 from drivers.shoe.sessions import ShoeResult

@@ -31,7 +31,8 @@ from controller.table.events import (
     SupervisorCommanded,
     TimerExpired,
 )
-from controller.table.machine import Phase, TableMachine
+from controller.table.machine import TableMachine
+from controller.table.state import Phase
 from controller.table_config import TableConfig
 
 SUPERVISOR = ("sam", "supervisor")

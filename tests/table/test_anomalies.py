@@ -13,7 +13,7 @@ from controller.table.events import (
     ShoeOffline,
     ShoeOnline,
 )
-from controller.table.machine import Phase
+from controller.table.state import Phase
 from tests.table.driver import Driver
 
 

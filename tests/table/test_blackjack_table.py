@@ -13,7 +13,7 @@ from controller.games.blackjack import BlackjackRound
 from controller.games.cards import parse_card
 from controller.games.registry import BLACKJACK, games_in
 from controller.table.effects import AskCamera, PublishEvent, PublishState, StartTimer
-from controller.table.machine import Phase
+from controller.table.state import Phase
 from tests.table.driver import Driver, deal_until_settled, shuffled_shoe, table_for
 
 GAMES = games_in(BLACKJACK)

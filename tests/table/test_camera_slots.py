@@ -4,7 +4,7 @@ hold the hand now: the camera's region is ``card_slot(position, card_number)``."
 from __future__ import annotations
 
 from controller.table.effects import AskCamera, Effect
-from controller.table.machine import Phase
+from controller.table.state import Phase
 from drivers.camera import card_slot
 from tests.table.driver import table_for
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from controller.table.machine import TRANSITIONS, PauseReason, Phase, mermaid_diagram
+from controller.table.machine import TRANSITIONS, mermaid_diagram
+from controller.table.state import PauseReason, Phase
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "table.md"
 

@@ -36,7 +36,7 @@ from controller.table.events import (
     encode_event,
 )
 from controller.table.journal import GENESIS_HASH, Journal, row_hash
-from controller.table.machine import Phase
+from controller.table.state import Phase
 from controller.table.table import JournaledTable, export_round, replay
 from tests.table.driver import Driver, config_for, shuffled_shoe
 

@@ -6,7 +6,7 @@ import pytest
 
 from controller.table.effects import CommandAnswered
 from controller.table.events import SupervisorCommanded
-from controller.table.machine import Phase
+from controller.table.state import Phase
 from tests.table.driver import Driver
 
 
