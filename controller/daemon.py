@@ -32,6 +32,7 @@ from typing import Any
 
 from controller import sd_notify
 from controller.assembly import AssembledTable, DeviceEffects, Effects, assemble
+from controller.cli_support import examples
 from controller.config import LivetableConfig, MqttConfig, load_config
 from controller.errors import ConfigurationError, TableError
 from controller.mqtt_api import (
@@ -636,16 +637,25 @@ def run_daemon(args: argparse.Namespace) -> int:
     return daemon.run(stop)
 
 
+RUN_HELP = """Run one table as a daemon: read the shoe (and the camera), journal every event
+before it takes effect, and speak the MQTT API to the game platform and the supervisors.
+Under systemd it reports ready after the journal's replay and feeds the watchdog from its
+event loop; it stops cleanly on SIGTERM (availability offline, journal closed).
+
+The configuration has the sections [table], [shoe], [camera] (optional) and [mqtt]; one
+wrong key stops the start with one line naming the key and the file. The MQTT API and the
+configuration are documented in the mqtt-api and install guides under docs."""
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "run",
         help="run a table: shoe, camera, journal and the MQTT API (the daemon)",
-        description=(
-            "Run one table as a daemon: read the shoe (and the camera), journal every event, "
-            "and speak the MQTT API (docs/mqtt-api.md). Stops cleanly on SIGTERM.\n\n"
-            "example: livetable run --config /etc/livetable/t1.toml"
+        description=RUN_HELP,
+        epilog=examples(
+            "livetable run --config /etc/livetable/t1.toml",
+            note="Installed as a service: systemctl enable --now livetable@t1 reads that file.",
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--config", required=True, help="the table's TOML file")
     parser.set_defaults(func=run_daemon)

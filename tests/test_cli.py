@@ -19,11 +19,6 @@ COMMANDS = [path for path, _ in sub_commands(build_parser())]
 # Commands whose modules other people are rewriting now; each is to follow the same
 # conventions (the helpers are in controller.cli_support) and then leave this list.
 PENDING: dict[tuple[str, ...], str] = {
-    ("shoe",): "the shoe command line is being reworked (ports, monitor)",
-    ("shoe", "monitor"): "the shoe command line is being reworked (ports, monitor)",
-    ("shoe", "ports"): "the shoe command line is being reworked (ports, monitor)",
-    ("sim", "shoe"): "in the simulators' package, being reworked",
-    ("run",): "the daemon's module is being split",
 }
 
 # Source markup and paths inside the source tree mean nothing to someone at a terminal.
@@ -79,7 +74,10 @@ def test_every_command_follows_the_option_conventions(path: tuple[str, ...]) -> 
         # Counts, seeds, rates and times go through the shared types, which refuse
         # negative and nonsensical values.
         assert action.type not in (int, float), f"{option}: use a type from cli_support"
-        if TIME_WORDS.search(option) or (action.help and "seconds" in action.help):
+        takes_a_value = action.nargs != 0  # a flag such as --wait is not a time
+        if takes_a_value and (
+            TIME_WORDS.search(option) or (action.help and "seconds" in action.help)
+        ):
             assert option.endswith("-s"), f"{option}: a time option's name ends in -s"
         if option == "--game" and action.choices is not None:
             assert set(action.choices) <= set(GAME_IDS)
@@ -133,6 +131,17 @@ USAGE_ERRORS = [
         "argument --timeout-s: -1 is not a positive number of seconds",
     ),
     (["journal", "verify"], "the following arguments are required: JOURNAL"),
+    (["shoe", "monitor", "--port", "p", "--protocol", "morse"], "argument --protocol: invalid"),
+    (["shoe", "monitor", "--port", "p", "--protocol", "native", "--count", "0"], "argument --c"),
+    (["shoe", "monitor", "--port", "p", "--protocol", "native", "--stopbits", "3"], "argument"),
+    (
+        ["shoe", "monitor", "--port", "p", "--protocol", "native", "--duration-s", "-2"],
+        "argument --duration-s: -2 is not a positive number of seconds",
+    ),
+    (["sim", "shoe", "--protocol", "native", "--link", "l", "--drop-rate", "2"], "argument --d"),
+    (["sim", "shoe", "--protocol", "native", "--link", "l", "--pull-s", "-1"], "argument --pu"),
+    (["demo", "--protocol", "morse"], "argument --protocol: invalid choice: 'morse'"),
+    (["run"], "the following arguments are required: --config"),
     (["frobnicate"], "argument COMMAND: invalid choice: 'frobnicate'"),
 ]
 
@@ -158,6 +167,8 @@ FAILURES = [
     (["journal", "export", "{notes}", "--round", "1"], "cannot open the journal {notes}"),
     (["camera", "calibrate", "--config", "{tmp}/no.toml"], "config file {tmp}/no.toml does not"),
     (["vision", "classify", "{tmp}/none.png"], "no such image file: {tmp}/none.png"),
+    (["shoe", "monitor", "--port", "{tmp}/none", "--protocol", "native"], "cannot open shoe port"),
+    (["run", "--config", "{tmp}/no.toml"], "config file {tmp}/no.toml does not"),
 ]
 
 

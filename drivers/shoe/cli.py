@@ -1,11 +1,12 @@
-"""``livetable shoe monitor``: print every event a shoe sends, for commissioning a table.
-``livetable shoe ports``: the serial ports of this machine, with their stable names.
+"""The shoe's commissioning tools: ``shoe monitor`` prints every event a shoe sends, ``shoe
+ports`` lists this machine's serial ports with their stable names.
 
 The monitor opens the port exactly as the table does (same driver, same reconnects) and
 prints one line an event, or one JSON object a line with ``--json``. At the end it writes its
 statistics and, for an Angel Eye shoe, a commissioning report (the variant it saw and the
 ``[shoe]`` lines that fix it) to stderr. A port that cannot be opened ends the run at once
-(exit status 2) unless ``--wait`` is given; a run that never saw the shoe online exits 1.
+with one line (exit status 1) unless ``--wait`` is given; a run that never saw the shoe online
+exits 1.
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from controller.cli_support import default_to_help
+from controller.cli_support import (
+    add_json,
+    default_to_help,
+    examples,
+    positive_int,
+    positive_seconds,
+)
 from controller.errors import DeviceError
 from drivers.shoe.angel_eye_variants import BIT7_SETTINGS, VARIANT_NAMES
 from drivers.shoe.commissioning import angel_eye_report, statistics
@@ -32,21 +39,61 @@ from drivers.shoe.sessions import PROTOCOL_NAMES, AngelEyeSession
 BY_ID = Path("/dev/serial/by-id")
 
 
+MONITOR_HELP = """Print every event a card shoe sends, decoded by the table's own driver.
+
+The port is opened exactly as the table opens it (same driver, same reconnects). At the end
+the monitor prints its statistics and, for an Angel Eye shoe, a commissioning report: the
+variant it saw and the [shoe] lines that fix it in the table's configuration. A port that
+cannot be opened ends the run at once with one line (exit status 1) unless --wait is given;
+a run that never saw the shoe online exits 1."""
+
+PORTS_HELP = """List this machine's serial ports, one a line: the stable name under
+/dev/serial/by-id (the one to put in the table's [shoe] port, as it survives a re-plug and a
+reboot), the device, the USB vendor and product ids, the description and serial number."""
+
+STOPBITS = {"1": 1.0, "1.5": 1.5, "2": 2.0}
+
+
+def stop_bits(text: str) -> float:
+    """1, 1.5 or 2 stop bits, as the serial line counts them."""
+    try:
+        return STOPBITS[text]
+    except KeyError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not 1, 1.5 or 2") from None
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
-    shoe = subparsers.add_parser("shoe", help="card-shoe scanner tools", description=__doc__)
+    shoe = subparsers.add_parser(
+        "shoe",
+        help="card-shoe scanner tools",
+        description="Tools for commissioning a card shoe: its ports and what it sends.",
+        epilog=examples(
+            "livetable shoe ports",
+            "livetable shoe monitor --port /dev/ttyUSB0 --protocol angel-eye --duration-s 60",
+        ),
+    )
     shoe_commands = shoe.add_subparsers(dest="shoe_command", metavar="WHAT")
     default_to_help(shoe)
     monitor = shoe_commands.add_parser(
-        "monitor", help="print each decoded shoe event", description=__doc__
+        "monitor",
+        help="print each decoded shoe event",
+        description=MONITOR_HELP,
+        epilog=examples(
+            "livetable shoe monitor --port /dev/serial/by-id/usb-FTDI-if00-port0 "
+            "--protocol angel-eye --duration-s 120",
+            "livetable shoe monitor --port socket://10.0.0.7:4001 --protocol native --json",
+        ),
     )
     monitor.add_argument(
         "--port", required=True, help="device path, by-id link, or socket://host:port"
     )
     monitor.add_argument("--protocol", choices=PROTOCOL_NAMES, required=True)
-    monitor.add_argument("--json", action="store_true", help="one JSON object a line")
-    monitor.add_argument("--baud", type=int, help="default: the protocol's")
+    add_json(monitor)
+    monitor.add_argument("--baud", type=positive_int, help="default: the protocol's")
     monitor.add_argument("--parity", choices=sorted(PARITIES), default="N")
-    monitor.add_argument("--stopbits", type=float, choices=(1, 1.5, 2), default=1)
+    monitor.add_argument(
+        "--stopbits", type=stop_bits, default=1.0, metavar="{1,1.5,2}", help="default: 1"
+    )
     monitor.add_argument(
         "--command-bcc",
         choices=("with-stx", "without-stx"),
@@ -62,14 +109,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     monitor.add_argument(
         "--data-bit7", choices=BIT7_SETTINGS, default="auto", help="Angel Eye: data bit 7 rule"
     )
-    monitor.add_argument("--count", type=int, help="stop after this many events")
-    monitor.add_argument("--seconds", type=float, help="stop after this long")
+    monitor.add_argument("--count", type=positive_int, help="stop after this many events")
+    monitor.add_argument("--duration-s", type=positive_seconds, help="stop after this many seconds")
     monitor.add_argument(
         "--wait", action="store_true", help="wait for a port that cannot be opened yet"
     )
     monitor.set_defaults(func=run)
     ports = shoe_commands.add_parser(
-        "ports", help="list serial ports with their stable by-id names", description=__doc__
+        "ports",
+        help="list serial ports with their stable by-id names",
+        description=PORTS_HELP,
+        epilog=examples("livetable shoe ports"),
     )
     ports.set_defaults(func=list_ports)
 
@@ -110,11 +160,11 @@ def run(args: argparse.Namespace) -> int:
         open_port(config).close()
     except DeviceError as error:
         if not args.wait:
-            print(f"{error} (give --wait to wait for it)", file=sys.stderr)
-            return 2
+            print(f"livetable: error: {error} (give --wait to wait for it)", file=sys.stderr)
+            return 1
         print(f"{error}; waiting for it (Ctrl-C to stop)", file=sys.stderr, flush=True)
     events: queue.Queue[ShoeEvent] = queue.Queue()
-    deadline = time.monotonic() + args.seconds if args.seconds is not None else None
+    deadline = time.monotonic() + args.duration_s if args.duration_s is not None else None
     printed = 0
     driver = ShoeDriver(config, events)
     with driver:

@@ -17,25 +17,49 @@ import threading
 from pathlib import Path
 from types import FrameType
 
+from controller.cli_support import (
+    examples,
+    non_negative_int,
+    non_negative_seconds,
+    positive_int,
+    rate_0_1,
+)
 from drivers.shoe.angel_eye_variants import RULES as ANGEL_EYE_RULES
 from drivers.shoe.sessions import PROTOCOL_NAMES
 from simulators.shoe.control import execute
 from simulators.shoe.simulator import FaultPlan, ShoeSimulator
+
+HELP = """Run a simulated card shoe on a real pseudo-terminal, behind a symlink that the
+table's [shoe] port (or livetable shoe monitor --port) names, until told to stop.
+
+Control it by typing commands on stdin (draw, unplug 2, help...) or through the Unix socket
+given with --control: one command a line, one answer a line, for example with
+socat - UNIX-CONNECT:/tmp/shoe.ctl. It speaks the table's own protocol codecs, and injects
+the faults asked for below."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "shoe",
         help="a card shoe on a real pty, with fault injection",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=HELP,
+        epilog=examples(
+            "livetable sim shoe --protocol angel-eye --link /tmp/shoe",
+            "livetable sim shoe --protocol angel-eye --variant wrap9 --link /tmp/shoe "
+            "--control /tmp/shoe.ctl --no-stdin --garbage-rate 0.01 --pull-every 200",
+        ),
     )
     parser.add_argument("--protocol", choices=PROTOCOL_NAMES, required=True)
     parser.add_argument("--link", type=Path, required=True, help="symlink to the pty's slave")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--decks", type=int, default=8)
     parser.add_argument(
-        "--cut-card-depth", type=int, default=14, help="cards left behind the cut card"
+        "--seed", type=non_negative_int, default=0, help="the shuffle's seed (default 0)"
+    )
+    parser.add_argument("--decks", type=positive_int, default=8, help="decks in the shoe")
+    parser.add_argument(
+        "--cut-card-depth",
+        type=non_negative_int,
+        default=14,
+        help="cards left behind the cut card",
     )
     parser.add_argument("--truth", type=Path, help="append every emitted event as JSON lines")
     parser.add_argument("--control", type=Path, help="Unix socket for control commands")
@@ -70,11 +94,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ("unreadable-rate", "a card whose face cannot be read"),
         ("foreign-rate", "a ninth copy of a face instead of the next card"),
     ):
-        faults.add_argument(f"--{name}", type=float, default=0.0, help=help_text)
-    faults.add_argument("--pull-every", type=int, default=0, help="pull the cable every N cards")
-    faults.add_argument("--pull-seconds", type=float, default=0.5)
-    faults.add_argument("--stuck-every", type=int, default=0, help="jam every Nth card")
-    faults.add_argument("--stuck-seconds", type=float, default=3.0)
+        faults.add_argument(f"--{name}", type=rate_0_1, default=0.0, help=help_text)
+    faults.add_argument(
+        "--pull-every",
+        type=non_negative_int,
+        default=0,
+        help="pull the cable every N cards (0: never)",
+    )
+    faults.add_argument(
+        "--pull-s",
+        type=non_negative_seconds,
+        default=0.5,
+        help="how long the cable stays out (default 0.5)",
+    )
+    faults.add_argument(
+        "--stuck-every", type=non_negative_int, default=0, help="jam every Nth card (0: never)"
+    )
+    faults.add_argument(
+        "--stuck-s",
+        type=non_negative_seconds,
+        default=3.0,
+        help="how long a jammed card stays silent (default 3)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -88,9 +129,9 @@ def _faults(args: argparse.Namespace) -> FaultPlan:
         unreadable_rate=args.unreadable_rate,
         foreign_rate=args.foreign_rate,
         pull_every=args.pull_every,
-        pull_seconds=args.pull_seconds,
+        pull_seconds=args.pull_s,
         stuck_every=args.stuck_every,
-        stuck_seconds=args.stuck_seconds,
+        stuck_seconds=args.stuck_s,
     )
 
 

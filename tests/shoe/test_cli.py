@@ -73,7 +73,7 @@ def test_shoe_monitor_prints_json_lines(tmp_path: Path, capsys: pytest.CaptureFi
     link = tmp_path / "shoe"
     with ShoeSimulator("angel-eye", link, seed=1) as sim:
         arguments = ["shoe", "monitor", "--port", str(link), "--protocol", "angel-eye"]
-        arguments += ["--json", "--count", "3", "--seconds", "20"]
+        arguments += ["--json", "--count", "3", "--duration-s", "20"]
         status: list[int] = []
         monitor = threading.Thread(target=lambda: status.append(main(arguments)))
         monitor.start()

@@ -19,7 +19,7 @@ def test_monitor_reports_the_variant_it_saw(
     link = tmp_path / "shoe"
     with ShoeSimulator("angel-eye", link, seed=3, variant="wrap9", data_bit7=False) as sim:
         arguments = ["shoe", "monitor", "--port", str(link), "--protocol", "angel-eye"]
-        arguments += ["--count", "22", "--seconds", "30"]
+        arguments += ["--count", "22", "--duration-s", "30"]
         status: list[int] = []
         monitor = threading.Thread(target=lambda: status.append(main(arguments)))
         monitor.start()
@@ -49,11 +49,11 @@ def test_monitor_on_a_port_that_cannot_be_opened(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     absent = str(tmp_path / "absent")
-    assert main(["shoe", "monitor", "--port", absent, "--protocol", "angel-eye"]) == 2
+    assert main(["shoe", "monitor", "--port", absent, "--protocol", "angel-eye"]) == 1
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and "cannot open shoe port" in lines[0] and "--wait" in lines[0]
     arguments = ["shoe", "monitor", "--port", absent, "--protocol", "native"]
-    assert main([*arguments, "--wait", "--seconds", "0.5"]) == 1
+    assert main([*arguments, "--wait", "--duration-s", "0.5"]) == 1
     err = capsys.readouterr().err
     assert "waiting for it" in err and "was never online" in err
 
