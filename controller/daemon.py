@@ -218,7 +218,10 @@ class MqttLink:
     def _on_disconnect(
         self, _client: Any, _userdata: Any, _flags: Any, reason: Any, _props: Any
     ) -> None:
-        if self.connected.is_set():
+        if self._stopping.is_set():
+            # Our own goodbye at shutdown, not an outage: nothing for an operator to act on.
+            logger.info("disconnected from the broker")
+        elif self.connected.is_set():
             logger.warning("lost the broker: %s; the table goes on and the events wait", reason)
         self.connected.clear()
 
