@@ -35,7 +35,8 @@ SOURCE_HEIGHT_PX: Final = 320
 
 @dataclass(frozen=True, slots=True)
 class SceneOptions:
-    """How hard the scenes are. The defaults are the evaluation conditions of issue 5."""
+    """How hard the scenes are. The defaults are the conditions the recogniser's accuracy
+    targets are measured in (docs/vision.md, "Artwork, designs, synthesis" and "Measured")."""
 
     size: tuple[int, int] = (360, 360)  # width, height of the image (one camera region)
     card_height_px: tuple[float, float] = (150.0, 210.0)
