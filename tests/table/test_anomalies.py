@@ -3,6 +3,8 @@ the round. While paused the shoe is locked and no card changes the round."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from controller.table.effects import AskCamera, LockShoe, PublishEvent, StartTimer
@@ -58,22 +60,20 @@ def cards_of_round(driver: Driver) -> list:
 
 
 @pytest.mark.parametrize("ending", ["resume", "cancel"])
-def test_card_during_betting(ending: str) -> None:
-    driver = Driver.for_game("baccarat")
-    driver.new_shoe()
-    driver.request_round()
-    driver.draw("5H")
-    assert_paused(driver, "card_out_of_turn")
-    assert "during betting" in driver.machine.state.pause.message
-    assert "5H" not in str(driver.published_events("table_paused"))
+def test_card_during_betting(table: Driver, ending: str) -> None:
+    table.request_round()
+    table.draw("5H")
+    assert_paused(table, "card_out_of_turn")
+    assert "during betting" in table.machine.state.pause.message
+    assert "5H" not in str(table.published_events("table_paused"))
     if ending == "cancel":
-        assert_cancel_refunds(driver)
+        assert_cancel_refunds(table)
         return
-    assert driver.command("resume", resolution="burn").ok
-    assert driver.phase is Phase.BETTING
-    driver.expire("betting")
-    driver.draw("9S", "TD", "KC", "3H")
-    assert driver.published_events("round_settled")
+    assert table.command("resume", resolution="burn").ok
+    assert table.phase is Phase.BETTING
+    table.expire("betting")
+    table.draw("9S", "TD", "KC", "3H")
+    assert table.published_events("round_settled")
 
 
 @pytest.mark.parametrize("ending", ["accept", "burn", "cancel"])
@@ -99,19 +99,17 @@ def test_card_while_paused_changes_nothing_until_resolved(dealing: Driver, endin
 
 
 @pytest.mark.parametrize("ending", ["burn", "cancel_refused"])
-def test_card_after_the_rounds_last_card(ending: str) -> None:
-    driver = Driver.for_game("baccarat")
-    driver.new_shoe()
-    driver.open_and_close_betting()
-    driver.draw("9S", "TD", "KC", "3H", "7C")
-    assert_paused(driver, "card_out_of_turn")
-    assert "after the round's last card" in driver.machine.state.pause.message
+def test_card_after_the_rounds_last_card(table: Driver, ending: str) -> None:
+    table.open_and_close_betting()
+    table.draw("9S", "TD", "KC", "3H", "7C")
+    assert_paused(table, "card_out_of_turn")
+    assert "after the round's last card" in table.machine.state.pause.message
     if ending == "cancel_refused":
-        answer = driver.command("cancel")
+        answer = table.command("cancel")
         assert not answer.ok and "no round" in answer.message
         return
-    assert driver.command("resume", resolution="burn").ok
-    assert driver.phase is Phase.SHOE_READY
+    assert table.command("resume", resolution="burn").ok
+    assert table.phase is Phase.SHOE_READY
 
 
 def test_card_before_a_new_shoe_is_declared() -> None:
@@ -196,9 +194,10 @@ def test_the_camera_that_never_answers_a_misread_pauses(dealing: Driver) -> None
 
 
 @pytest.mark.parametrize("ending", ["resume", "cancel"])
-def test_camera_and_shoe_disagreeing_when_cross_checking(ending: str) -> None:
-    driver = Driver.for_game("baccarat", camera_cross_check=True)
-    driver.new_shoe()
+def test_camera_and_shoe_disagreeing_when_cross_checking(
+    make_table: Callable[..., Driver], ending: str
+) -> None:
+    driver = make_table(camera_cross_check=True)
     driver.open_and_close_betting()
     effects = driver.draw("9S")
     assert AskCamera("player", "cross_check", 1) in effects
@@ -216,12 +215,13 @@ def test_camera_and_shoe_disagreeing_when_cross_checking(ending: str) -> None:
     assert driver.published_events("round_settled")
 
 
-def test_a_late_answer_about_another_card_of_the_hand_is_not_the_misread_card() -> None:
+def test_a_late_answer_about_another_card_of_the_hand_is_not_the_misread_card(
+    make_table: Callable[..., Driver],
+) -> None:
     """The camera answers in order: a cross-check of the player's first card may arrive
     while the table waits for the camera to read the player's misread third card. Matched
     by position alone, the first card's face was dealt as the third card (a second 2S)."""
-    driver = Driver.for_game("baccarat", camera_cross_check=True)
-    driver.new_shoe()
+    driver = make_table(camera_cross_check=True)
     driver.open_and_close_betting()
     driver.draw("2S", "3D", "3H", "4C")  # player 5, banker 7: the player draws
     effects = driver.misread()
@@ -296,14 +296,12 @@ def test_no_cards_drawn_is_refused_when_the_shoe_was_not_offline(dealing: Driver
     assert not answer.ok and "not offline" in answer.message
 
 
-def test_shoe_offline_between_rounds_blocks_the_next_round() -> None:
-    driver = Driver.for_game("baccarat")
-    driver.new_shoe()
-    driver.send(ShoeOffline("/dev/ttyUSB0", "silent", driver.tick()))
-    assert driver.phase is Phase.SHOE_READY
-    assert not driver.request_round().ok
-    driver.send(ShoeOnline("/dev/ttyUSB0", driver.tick()))
-    assert driver.request_round().ok
+def test_shoe_offline_between_rounds_blocks_the_next_round(table: Driver) -> None:
+    table.send(ShoeOffline("/dev/ttyUSB0", "silent", table.tick()))
+    assert table.phase is Phase.SHOE_READY
+    assert not table.request_round().ok
+    table.send(ShoeOnline("/dev/ttyUSB0", table.tick()))
+    assert table.request_round().ok
 
 
 @pytest.mark.parametrize("ending", ["resume", "cancel"])
@@ -364,11 +362,9 @@ def test_restart_in_mid_round_pauses_recovered(dealing: Driver, ending: str) -> 
     finish_round(dealing)
 
 
-def test_restart_between_rounds_does_not_pause() -> None:
-    driver = Driver.for_game("baccarat")
-    driver.new_shoe()
-    driver.send(ControllerStarted(driver.tick()))
-    assert driver.phase is Phase.SHOE_READY
+def test_restart_between_rounds_does_not_pause(table: Driver) -> None:
+    table.send(ControllerStarted(table.tick()))
+    assert table.phase is Phase.SHOE_READY
 
 
 def test_a_shoe_that_reports_the_wrong_gate_state_is_asked_again(dealing: Driver) -> None:
