@@ -33,6 +33,7 @@ from controller.table.events import (
 )
 from controller.table.machine import TableMachine
 from controller.table.state import Phase
+from controller.table.table import JournaledTable
 from controller.table_config import TableConfig
 
 SUPERVISOR = ("sam", "supervisor")
@@ -197,6 +198,36 @@ def table_for(game: str, **overrides: Any) -> Driver:
     driver = Driver.for_game(game, **{"decision_s": 8.0, **overrides})
     driver.new_shoe()
     return driver
+
+
+def play_rounds(driver: Driver, rounds: int = 3) -> None:
+    """From a table awaiting its first shoe: a shoe (reveal 2S, burn 3D 4D); round 1
+    settled (player 9S KC, banker TD 3H); round 2 paused by the supervisor after one card
+    (8S to the player) and cancelled; then ``rounds - 2`` more settled rounds (player 8S KD,
+    banker TC 3D)."""
+    assert rounds >= 1, rounds
+    driver.new_shoe()
+    driver.open_and_close_betting()
+    driver.draw("9S", "TD", "KC", "3H")
+    if rounds < 2:
+        return
+    driver.open_and_close_betting()
+    driver.draw("8S")
+    assert driver.command("pause", reason="a dispute at the table").ok
+    assert driver.command("cancel", reason="dealer error").ok
+    for _ in range(rounds - 2):
+        driver.open_and_close_betting()
+        driver.draw("8S", "TC", "KD", "3D")
+
+
+def write_journal(path: Path, rounds: int = 3) -> None:
+    """The journal, at ``path``, of a baccarat table (``t1``) that played
+    :func:`play_rounds` and stopped."""
+    table, _ = JournaledTable.open(config_for("baccarat", path.parent), at=1.0, path=path)
+    try:
+        play_rounds(Driver(table), rounds)
+    finally:
+        table.close()
 
 
 def shuffled_shoe(seed: int) -> list[Card]:

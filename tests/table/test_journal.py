@@ -38,7 +38,7 @@ from controller.table.events import (
 from controller.table.journal import GENESIS_HASH, Journal, row_hash
 from controller.table.state import Phase
 from controller.table.table import JournaledTable, export_round, replay
-from tests.table.driver import Driver, config_for, shuffled_shoe
+from tests.table.driver import Driver, config_for, play_rounds, shuffled_shoe
 
 ONE_OF_EACH = [
     CardDrawn(parse_card("AS"), 7, 1.5),
@@ -214,14 +214,8 @@ def test_a_journal_replays_only_under_the_settings_it_was_written_with(tmp_path:
 def test_export_gives_a_rounds_whole_history(tmp_path: Path) -> None:
     config = config_for("baccarat", tmp_path)
     table, _ = JournaledTable.open(config, at=1.0)
-    driver = Driver(table)
     try:
-        driver.new_shoe()
-        driver.open_and_close_betting()
-        driver.draw("9S", "TD", "KC", "3H")
-        driver.open_and_close_betting()
-        driver.draw("4S")
-        driver.command("cancel", reason="dispute")
+        play_rounds(Driver(table), rounds=2)
         with Journal(config.journal_path, read_only=True) as journal:
             first = export_round(journal, config, 1)
             second = export_round(journal, config, 2)

@@ -21,35 +21,14 @@ from controller.cli import main
 from controller.errors import JournalError
 from controller.table.journal import Journal, check_head
 from controller.table.table import JournaledTable, describe_reused_journal, log_reused_journal
-from tests.table.driver import Driver, config_for
-
-
-def play(path: Path, rounds: int = 3) -> None:
-    """A baccarat journal: a shoe, a settled round, a round paused and cancelled, and then
-    ``rounds - 2`` more settled rounds."""
-    config = config_for("baccarat", path.parent)
-    table, _ = JournaledTable.open(config, at=1.0, path=path)
-    driver = Driver(table)
-    try:
-        driver.new_shoe()
-        driver.open_and_close_betting()
-        driver.draw("9S", "TD", "KC", "3H")
-        driver.open_and_close_betting()
-        driver.draw("8S")
-        assert driver.command("pause", reason="a dispute at the table").ok
-        assert driver.command("cancel", reason="dealer error").ok
-        for _ in range(rounds - 2):
-            driver.open_and_close_betting()
-            driver.draw("8S", "TC", "KD", "3D")
-    finally:
-        table.close()
+from tests.table.driver import Driver, config_for, play_rounds, write_journal
 
 
 @pytest.fixture
 def journal(tmp_path: Path) -> Path:
     path = tmp_path / "evidence" / "t1.journal"
     path.parent.mkdir()
-    play(path)
+    write_journal(path)
     return path
 
 
@@ -98,9 +77,10 @@ def test_an_expected_head_that_the_journal_reaches_passes(
 def test_a_truncated_journal_fails_against_its_head(
     journal: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    deleted = 2
     seq, digest = head_of(journal)
     with sqlite3.connect(journal) as db:
-        db.execute("DELETE FROM events WHERE seq > ?", (seq - 2,))
+        db.execute("DELETE FROM events WHERE seq > ?", (seq - deleted,))
     assert main(["journal", "verify", str(journal)]) == 0  # the chain alone cannot tell
     capsys.readouterr()
     assert main(["journal", "verify", str(journal), "--expect-head", f"{seq}:{digest}"]) == 1
@@ -108,8 +88,8 @@ def test_a_truncated_journal_fails_against_its_head(
     assert captured.out == ""
     (line,) = captured.err.splitlines()
     assert line == (
-        f"livetable: error: {journal} ends at row {seq - 2}, before the expected head row "
-        f"{seq}: 2 row(s) are missing (the journal was truncated or replaced)"
+        f"livetable: error: {journal} ends at row {seq - deleted}, before the expected head "
+        f"row {seq}: {deleted} row(s) are missing (the journal was truncated or replaced)"
     )
 
 
@@ -312,10 +292,7 @@ def test_a_reused_journal_is_described_at_start(
     table, _ = JournaledTable.open(config, at=1.0)
     try:
         assert describe_reused_journal(table) is None  # a new journal
-        driver = Driver(table)
-        driver.new_shoe()
-        driver.open_and_close_betting()
-        driver.draw("9S", "TD", "KC", "3H")
+        play_rounds(Driver(table), rounds=1)
         rows = table.journal.last_seq
     finally:
         table.close()
