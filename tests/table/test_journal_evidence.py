@@ -74,11 +74,14 @@ def test_an_expected_head_that_the_journal_reaches_passes(
     assert "3 row(s) after it" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("deleted", [1, 2, 10])
 def test_a_truncated_journal_fails_against_its_head(
-    journal: Path, capsys: pytest.CaptureFixture[str]
+    journal: Path, deleted: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    deleted = 2
+    """Deleting the journal's last row, or its last 10, fails ``journal verify
+    --expect-head`` with a one-line cause."""
     seq, digest = head_of(journal)
+    assert seq > deleted
     with sqlite3.connect(journal) as db:
         db.execute("DELETE FROM events WHERE seq > ?", (seq - deleted,))
     assert main(["journal", "verify", str(journal)]) == 0  # the chain alone cannot tell
