@@ -500,8 +500,29 @@ def _check(args: argparse.Namespace) -> None:
             raise ConfigurationError(f"--{name.replace('_', '-')} cannot be negative")
 
 
+def table_ids(tables: int) -> list[str]:
+    """The demo's table ids: ``demo`` alone, ``demo1``... when there are several."""
+    return ["demo"] if tables == 1 else [f"demo{n}" for n in range(1, tables + 1)]
+
+
+def _check_work_dir(args: argparse.Namespace) -> None:
+    """A work folder that already holds a table's journal is refused: its shoe was dealt
+    by a simulator that is gone, and a fresh one would continue it with other cards."""
+    if not args.work_dir:
+        return
+    for table_id in table_ids(args.tables):
+        folder = Path(args.work_dir) / table_id
+        if folder.exists():
+            raise ConfigurationError(
+                f"--work-dir {args.work_dir} already holds table {table_id} from an earlier "
+                f"demo ({folder}); its journal's shoe cannot be continued by a new simulated "
+                "shoe: give an empty or new folder, or remove that one"
+            )
+
+
 def run_demo(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     _check(args)
+    _check_work_dir(args)
     live = not args.json and not args.plain and out.isatty()
     # With --json, stdout is JSON lines only: everything said to a person goes to stderr.
     say = Printer(sys.stderr if args.json else out)
@@ -527,7 +548,7 @@ def run_demo(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         if args.work_dir:
             work = Path(args.work_dir)
             work.mkdir(parents=True, exist_ok=True)
-        ids = ["demo"] if args.tables == 1 else [f"demo{n}" for n in range(1, args.tables + 1)]
+        ids = table_ids(args.tables)
         from controller.demo_view import DemoWatch
 
         watch = DemoWatch(TOPIC_PREFIX, ids)

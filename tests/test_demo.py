@@ -187,7 +187,7 @@ def test_demo_plays_every_game_over_its_embedded_broker(game: str, tmp_path: Pat
     assert verify.returncode == 0, verify.stdout + verify.stderr
 
 
-@pytest.mark.parametrize("game", ["baccarat", "blackjack-classic"])
+@pytest.mark.parametrize("game", GAME_IDS)
 def test_demo_against_a_real_mosquitto(
     game: str, tmp_path: Path, mqtt_broker: tuple[str, int]
 ) -> None:
@@ -239,6 +239,34 @@ def test_demo_refuses_bad_flags(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode != 0 and "--broker must look like mqtt://" in done.stderr
+
+
+def test_demo_refuses_a_work_folder_that_holds_an_earlier_table(tmp_path: Path) -> None:
+    """A journal in the work folder belongs to a shoe that a simulator dealt and took with
+    it; the demo says so instead of continuing that shoe with other cards."""
+    work = tmp_path / "work"
+    first = subprocess.run(
+        [*LIVETABLE, "demo", "--rounds", "1", "--plain", "--work-dir", str(work), *FAST],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert first.returncode == 0, first.stderr[-3000:]
+    journals = sorted(work.glob("demo/*.journal"))
+    assert journals, sorted(str(path) for path in work.rglob("*"))
+    before = {path: path.read_bytes() for path in journals}
+    again = subprocess.run(
+        [*LIVETABLE, "demo", "--rounds", "1", "--plain", "--work-dir", str(work), *FAST],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert again.returncode == 1, again.stdout[-2000:] + again.stderr[-2000:]
+    (line,) = again.stderr.splitlines()
+    assert line.startswith(f"livetable: error: --work-dir {work} already holds table demo"), line
+    assert {path: path.read_bytes() for path in journals} == before
 
 
 # -- the live view ----------------------------------------------------------------------------
