@@ -21,11 +21,19 @@ TIMEOUT_S = 10.0
 
 
 def _next_event(events: queue.Queue[CameraEvent], kind: type) -> CameraEvent:
-    deadline = time.monotonic() + TIMEOUT_S
-    while True:
-        event = events.get(timeout=max(0.01, deadline - time.monotonic()))
-        if isinstance(event, kind):
-            return event
+    """The next event of ``kind`` on ``events``; the events of other kinds before it are
+    taken off and dropped."""
+
+    def next_of_kind() -> CameraEvent | None:
+        while True:
+            try:
+                event = events.get_nowait()
+            except queue.Empty:
+                return None
+            if isinstance(event, kind):
+                return event
+
+    return wait_until(next_of_kind, TIMEOUT_S, f"the capture's next {kind.__name__}")
 
 
 def _config(path: Path, **extra: object) -> CameraConfig:

@@ -5,6 +5,7 @@ camera simulator's pixels, a real enrolled deck and the real recogniser."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from controller.table.table import JournaledTable, export_round
 from controller.table_config import TableConfig
 from simulators.camera import SimulatedCamera
 from tests.camera.test_reader import DESIGN, enrolled_deck_file
+from tests.support.wait import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -57,11 +59,18 @@ class Recorder:
         return [e.payload for e in self.published if isinstance(e, PublishEvent) and e.name == name]
 
 
-def run_until(runtime: TableRuntime, done: object, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not done() and time.monotonic() < deadline:  # type: ignore[operator]
+def run_until(
+    runtime: TableRuntime, done: Callable[[], object], what: str, timeout_s: float = 30.0
+) -> None:
+    """Run the runtime's loop on this thread, a step at a time, until ``done()``."""
+
+    def stepped() -> object:
+        if done():
+            return True
         runtime.step(0.05)
-    assert done(), "the table did not get there in time"  # type: ignore[operator]
+        return done()
+
+    wait_until(stepped, timeout_s, what)
 
 
 def test_a_misread_card_is_read_by_the_camera_and_journaled(tmp_path: Path, deck: Path) -> None:
@@ -96,16 +105,24 @@ def test_a_misread_card_is_read_by_the_camera_and_journaled(tmp_path: Path, deck
             for burn in ("2S", "3D", "4D"):  # a 2 revealed: two cards burnt
                 draw(burn, None)
             runtime.submit(RoundRequested("r1", "platform", now()))
-            run_until(runtime, lambda: recorder.dealer and recorder.dealer[-1].action == "deal")
+            run_until(
+                runtime,
+                lambda: recorder.dealer and recorder.dealer[-1].action == "deal",
+                "the dealer told to deal the round's first card",
+            )
             draw("9S", "player.card1")
             # The banker's first card leaves the shoe unread; the dealer lays it on its spot.
             misread = parse_card("7C")
             felt.deal("banker.card1", misread)
             runtime.submit(CardMisread(None, now()))
-            run_until(runtime, lambda: len(recorder.events("card_dealt")) == 2)
+            run_until(
+                runtime,
+                lambda: len(recorder.events("card_dealt")) == 2,
+                "the camera's reading of the misread card dealt",
+            )
             draw("KC", "player.card2")  # player 9: a natural, no third card
             draw("5H", "banker.card2")
-            run_until(runtime, lambda: recorder.events("round_settled"))
+            run_until(runtime, lambda: recorder.events("round_settled"), "the round settled")
     finally:
         table.close()
     camera_card = recorder.events("card_dealt")[1]
