@@ -20,21 +20,29 @@ cert_file = "/etc/livetable/t1.pem"   # client certificate, optional
 key_file = "/etc/livetable/t1.key"
 ```
 
-Every error names the file and the bad key. A password is never part of an error message,
-a log line or ``repr``. Relative paths are taken relative to the TOML file.
+:func:`load_config` reads every section; :func:`load_camera_config` reads only a ``[camera]``
+table (``livetable camera calibrate`` and ``enrol`` also take a camera-only file). Both read
+the file with :func:`~controller.config_file.read_toml` and map errors the same way: every
+error is one :class:`~controller.errors.ConfigurationError` that names the file and the bad
+key (``t1.toml: unknown keys in [mqtt]: colour``). A password is never part of an error
+message, a log line or ``repr``. Relative paths are taken relative to the TOML file.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from controller.config_file import read_toml
+from controller.config_file import section as toml_section
 from controller.errors import ConfigurationError
 from controller.table_config import TableConfig, table_config_from_mapping
 
 if TYPE_CHECKING:
+    from drivers.camera import CameraConfig
     from drivers.shoe.driver import ShoeConfig
 
 MQTT_PROTOCOLS: Final = ("3.1.1", "5")
@@ -57,6 +65,8 @@ class MqttConfig:
     client_id: str = ""
     username: str | None = None
     password: str | None = field(default=None, repr=False)
+    password_file: Path | None = None
+    """Where ``password`` was read from, if it came from a file."""
     protocol: str = "5"
     keepalive_s: int = 30
     topic_prefix: str = "livetable"
@@ -127,7 +137,7 @@ _MQTT_KEYS: Final = {
     "topic_prefix",
     "tls",
 }
-_TLS_KEYS: Final = {"ca_file", "cert_file", "key_file"}
+_TLS_KEYS: Final = ("ca_file", "cert_file", "key_file")
 
 
 def _path(value: object, key: str, base_dir: Path | None) -> Path:
@@ -137,10 +147,23 @@ def _path(value: object, key: str, base_dir: Path | None) -> Path:
     return path if path.is_absolute() or base_dir is None else base_dir / path
 
 
+def _read_secret(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigurationError(
+            f"[mqtt] password_file {path} cannot be read: {error.strerror or error}"
+        ) from error
+
+
 def mqtt_config_from_mapping(
-    section: dict[str, Any], table_id: str, base_dir: Path | None = None
+    section: dict[str, Any],
+    table_id: str,
+    base_dir: Path | None = None,
+    check_files: bool = True,
 ) -> MqttConfig:
-    """Build :class:`MqttConfig` from the ``[mqtt]`` table; reads the password file."""
+    """Build :class:`MqttConfig` from the ``[mqtt]`` table; reads the password file and
+    checks that the TLS files exist, unless ``check_files`` is false."""
     unknown = sorted(set(section) - _MQTT_KEYS)
     if unknown:
         raise ConfigurationError(f"unknown keys in [mqtt]: {', '.join(unknown)}")
@@ -154,17 +177,14 @@ def mqtt_config_from_mapping(
         raise ConfigurationError("[mqtt] give password or password_file, not both")
     if "password_file" in section:
         secret = _path(section["password_file"], "password_file", base_dir)
-        try:
-            values["password"] = secret.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as error:
-            raise ConfigurationError(
-                f"[mqtt] password_file {secret} cannot be read: {error.strerror or error}"
-            ) from error
+        values["password_file"] = secret
+        if check_files:
+            values["password"] = _read_secret(secret)
     if "tls" in section:
         tls = section["tls"]
         if not isinstance(tls, dict):
             raise ConfigurationError("[mqtt.tls] must be a table")
-        unknown = sorted(set(tls) - _TLS_KEYS)
+        unknown = sorted(set(tls) - set(_TLS_KEYS))
         if unknown:
             raise ConfigurationError(f"unknown keys in [mqtt.tls]: {', '.join(unknown)}")
         if "ca_file" not in tls:
@@ -180,9 +200,10 @@ def mqtt_config_from_mapping(
             if "key_file" in tls
             else None,
         )
-        for path in (values["tls"].ca_file, values["tls"].cert_file, values["tls"].key_file):
-            if path is not None and not path.is_file():
-                raise ConfigurationError(f"[mqtt.tls] {path} does not exist")
+        for key in _TLS_KEYS:
+            path = getattr(values["tls"], key)
+            if check_files and path is not None and not path.is_file():
+                raise ConfigurationError(f"[mqtt.tls] {key} {path} does not exist")
     values.setdefault("client_id", f"livetable-{table_id}")
     return MqttConfig(**values)
 
@@ -192,8 +213,10 @@ def config_from_mapping(
     base_dir: Path | None = None,
     environ: dict[str, str] | None = None,
     source: Path | None = None,
+    check_files: bool = True,
 ) -> LivetableConfig:
-    """Every section of a parsed document; ConfigurationError names the bad key."""
+    """Every section of a parsed document; ConfigurationError names the bad key.
+    ``check_files``: see :func:`load_config`."""
     unknown = sorted(set(document) - {"table", "shoe", "camera", "vision", "mqtt"})
     if unknown:
         raise ConfigurationError(f"unknown sections: {', '.join(f'[{n}]' for n in unknown)}")
@@ -219,7 +242,7 @@ def config_from_mapping(
     if "mqtt" in document:
         if not isinstance(document["mqtt"], dict):
             raise ConfigurationError("[mqtt] must be a table")
-        mqtt = mqtt_config_from_mapping(document["mqtt"], table.table_id, base_dir)
+        mqtt = mqtt_config_from_mapping(document["mqtt"], table.table_id, base_dir, check_files)
     if not topic_level_ok(table.table_id):
         raise ConfigurationError(
             f"[table] id {table.table_id!r} must be usable as one MQTT topic level (no / + #)"
@@ -229,11 +252,38 @@ def config_from_mapping(
     )
 
 
-def load_config(path: Path, environ: dict[str, str] | None = None) -> LivetableConfig:
-    """Read and validate a table's TOML file; every error names the file."""
-    path = Path(path)
-    document = read_toml(path)
+@contextlib.contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """The one error mapping of a section's error: the file's name in front of it."""
     try:
-        return config_from_mapping(document, path.parent, environ, source=path)
+        yield
     except ConfigurationError as error:
         raise ConfigurationError(f"{path}: {error}") from error
+
+
+def load_config(
+    path: Path, environ: dict[str, str] | None = None, *, check_files: bool = True
+) -> LivetableConfig:
+    """Read and validate a table's TOML file; every error names the file and the key.
+
+    ``check_files=False`` checks everything the file says but reads nothing it points to:
+    the password file is not read (``password`` stays ``None``) and the TLS files need not
+    exist, for checking a configuration away from the table PC it is written for.
+    """
+    path = Path(path)
+    document = read_toml(path)
+    with _naming(path):
+        return config_from_mapping(
+            document, path.parent, environ, source=path, check_files=check_files
+        )
+
+
+def load_camera_config(path: Path, name: str = "camera") -> CameraConfig:
+    """The camera table ``name`` (dotted for a nested one) of a TOML file: a table's whole
+    configuration or a camera-only file. Errors are mapped as :func:`load_config` maps them."""
+    from drivers.camera import CameraConfig
+
+    path = Path(path)
+    table = toml_section(read_toml(path), name, path)
+    with _naming(path):
+        return CameraConfig.from_mapping(table)

@@ -1,4 +1,6 @@
-"""The table's configuration: one frozen dataclass, loaded from TOML and validated at start.
+"""The table's configuration: one frozen dataclass, the ``[table]`` section of the table's
+TOML file (read by :func:`controller.config.load_config` with the other sections) and
+validated at start.
 
 ```toml
 [table]
@@ -25,7 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from controller.config_file import read_toml
 from controller.errors import ConfigurationError
 from controller.games.registry import GAME_IDS, find_game, game_spec
 
@@ -171,12 +172,3 @@ def table_config_from_mapping(
             path = base_dir / path
         values["journal_path"] = path
     return TableConfig(**values)
-
-
-def load_table_config(path: Path, environ: dict[str, str] | None = None) -> TableConfig:
-    """Read and validate the table's TOML file; ConfigurationError says what is wrong."""
-    data = read_toml(path)
-    try:
-        return table_config_from_mapping(data, base_dir=path.parent, environ=environ)
-    except ConfigurationError as error:
-        raise ConfigurationError(f"{path}: {error}") from error

@@ -16,7 +16,7 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from controller.cli_support import (
     add_json,
@@ -91,23 +91,11 @@ def _add_camera_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def load_camera_config(path: Path, section: str = "camera") -> Any:
-    """The :class:`~drivers.camera.CameraConfig` in table ``section`` of the TOML file."""
-    from controller.config_file import read_toml
-    from controller.config_file import section as toml_section
-    from drivers.camera import CameraConfig
-
-    table = toml_section(read_toml(path), section, path)
-    try:
-        return CameraConfig.from_mapping(table)
-    except ConfigurationError as error:
-        raise ConfigurationError(f"{path}: {error}") from error
-
-
 def run_calibrate(args: argparse.Namespace) -> int:
     """Grab a frame, draw the regions, save the snapshot; print what was done."""
     import cv2
 
+    from controller.config import load_camera_config
     from drivers.camera import draw_regions, grab_frame
 
     config = load_camera_config(args.config, args.section)
@@ -259,6 +247,7 @@ def _ask_on_terminal(slot: str) -> Ask:
 
 def run_enrol(args: argparse.Namespace) -> int:
     """Collect the missing pictures from the camera, then enrol the folder into the deck."""
+    from controller.config import load_camera_config
     from drivers.camera import CameraCapture
     from drivers.camera_enrol import collect_pictures
     from vision import cli as vision_cli

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from controller.cli import main
+from controller.config import load_camera_config, load_config
 from controller.errors import ConfigurationError
 from controller.table.table import JournaledTable
-from controller.table_config import TableConfig, load_table_config, table_config_from_mapping
+from controller.table_config import TableConfig, table_config_from_mapping
 from tests.table.driver import Driver, config_for
 
 GOOD = """
@@ -29,7 +31,7 @@ journal_path = "journal/t7.sqlite"
 def test_a_full_toml_file_loads(tmp_path: Path) -> None:
     path = tmp_path / "table.toml"
     path.write_text(GOOD)
-    config = load_table_config(path, environ={})
+    config = load_config(path, environ={}).table
     assert config == TableConfig(
         table_id="t7",
         game="blackjack-classic",
@@ -47,7 +49,7 @@ def test_a_full_toml_file_loads(tmp_path: Path) -> None:
 def test_the_environment_overrides_the_journal_path(tmp_path: Path) -> None:
     path = tmp_path / "table.toml"
     path.write_text(GOOD)
-    config = load_table_config(path, environ={"LIVETABLE_JOURNAL_PATH": "/data/t7.journal"})
+    config = load_config(path, environ={"LIVETABLE_JOURNAL_PATH": "/data/t7.journal"}).table
     assert config.journal_path == Path("/data/t7.journal")
 
 
@@ -76,15 +78,101 @@ def test_bad_settings_are_refused_with_a_clear_error(line: str, message: str) ->
 
 def test_unreadable_or_invalid_files(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match=r"missing\.toml does not exist"):
-        load_table_config(tmp_path / "missing.toml")
+        load_config(tmp_path / "missing.toml")
     broken = tmp_path / "broken.toml"
     broken.write_text("[table\n")
     with pytest.raises(ConfigurationError, match="not valid TOML"):
-        load_table_config(broken)
+        load_config(broken)
     empty = tmp_path / "empty.toml"
     empty.write_text("")
     with pytest.raises(ConfigurationError, match=r"no \[table\]"):
-        load_table_config(empty)
+        load_config(empty)
+
+
+MQTT = """
+[mqtt]
+host = "localhost"
+username = "livetable-t7"
+password_file = "t7.mqtt-password"
+"""
+
+
+def _refusal(path: Path, text: str) -> str:
+    """The one message ``load_config`` refuses ``text`` with (written to ``path``)."""
+    path.write_text(text)
+    with pytest.raises(ConfigurationError) as refused:
+        load_config(path, environ={})
+    return str(refused.value)
+
+
+def test_a_bad_mqtt_key_is_refused_naming_the_key_and_the_file(tmp_path: Path) -> None:
+    (tmp_path / "t7.mqtt-password").write_text("secret\n")
+    path = tmp_path / "t7.toml"
+    path.write_text(GOOD + MQTT)
+    assert load_config(path, environ={}).mqtt.password == "secret"  # type: ignore[union-attr]
+    message = _refusal(path, GOOD + MQTT + "colour = 3\n")
+    assert message == f"{path}: unknown keys in [mqtt]: colour"
+    message = _refusal(path, GOOD + MQTT + "keepalive_s = 2\n")
+    assert message.startswith(f"{path}: [mqtt] keepalive_s must be") and "secret" not in message
+
+
+def test_a_bad_mqtt_tls_path_is_refused_naming_the_key_and_the_file(tmp_path: Path) -> None:
+    (tmp_path / "t7.mqtt-password").write_text("secret\n")
+    (tmp_path / "ca.pem").write_text("not checked here\n")
+    path = tmp_path / "t7.toml"
+    tls = MQTT + '[mqtt.tls]\nca_file = "ca.pem"\n'
+    path.write_text(GOOD + tls)
+    assert load_config(path, environ={}).mqtt.tls.ca_file == tmp_path / "ca.pem"  # type: ignore[union-attr]
+    missing = tmp_path / "t7.pem"
+    message = _refusal(path, GOOD + tls + 'cert_file = "t7.pem"\nkey_file = "ca.pem"\n')
+    assert message == f"{path}: [mqtt.tls] cert_file {missing} does not exist"
+    message = _refusal(path, GOOD + tls + 'certfile = "t7.pem"\n')
+    assert message == f"{path}: unknown keys in [mqtt.tls]: certfile"
+
+
+@pytest.mark.parametrize(
+    ("section", "line", "key"),
+    [
+        ("[table]", "colour = 3", "colour"),
+        ("[table]", "betting_s = 0", "betting_s"),
+        ("[shoe]", 'parity = "X"', "parity"),
+        ("[shoe]", 'variant = "mod11"', "variant"),
+        ("[camera]", "colour = 3", "colour"),
+        ("[mqtt]", "port = 0", "port"),
+        ("[vision]", "colour = 3", "colour"),
+    ],
+)
+def test_every_section_is_refused_in_one_format(
+    tmp_path: Path, section: str, line: str, key: str
+) -> None:
+    # One loader for every section: the file, then what is wrong, naming the key.
+    sections = {
+        "[table]": 'id = "t7"\ngame = "baccarat"',
+        "[shoe]": 'port = "/dev/ttyUSB0"',
+        "[camera]": "source = 0\nresolution = [640, 360]",
+        "[vision]": "",
+        "[mqtt]": 'host = "localhost"',
+    }
+    sections[section] += f"\n{line}"
+    path = tmp_path / "t7.toml"
+    message = _refusal(path, "".join(f"{name}\n{body}\n" for name, body in sections.items()))
+    assert message.startswith(f"{path}: ") and message.count(str(path)) == 1, message
+    assert re.search(rf"\b{key}\b", message.removeprefix(f"{path}: ")), message
+
+
+def test_the_camera_loader_maps_errors_as_the_table_loader_does(tmp_path: Path) -> None:
+    path = tmp_path / "camera.toml"
+    path.write_text("[studio.camera]\nsource = 0\nresolution = [640, 360]\n")
+    assert load_camera_config(path, "studio.camera").width == 640
+    path.write_text("[camera]\nsource = 0\nresolution = [640, 360]\ncolour = 3\n")
+    with pytest.raises(ConfigurationError) as refused:
+        load_camera_config(path)
+    message = str(refused.value)
+    assert message.startswith(f"{path}: ") and message.count(str(path)) == 1, message
+    assert "colour" in message
+    path.write_text('[table]\nid = "t7"\n')
+    with pytest.raises(ConfigurationError, match=rf"^{re.escape(str(path))} has no \[camera\]"):
+        load_camera_config(path)
 
 
 @pytest.fixture
