@@ -15,8 +15,11 @@ from typing import Any
 
 import pytest
 
+from controller.table.events import ControllerStarted
 from controller.table.journal import Journal
-from controller.table.table import config_of, replay
+from controller.table.machine import TableMachine
+from controller.table.state import ACTIVE_PHASES
+from controller.table.table import config_of, machine_revision, replay
 from controller.wire import state_message
 from tests.support.broker import BrokerProcess, start_broker
 from tests.support.daemon import SimulatedTable, check_stream, gaps, unique_by_seq
@@ -95,10 +98,12 @@ def test_a_broker_outage_in_mid_round_loses_no_event(
         wait_until(lambda: table.bots.rounds_settled >= 6, 90, "six rounds in all")
         table.bots.stop()
         wait_until(
-            lambda: table.viewer.state is not None
-            and table.viewer.events
-            and table.viewer.state["seq"] == max(e["seq"] for e in table.viewer.events)
-            and table.viewer.state["journal"] == journal_head(table),
+            lambda: (
+                table.viewer.state is not None
+                and table.viewer.events
+                and table.viewer.state["seq"] == max(e["seq"] for e in table.viewer.events)
+                and table.viewer.state["journal"] == journal_head(table)
+            ),
             15,
             "the last state",
         )
@@ -119,6 +124,22 @@ def journal_head(table: SimulatedTable) -> dict[str, Any]:
 
 
 KILLS = 50
+
+
+def restarts_in_the_journal(table: SimulatedTable) -> tuple[int, int]:
+    """How many times the journal records the table starting, and how many of those found
+    a round (or a burn) in progress."""
+    with Journal(table.workdir / "t1.journal", read_only=True) as journal:
+        config = config_of(journal)
+        machine = TableMachine(config, config.operational(), machine_revision(journal))
+        restarts = in_a_round = 0
+        for entry in journal.verified_entries():
+            event = entry.event()
+            if isinstance(event, ControllerStarted):
+                restarts += 1
+                in_a_round += machine.state.phase in ACTIVE_PHASES
+            machine.handle(event)
+    return restarts, in_a_round
 
 
 def starts_logged(table: SimulatedTable) -> int:
@@ -153,15 +174,39 @@ def test_the_daemon_killed_at_random_instants_loses_no_event(
             target = seen + chance.randint(1, 12)
             wait_until(lambda target=target: len(table.viewer.events) >= target, 60, "play")
             table.daemon.kill(signal.SIGKILL)
+            last_before = max(event["seq"] for event in table.viewer.events)
             table.daemon.start()
             wait_until(
                 lambda kill=_kill: starts_logged(table) == kill + 2, 30, "the restarted table"
             )
+            # After each restart: the table goes on from where its journal was, and the
+            # subscriber has every event exactly once so far (repeats dropped by seq).
+            wait_until(
+                lambda last=last_before: max(e["seq"] for e in table.viewer.events) > last,
+                60,
+                "an event after the restart",
+            )
+            assert gaps([event["seq"] for event in unique_by_seq(table.viewer.events)]) == []
+            if _kill % 10 == 9:
+                # Now and then the people hold still: the retained state becomes the replay
+                # of the journal (the daemon's own, not a copy it kept in memory).
+                table.bots.stop()
+                wait_until(
+                    lambda: (
+                        table.viewer.state is not None
+                        and comparable(table.viewer.state) == comparable(journal_state(table))
+                    ),
+                    15,
+                    "the retained state equal to the journal's replay",
+                )
+                table.bots.start()
         wait_until(lambda: table.bots.rounds_settled >= 10, 120, "ten rounds in all")
         table.bots.stop()
         wait_until(
-            lambda: table.viewer.state is not None
-            and table.viewer.state["journal"] == journal_head(table),
+            lambda: (
+                table.viewer.state is not None
+                and table.viewer.state["journal"] == journal_head(table)
+            ),
             15,
             "the last state",
         )
@@ -175,6 +220,11 @@ def test_the_daemon_killed_at_random_instants_loses_no_event(
             if event["type"] == "table_paused" and event["data"]["reason"] == "recovered"
         )
         assert recovered_pauses >= 1, "no kill landed in a round: the test proved nothing"
+        # Each restart that found a round in progress paused it as recovered: as many such
+        # restarts in the journal as recovered pauses on the wire.
+        restarts, in_a_round = restarts_in_the_journal(table)
+        assert restarts == KILLS + 1
+        assert recovered_pauses == in_a_round, (recovered_pauses, in_a_round)
         # Every start is in the journal, and the state retained is the journal's.
         assert starts_logged(table) == KILLS + 1
         assert comparable(table.viewer.state) == comparable(journal_state(table))
