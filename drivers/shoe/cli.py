@@ -33,7 +33,7 @@ from controller.errors import DeviceError
 from drivers.shoe.angel_eye_variants import BIT7_SETTINGS, VARIANT_NAMES
 from drivers.shoe.commissioning import angel_eye_report, statistics
 from drivers.shoe.driver import PARITIES, ShoeConfig, ShoeDriver, open_port
-from drivers.shoe.events import ShoeEvent
+from drivers.shoe.events import ShoeEvent, event_kind
 from drivers.shoe.sessions import PROTOCOL_NAMES, AngelEyeSession
 
 BY_ID = Path("/dev/serial/by-id")
@@ -125,8 +125,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def event_record(event: ShoeEvent) -> dict[str, Any]:
-    """An event as a flat JSON-ready dict: ``{"event": "CardDrawn", "card": "AS", ...}``."""
-    record: dict[str, Any] = {"event": type(event).__name__}
+    """An event as a flat JSON-ready dict: ``{"event": "CardDrawn", "card": "AS", ...}``.
+
+    ``event`` is the event's kind as the journal names it (:func:`event_kind`), never the
+    Python class's name.
+    """
+    record: dict[str, Any] = {"event": event_kind(event)}
     for field in dataclasses.fields(event):
         value = getattr(event, field.name)
         if field.name == "card":

@@ -7,13 +7,28 @@ import queue
 import subprocess
 import sys
 import threading
+import typing
 from pathlib import Path
 
 import pytest
 
 from controller.cli import main
+from controller.games.cards import parse_card
+from controller.table.events import encode_event
+from drivers.shoe.cli import event_record
 from drivers.shoe.driver import ShoeConfig, ShoeDriver
-from drivers.shoe.events import CardDrawn, ShoeEvent, ShoeLockChanged, ShoeOnline
+from drivers.shoe.events import (
+    CardDrawn,
+    CardMisread,
+    CardsLost,
+    CutCardDrawn,
+    ShoeEvent,
+    ShoeFault,
+    ShoeFaultCleared,
+    ShoeLockChanged,
+    ShoeOffline,
+    ShoeOnline,
+)
 from simulators.shoe import ShoeSimulator
 from simulators.shoe.control import execute
 from tests.support.wait import wait_until
@@ -45,7 +60,7 @@ def test_sim_shoe_command_driven_by_stdin(tmp_path: Path) -> None:
     try:
         assert process.stdout is not None and process.stdin is not None
         assert "shoe (native) on" in process.stdout.readline()
-        with ShoeDriver(ShoeConfig(str(link), "native", reconnect_initial_s=0.05), events):
+        with ShoeDriver(ShoeConfig(str(link), "native", reconnect_initial_s=0.05), events.put):
             assert isinstance(events.get(timeout=10), ShoeOnline)
             process.stdin.write("draw 3\n")
             process.stdin.flush()
@@ -98,6 +113,42 @@ def test_shoe_monitor_prints_json_lines(tmp_path: Path, capsys: pytest.CaptureFi
     ]
 
 
+def test_shoe_monitor_names_events_as_the_journal_does() -> None:
+    # The monitor's "event" field is a wire format: the journal's kind, spelt out here, not
+    # whatever the Python class happens to be called.
+    at = 1_700_000_000.0
+    events: list[ShoeEvent] = [
+        CardDrawn(parse_card("AS"), 1, at, "player"),
+        CutCardDrawn(2, at),
+        CardMisread(3, at),
+        CardsLost((4, 5), at),
+        ShoeFault("E2", "overdraw", at),
+        ShoeFaultCleared("E2", at),
+        ShoeLockChanged(True, at),
+        ShoeOnline("/dev/ttyUSB0", at),
+        ShoeOffline("/dev/ttyUSB0", "port lost", at),
+    ]
+    assert {type(event) for event in events} == set(typing.get_args(ShoeEvent))
+    names = [event_record(event)["event"] for event in events]
+    assert names == [
+        "CardDrawn",
+        "CutCardDrawn",
+        "CardMisread",
+        "CardsLost",
+        "ShoeFault",
+        "ShoeFaultCleared",
+        "ShoeLockChanged",
+        "ShoeOnline",
+        "ShoeOffline",
+    ]
+    assert names == [encode_event(event)[0] for event in events]
+    assert event_record(CardsLost((4, 5), at)) == {
+        "event": "CardsLost",
+        "sequences": [4, 5],
+        "at": at,
+    }
+
+
 def test_shoe_monitor_text_lines() -> None:
     from drivers.shoe.cli import event_line
 
@@ -119,7 +170,7 @@ def test_sim_shoe_control_socket_and_sigterm(tmp_path: Path) -> None:
         assert "shoe (angel-eye) on" in process.stdout.readline()
         wait_until(control.exists, 10, "the simulator's control socket")
         with (
-            ShoeDriver(ShoeConfig(str(link), "angel-eye"), events),
+            ShoeDriver(ShoeConfig(str(link), "angel-eye"), events.put),
             socket.socket(socket.AF_UNIX) as client,
         ):
             assert isinstance(events.get(timeout=10), ShoeOnline)
