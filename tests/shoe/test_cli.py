@@ -16,6 +16,7 @@ from controller.cli import main
 from controller.games.cards import parse_card
 from controller.table.events import encode_event
 from drivers.shoe.cli import event_record
+from drivers.shoe.commissioning import angel_eye_report
 from drivers.shoe.driver import ShoeConfig, ShoeDriver
 from drivers.shoe.events import (
     CardDrawn,
@@ -29,9 +30,10 @@ from drivers.shoe.events import (
     ShoeOffline,
     ShoeOnline,
 )
+from drivers.shoe.sessions import AngelEyeSession
 from simulators.shoe import ShoeSimulator
 from simulators.shoe.control import execute
-from tests.support.wait import wait_until
+from tests.support.wait import wait_for_item, wait_until
 
 
 def test_control_language(tmp_path: Path) -> None:
@@ -82,6 +84,65 @@ def test_sim_shoe_command_driven_by_stdin(tmp_path: Path) -> None:
         (r["sequence"], r["card"]) for r in records
     ]
     assert not link.exists()
+
+
+def test_sim_shoe_command_with_a_variant_read_on_auto(tmp_path: Path) -> None:
+    """``livetable sim shoe --variant``: a shoe of the other reading (modulo 9, signals with
+    no number, bit 7 clear) read by the driver on its default profile, auto, which must find
+    the whole profile, lose nothing, and say in its commissioning report what to configure."""
+    link, truth = tmp_path / "shoe", tmp_path / "truth.jsonl"
+    command = [sys.executable, "-m", "controller.cli", "sim", "shoe", "--protocol", "angel-eye"]
+    command += ["--variant", "wrap9-free-signals", "--data-bit7-clear"]
+    command += ["--link", str(link), "--seed", "9", "--truth", str(truth)]
+    process = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=Path.cwd()
+    )
+    events: queue.Queue[ShoeEvent] = queue.Queue()
+    seen: list[ShoeEvent] = []
+    driver = ShoeDriver(ShoeConfig(str(link), "angel-eye", reconnect_initial_s=0.05), events)
+    try:
+        assert process.stdout is not None and process.stdin is not None
+        assert "shoe (angel-eye) on" in process.stdout.readline()
+        assert process.stdout.readline().strip() == (
+            "Angel Eye variant wrap9-free-signals, data bit 7 clear"
+        )
+        with driver:
+            wait_for_item(events, lambda e: isinstance(e, ShoeOnline), 10, "the shoe online")
+            process.stdin.write("signal S\ndraw 20\n")  # a shoe starts with S, then deals
+            process.stdin.flush()
+            answers = [process.stdout.readline(), process.stdout.readline()]
+            # The twentieth card is the marker: once it is here, everything before it is too.
+            wait_for_item(
+                events,
+                lambda e: isinstance(e, CardDrawn) and e.sequence == 20,
+                10,
+                "the twentieth card",
+                taken=seen,
+            )
+            process.stdin.write("quit\n")
+            process.stdin.flush()
+            assert process.wait(timeout=10) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for stream in (process.stdin, process.stdout):
+            if stream is not None:
+                stream.close()
+    assert answers[0].strip() == "ok signal (no number)" and answers[1].startswith("ok 1 card")
+    records = [json.loads(line) for line in truth.read_text().splitlines()]
+    assert [(e.sequence, str(e.card)) for e in seen if isinstance(e, CardDrawn)] == [
+        (r["sequence"], r["card"]) for r in records
+    ]
+    assert len(records) == 20 and not any(isinstance(e, CardsLost) for e in seen)
+    session = driver.session
+    assert isinstance(session, AngelEyeSession)
+    assert session.variant == "wrap9-free-signals"
+    report = angel_eye_report(session)
+    assert "Numbering: '1'-'9', back to '1' after '9' (modulo 9); decided at frame" in report
+    assert "Signals (S, P): 1 seen; they take no number" in report
+    assert 'variant = "wrap9-free-signals"' in report and 'data_bit7 = "ignored"' in report
+    assert "gaps: 0" in report
 
 
 def test_shoe_monitor_prints_json_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
