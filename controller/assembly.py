@@ -2,13 +2,14 @@
 
 :func:`assemble` opens the journaled table (replaying its journal), makes the runtime (the
 one queue and the one thread), and, from the configuration, the shoe driver and the camera
-(capture thread and reader), wired to the runtime's queue; :class:`DeviceEffects` carries out
-the effects that go to devices (the shoe's gate, the camera's questions). What is left to the
-caller is where published effects go: ``livetable run`` sends them over MQTT, the demo
-prints them. Both run the same assembly; neither builds a table by hand.
+(capture thread and reader), each handed the runtime's :meth:`~TableRuntime.submit` as the
+sink for its events; :class:`DeviceEffects` carries out the effects that go to devices (the
+shoe's gate, the camera's questions). What is left to the caller is where published effects
+go: ``livetable run`` sends them over MQTT, the demo prints them. Both run the same
+assembly; neither builds a table by hand.
 
-Every producer puts its events through :meth:`TableRuntime.submit` (or the runtime's queue,
-which the drivers are given): nothing reaches the table another way.
+Every producer puts its events through :meth:`TableRuntime.submit`, the drivers too (it is
+the sink they are given): nothing reaches the table another way.
 """
 
 from __future__ import annotations
@@ -184,17 +185,14 @@ def assemble(
             from drivers.shoe.driver import ShoeDriver
 
             devices.shoe_driver = ShoeDriver(
-                config.shoe,
-                runtime.events,  # type: ignore[arg-type]
-                clock,
-                on_result=devices.shoe_result,
+                config.shoe, runtime.submit, clock, on_result=devices.shoe_result
             )
             assembled.parts.append(devices.shoe_driver)
         source = camera_source
         if source is None and config.camera is not None:
             from drivers.camera import CameraCapture
 
-            source = CameraCapture(config.camera, runtime.events, clock=clock)  # type: ignore[arg-type]
+            source = CameraCapture(config.camera, runtime.submit, clock=clock)
             assembled.parts.append(source)
         if source is not None:
             from controller.camera_reader import CameraReader

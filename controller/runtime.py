@@ -1,14 +1,16 @@
 """Carry out what the table's state machine asks: one queue in, one thread, effects out.
 
-:class:`TableRuntime` is the part of the daemon that is not MQTT: devices and people put
-events on :attr:`TableRuntime.events` (from any thread); :meth:`TableRuntime.run` takes them
-one at a time, hands each to the journaled table (journal first, then the machine) and carries
-out the effects in order through an :class:`EffectHandler` — publish, tell the dealer, lock
-the shoe, ask the camera. Timers are kept here, in a heap, and become ``TimerExpired`` events
-on the same queue: there is no timer thread, and the machine never reads a clock.
+:class:`TableRuntime` is the part of the daemon that is not MQTT: devices and people hand
+events to :meth:`TableRuntime.submit` from any thread (the shoe driver and the camera are
+given it as their sink), which puts them on the one queue; :meth:`TableRuntime.run` takes
+them one at a time, hands each to the journaled table (journal first, then the machine) and
+carries out the effects in order through an :class:`EffectHandler` — publish, tell the
+dealer, lock the shoe, ask the camera. Timers are kept here, in a heap, and become
+``TimerExpired`` events on the same queue: there is no timer thread, and the machine never
+reads a clock.
 
-The demo plugs simulated devices into it; ``livetable run`` will plug MQTT and the real
-drivers into the same object.
+``livetable run`` and the demo both get it from :func:`controller.assembly.assemble`, with
+the real or the simulated devices plugged in.
 """
 
 from __future__ import annotations

@@ -1,15 +1,14 @@
 """The capture thread: ``cv2.VideoCapture`` read continuously, the newest frame kept.
 
 :class:`CameraCapture` reads a V4L2 index, an RTSP/HTTP URL or a video file, reconnects with
-a doubling back-off and puts :mod:`drivers.camera_events` on the controller's queue;
-:func:`grab_frame` takes one frame for calibration.
+a doubling back-off and hands :mod:`drivers.camera_events` to the caller's sink (the table's
+``TableRuntime.submit``); :func:`grab_frame` takes one frame for calibration.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import queue
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -25,6 +24,10 @@ from drivers.camera_events import CameraEvent, CameraOffline, CameraOnline
 
 logger = logging.getLogger(__name__)
 
+EventSink = Callable[[CameraEvent], None]
+"""Where the capture's events go, called on its thread: ``TableRuntime.submit`` in the
+table, ``queue.put`` in a tool or a test."""
+
 # When a video file has no usable frame rate in its header, it is replayed at this rate.
 _FALLBACK_FILE_FPS: Final = 25.0
 
@@ -34,11 +37,12 @@ class CameraCapture:
 
     Reading continuously (rather than on demand) keeps the driver's buffer empty, so the
     frame handed out is the table as it is now, not as it was a few buffered frames ago. On
-    any failure the source is released, :class:`~drivers.camera_events.CameraOffline` is put
-    on ``events``, the held frame is dropped and the source is reopened after a delay that
+    any failure the source is released, :class:`~drivers.camera_events.CameraOffline` goes to
+    ``sink``, the held frame is dropped and the source is reopened after a delay that
     doubles from ``reconnect_initial_s`` up to ``reconnect_max_s``; each successful reopen
-    puts :class:`~drivers.camera_events.CameraOnline`. A video file is replayed at its frame
-    rate; its end counts as the source going away, so it is replayed again after the delay.
+    sends :class:`~drivers.camera_events.CameraOnline`; without a sink (calibration,
+    enrolment) they are dropped. A video file is replayed at its frame rate; its end counts
+    as the source going away, so it is replayed again after the delay.
 
     Use as a context manager, or call :meth:`start` and :meth:`stop`.
     """
@@ -46,12 +50,12 @@ class CameraCapture:
     def __init__(
         self,
         config: CameraConfig,
-        events: queue.Queue[CameraEvent] | None = None,
+        sink: EventSink | None = None,
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._config = config
-        self._events = events
+        self._sink = sink
         self._clock = clock
         self._condition = threading.Condition()
         self._latest: Frame | None = None
@@ -251,8 +255,8 @@ class CameraCapture:
             self._condition.notify_all()
 
     def _emit(self, event: CameraEvent) -> None:
-        if self._events is not None:
-            self._events.put(event)
+        if self._sink is not None:
+            self._sink(event)
 
 
 def _open_capture(config: CameraConfig) -> Any:

@@ -1,12 +1,13 @@
-"""The shoe driver: a port, a reader thread, a protocol session, one queue of events.
+"""The shoe driver: a port, a reader thread, a protocol session, one sink for its events.
 
 Thin on purpose: it opens the port with :func:`serial.serial_for_url` (a device path, a
 ``/dev/serial/by-id/...`` link, or ``socket://host:port`` for a serial-to-Ethernet server),
-feeds what it reads to the protocol session and puts the session's events on the caller's
-queue. When the port vanishes (cable pulled) it reports :class:`ShoeOffline` at once, retries
-with a doubling delay, and reports :class:`ShoeOnline` when the shoe is back, possibly as a
-new tty behind the same link. ``serial.SerialException`` never leaves this module: it
-becomes :class:`DeviceError` or a :class:`ShoeOffline` event.
+feeds what it reads to the protocol session and hands the session's events to the caller's
+sink (the table's ``TableRuntime.submit``, or a queue's ``put``). When the port vanishes
+(cable pulled) it reports :class:`ShoeOffline` at once, retries with a doubling delay, and
+reports :class:`ShoeOnline` when the shoe is back, possibly as a new tty behind the same
+link. ``serial.SerialException`` never leaves this module: it becomes :class:`DeviceError`
+or a :class:`ShoeOffline` event.
 """
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ from drivers.shoe.sessions import (
 )
 
 logger = logging.getLogger(__name__)
+
+EventSink = Callable[[ShoeEvent], None]
+"""Where the driver's events go, called on its reader thread: ``TableRuntime.submit`` in the
+table, ``queue.put`` in a tool or a test."""
+
 RAW: Final = 5  # below DEBUG: every byte read and written
 
 PARITIES: Final = {"N": serial.PARITY_NONE, "E": serial.PARITY_EVEN, "O": serial.PARITY_ODD}
@@ -160,23 +166,26 @@ def open_port(config: ShoeConfig) -> serial.SerialBase:
 
 
 class ShoeDriver:
-    """Reads one shoe and puts its events on ``events``; use as a context manager.
+    """Reads one shoe and hands its events to ``sink``; use as a context manager.
 
-    ``clock`` stamps events (wall-clock seconds); timers use :func:`time.monotonic`.
-    ``on_result`` is called on the reader thread with each hand result the shoe reports
-    itself (Angel Eye ``G``), after the events that came before it were put on ``events``:
-    the table's settlement can be cross-checked with it (see :mod:`controller.shoe_results`).
+    ``sink`` is called on the reader thread with each event, in order (see
+    :data:`EventSink`). A queue is still taken for its ``put``, for callers that have not
+    moved to passing ``queue.put`` themselves. ``clock`` stamps events (wall-clock seconds);
+    timers use :func:`time.monotonic`. ``on_result`` is called on the reader thread with each
+    hand result the shoe reports itself (Angel Eye ``G``), after the events that came before
+    it went to ``sink``: the table's settlement can be cross-checked with it (see
+    :mod:`controller.shoe_results`).
     """
 
     def __init__(
         self,
         config: ShoeConfig,
-        events: queue.Queue[ShoeEvent],
+        sink: EventSink | queue.Queue[ShoeEvent],
         clock: Callable[[], float] = time.time,
         on_result: Callable[[ShoeResult], None] | None = None,
     ) -> None:
         self.config = config
-        self.events = events
+        self._sink: EventSink = sink.put if isinstance(sink, queue.Queue) else sink
         self.on_result = on_result
         self.last_result: ShoeResult | None = None
         """The last hand result the shoe reported (Angel Eye ``G``)."""
@@ -250,7 +259,7 @@ class ShoeDriver:
     # -- the reader thread ------------------------------------------------------------------
 
     def _emit(self, event: ShoeEvent) -> None:
-        self.events.put(event)
+        self._sink(event)
 
     def _result(self, result: ShoeResult) -> None:
         self.last_result = result

@@ -56,7 +56,7 @@ def test_capture_keeps_the_latest_frame_of_a_video_file(tmp_path: Path) -> None:
         frame[30:80, 20:60] = (255, 255, 255)  # a "card" in player1 from frame 11 on
     write_video(video, frames, fps=50)
     events: queue.Queue[CameraEvent] = queue.Queue()
-    with CameraCapture(_config(video), events) as camera:
+    with CameraCapture(_config(video), events.put) as camera:
         online = _next_event(events, CameraOnline)
         assert isinstance(online, CameraOnline)
         assert (online.width, online.height) == (160, 120)
@@ -93,7 +93,7 @@ def test_capture_reconnects_with_doubling_backoff_when_the_file_disappears_and_r
     # machine, so the outage begins at its end.
     write_video(video, numbered_frames(10), fps=10)
     events: queue.Queue[CameraEvent] = queue.Queue()
-    with CameraCapture(_config(video), events) as camera:
+    with CameraCapture(_config(video), events.put) as camera:
         assert isinstance(_next_event(events, CameraOnline), CameraOnline)
         last_before = camera.wait_for_frame(timeout=TIMEOUT_S)
         assert last_before is not None
@@ -131,7 +131,7 @@ def test_a_source_that_cannot_be_opened_is_reported_offline_once(
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="drivers.camera")
     events: queue.Queue[CameraEvent] = queue.Queue()
-    with CameraCapture(_config(tmp_path / "missing.mkv"), events) as camera:
+    with CameraCapture(_config(tmp_path / "missing.mkv"), events.put) as camera:
         offline = _next_event(events, CameraOffline)
         assert isinstance(offline, CameraOffline)
         assert "does not exist" in offline.reason
@@ -146,7 +146,7 @@ def test_a_file_that_is_not_a_video_is_reported_offline(tmp_path: Path) -> None:
     junk = tmp_path / "junk.mkv"
     junk.write_bytes(np.random.default_rng(1).integers(0, 256, 4096, np.uint8).tobytes())
     events: queue.Queue[CameraEvent] = queue.Queue()
-    with CameraCapture(_config(junk), events):
+    with CameraCapture(_config(junk), events.put):
         offline = _next_event(events, CameraOffline)
         assert isinstance(offline, CameraOffline)
         assert "junk.mkv" in offline.reason

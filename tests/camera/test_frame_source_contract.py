@@ -124,7 +124,7 @@ def test_an_http_camera_that_goes_away_and_comes_back(
     simulator = SimulatedCamera("baccarat", "anglo", seed=21, width=640, height=360)
     config = simulator.camera_config(url, timeout_s=2.0, reconnect_initial_s=0.05)
     events: queue.Queue[CameraEvent] = queue.Queue()
-    camera = CameraCapture(config, events)
+    camera = CameraCapture(config, events.put)
     camera.start()
     try:
         assert isinstance(events.get(timeout=TIMEOUT_S), CameraOnline)

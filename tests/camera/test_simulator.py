@@ -225,7 +225,7 @@ def test_end_to_end_simulator_video_capture_thread_region_crop(tmp_path: Path) -
     config = simulator.camera_config(str(video), timeout_s=2.0)
     assert config.source == str(video)
     events: queue.Queue[CameraEvent] = queue.Queue()
-    with CameraCapture(config, events) as camera:
+    with CameraCapture(config, events.put) as camera:
         online = _next_online(events)
         assert isinstance(online, CameraOnline)
         assert (online.width, online.height) == (640, 360)
