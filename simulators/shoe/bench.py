@@ -152,7 +152,17 @@ def measure(protocol: str, frames: int, seed: int = 1) -> dict[str, float]:
 
 def run(args: argparse.Namespace) -> int:
     # The ASCII shoe's cut card reads as a bad line: expected here, not worth a warning each.
-    logging.getLogger("drivers.shoe").setLevel(logging.ERROR)
+    # Only while the bench runs: a caller in the same process keeps the driver's warnings.
+    shoe_logger = logging.getLogger("drivers.shoe")
+    level = shoe_logger.level
+    shoe_logger.setLevel(logging.ERROR)
+    try:
+        return _run(args)
+    finally:
+        shoe_logger.setLevel(level)
+
+
+def _run(args: argparse.Namespace) -> int:
     protocols = PROTOCOL_NAMES if args.protocol == "all" else (args.protocol,)
     if not args.json:
         print(
