@@ -23,9 +23,7 @@ from controller.cli_support import (
     positive_number,
 )
 from controller.errors import ConfigurationError
-
-# The simulator's games, repeated here so that building the CLI does not import the simulator.
-GAMES = ("baccarat", "blackjack-classic", "blackjack-21", "blackjack-boundless")
+from controller.games.registry import GAMES
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -43,7 +41,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "livetable sim camera --list-designs",
         ),
     )
-    parser.add_argument("--game", choices=GAMES, default="baccarat", help="the game dealt")
+    parser.add_argument(
+        "--game",
+        choices=tuple(GAMES),
+        default="baccarat",
+        metavar="GAME",
+        help="the game dealt: "
+        + ", ".join(f"{spec.id} ({spec.label})" for spec in GAMES.values())
+        + " (default: baccarat)",
+    )
     parser.add_argument("--design", help="card design (see --list-designs)")
     parser.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
     parser.add_argument("--size", default="1280x720", help="frame size WxH (default 1280x720)")

@@ -28,7 +28,6 @@ from controller.games.blackjack_hand import (
     MORE_CARDS,
     NO,
     PLAY,
-    PRESETS,
     YES,
     rules_for,
 )
@@ -229,6 +228,3 @@ def play_rounds(game: str, rounds: int, seed: int = 0, strategy: bool = True) ->
             round_.box_net(1)
         played += 1
     return played
-
-
-GAMES: Final = tuple(PRESETS)

@@ -2,7 +2,8 @@
 
 Whatever lists the games or picks code by game takes it from here: the table's configuration
 check and its live rounds (``controller/table``), `livetable rules replay` and `livetable
-rtp`, the benchmarks and the tests. Adding a game is its rules module (a
+rtp`, the camera simulator's layouts and `livetable sim camera --game`, the benchmarks and
+the tests. Adding a game is its rules module (a
 :class:`~controller.games.base.LiveRound`) and one entry in :data:`GAMES`.
 
 The entry points are small functions that import their rules module when first called, so
@@ -36,7 +37,7 @@ class GameSpec:
     id: str
     """The id in configuration files, on the command line and in every published state."""
     label: str
-    """Its plain name, for people."""
+    """Its plain name, for people (shown beside the id in help texts)."""
     family: str
     """:data:`BACCARAT` or :data:`BLACKJACK`."""
     default_boxes: int

@@ -15,8 +15,10 @@ from types import MappingProxyType
 from typing import Final
 
 from controller.errors import ConfigurationError
+from controller.games.registry import BACCARAT, GAME_IDS, find_game
 
-GAMES: Final = ("baccarat", "blackjack-classic", "blackjack-21", "blackjack-boundless")
+GAMES: Final = GAME_IDS
+"""The games the simulator lays out: every game of the registry."""
 
 # A poker-size card is 63 x 88 mm.
 CARD_ASPECT: Final = 63.0 / 88.0
@@ -75,12 +77,18 @@ def layout_for(game: str, width: int = 1280, height: int = 720) -> TableLayout:
     * ``blackjack-21``: 7 boxes, ``box{b}.hand{h}.card{c}`` (3 hands, 6 cards each).
     * ``blackjack-boundless``: one shared hand, ``player.card1``..``player.card12``.
     * every blackjack game: ``dealer.card1``..``dealer.card7``.
+
+    A blackjack game's boxes are its registry entry's ``max_boxes``, and the hands a box may
+    split into its rules' ``max_hands``.
     """
     if not (160 <= width <= 8192 and 120 <= height <= 8192):
         raise ConfigurationError(f"simulated frame {width}x{height} is outside 160x120..8192x8192")
+    spec = find_game(game)
+    if spec is None:
+        raise ConfigurationError(f"no camera layout for game {game!r}; known: {', '.join(GAMES)}")
     spots: list[Spot] = []
     labels: list[tuple[str, float, float]] = []
-    if game == "baccarat":
+    if spec.family == BACCARAT:
         card_height = round(height * 0.2)
         card_width = card_height * CARD_ASPECT
         # Neighbouring cards are laid a little closer than a card's width: they touch or
@@ -101,13 +109,12 @@ def layout_for(game: str, width: int = 1280, height: int = 720) -> TableLayout:
             "banker.card3",
         )
         return TableLayout(game, width, height, card_height, _spot_map(spots), order, tuple(labels))
-    boxes, hands, cards = {
-        "blackjack-classic": (5, 2, 6),
-        "blackjack-21": (7, 3, 6),
-        "blackjack-boundless": (1, 1, 12),
-    }.get(game, (0, 0, 0))
-    if not boxes:
-        raise ConfigurationError(f"no camera layout for game {game!r}; known: {', '.join(GAMES)}")
+    from controller.games.blackjack_hand import rules_for
+
+    rules = rules_for(game)
+    boxes = spec.max_boxes
+    # A shared hand (Boundless) is one long row; a box's hand has room for 6 cards.
+    hands, cards = (1, 12) if rules.shared_hand else (rules.max_hands, 6)
     card_height = round(height * (0.17 if boxes <= 5 else 0.15))
     card_width = card_height * CARD_ASPECT
     # A blackjack hand is a cascade: each card a little right of and above the one before,
@@ -120,7 +127,7 @@ def layout_for(game: str, width: int = 1280, height: int = 720) -> TableLayout:
         for c in range(1, 8)
     ]
     labels.append(("DEALER", width / 2, dealer_y - card_height * 0.7))
-    if game == "blackjack-boundless":
+    if rules.shared_hand:
         row_y = height * 0.72
         start_x = width / 2 - 5.5 * card_width * 0.55
         spots += [

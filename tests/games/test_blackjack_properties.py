@@ -19,11 +19,12 @@ from controller.games.blackjack_hand import PRESETS
 from controller.games.blackjack_replay import replay
 from controller.games.boundless import PlayerResolver, players_need_card, resolve_player
 from controller.games.cards import ALL_FACES, Card
+from controller.games.registry import BLACKJACK, games_in
 
 CLASSIC = "blackjack-classic"
 TWENTY_ONE = "blackjack-21"
 BOUNDLESS = "blackjack-boundless"
-GAMES = (CLASSIC, TWENTY_ONE, BOUNDLESS)
+GAMES = games_in(BLACKJACK)
 
 PROPERTY_SETTINGS = settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow]

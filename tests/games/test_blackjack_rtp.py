@@ -15,6 +15,7 @@ from controller.games.blackjack_rtp import (
     simulate,
 )
 from controller.games.cards import Card
+from controller.games.registry import BLACKJACK, games_in
 
 BOUNDLESS = "blackjack-boundless"
 
@@ -43,7 +44,7 @@ def test_bad_arguments() -> None:
 
 
 def test_play_rounds_counts_rounds_through_the_live_engine() -> None:
-    for game in ("blackjack-boundless", "blackjack-classic", "blackjack-21"):
+    for game in games_in(BLACKJACK):
         assert play_rounds(game, 300, seed=3) == 300
         assert play_rounds(game, 300, seed=3, strategy=False) == 300
 

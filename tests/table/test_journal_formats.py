@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from controller.games.registry import GAME_IDS
 from controller.table.effects import PublishEvent
 from controller.table.events import ENCODINGS, EVENT_ENCODING, encoding_schema
 from controller.table.journal import Journal
@@ -36,12 +37,7 @@ def _initial_settings(journal: Journal) -> Any:
 
 
 def test_there_are_old_journals_for_every_game() -> None:
-    assert {path.stem for path in OLD_JOURNALS} == {
-        "baccarat",
-        "blackjack-boundless",
-        "blackjack-classic",
-        "blackjack-21",
-    }
+    assert {path.stem for path in OLD_JOURNALS} == set(GAME_IDS)
 
 
 @pytest.mark.parametrize("journal_path", OLD_JOURNALS, ids=lambda path: path.stem)
