@@ -193,7 +193,13 @@ def _key(state: dict[str, Any]) -> tuple[int, int]:
     return state["seq"], state["journal"]["seq"]
 
 
-def play(table: Table, shoe: Any, cards: int) -> tuple[list[float], int]:
+def _no_progress(_steps: int) -> None:
+    pass
+
+
+def play(
+    table: Table, shoe: Any, cards: int, advance: Callable[[int], None] = _no_progress
+) -> tuple[list[float], int]:
     """Deal until ``cards`` cards were timed; their latencies (seconds) and rounds opened."""
     latencies: list[float] = []
     rounds = 0
@@ -207,6 +213,7 @@ def play(table: Table, shoe: Any, cards: int) -> tuple[list[float], int]:
         latency = step(table, shoe, table.state)
         if latency is not None:
             latencies.append(latency)
+            advance(1)  # after the card's arrival was stamped
     return latencies, rounds
 
 
@@ -319,7 +326,13 @@ def idle_cpu_percent(pid: int, seconds: float) -> float:
 
 
 def bench_daemon(
-    workdir: Path, host: str, port: int, cards: int, idle_s: float, seed: int
+    workdir: Path,
+    host: str,
+    port: int,
+    cards: int,
+    idle_s: float,
+    seed: int,
+    advance: Callable[[int], None] = _no_progress,
 ) -> dict[str, Any]:
     from simulators.shoe.simulator import ShoeSimulator
 
@@ -339,7 +352,7 @@ def bench_daemon(
             link.wait_ready()
             table = Table(link)
             started = time.monotonic()
-            latencies, rounds = play(table, shoe, cards)
+            latencies, rounds = play(table, shoe, cards, advance)
             elapsed = time.monotonic() - started
             time.sleep(0.5)  # let the last acknowledgements settle
             if daemon.poll() is not None:
@@ -426,7 +439,14 @@ def floor_relay(link: str, host: str, port: int, database: str) -> None:
     db.close()
 
 
-def bench_floor(workdir: Path, host: str, port: int, cards: int, seed: int) -> dict[str, Any]:
+def bench_floor(
+    workdir: Path,
+    host: str,
+    port: int,
+    cards: int,
+    seed: int,
+    advance: Callable[[int], None] = _no_progress,
+) -> dict[str, Any]:
     from simulators.shoe.simulator import ShoeSimulator
 
     link_path = workdir / "floor-shoe"
@@ -465,6 +485,7 @@ def bench_floor(workdir: Path, host: str, port: int, cards: int, seed: int) -> d
                     if json.loads(payload)["n"] == number:
                         break
                 latencies.append(at - written)
+                advance(1)
         finally:
             link.close()
             with contextlib.suppress(OSError):
@@ -501,15 +522,20 @@ def cpu_model() -> str:
 
 
 def measure(cards: int, idle_s: float, directory: Path | None, seed: int) -> dict[str, Any]:
+    from controller.progress import progress
     from simulators.broker import start_broker
 
     if cards < 1:
         raise ValueError("--cards must be at least 1")
     with tempfile.TemporaryDirectory(prefix="livetable-latency-", dir=directory) as folder:
         workdir = Path(folder)
-        with start_broker(workdir / "broker") as broker:
-            daemon = bench_daemon(workdir, broker.host, broker.port, cards, idle_s, seed)
-            floor = bench_floor(workdir, broker.host, broker.port, cards, seed)
+        # A bar on a terminal (stderr) only: the daemon's cards, then the floor's.
+        with (
+            start_broker(workdir / "broker") as broker,
+            progress(2 * cards, "cards (daemon, then floor)") as advance,
+        ):
+            daemon = bench_daemon(workdir, broker.host, broker.port, cards, idle_s, seed, advance)
+            floor = bench_floor(workdir, broker.host, broker.port, cards, seed, advance)
     return {
         "cards": cards,
         "daemon": daemon,

@@ -17,6 +17,7 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,9 @@ def percentiles(samples: list[float], scale: float) -> dict[str, float]:
     return {name: round(value * scale, 2) for name, value in figures.items()}
 
 
-def bench_handle(game: str, events: int, seed: int) -> dict[str, Any]:
+def bench_handle(
+    game: str, events: int, seed: int, advance: Callable[[int], None] = lambda _steps: None
+) -> dict[str, Any]:
     from controller.table.events import ControllerStarted
     from controller.table.machine import TableMachine
     from controller.table.runner import next_event
@@ -73,6 +76,7 @@ def bench_handle(game: str, events: int, seed: int) -> dict[str, Any]:
         machine.handle(event)
         samples.append(time.perf_counter() - start)
         event = next_event(machine, seed, seq + 1)
+        advance(1)  # outside the timed span
     return {
         "game": game,
         "events": events,
@@ -81,7 +85,12 @@ def bench_handle(game: str, events: int, seed: int) -> dict[str, Any]:
     }
 
 
-def bench_journal(directory: Path, appends: int, seed: int) -> dict[str, Any]:
+def bench_journal(
+    directory: Path,
+    appends: int,
+    seed: int,
+    advance: Callable[[int], None] = lambda _steps: None,
+) -> dict[str, Any]:
     from controller.table.events import ControllerStarted
     from controller.table.journal import Journal
     from controller.table.machine import TableMachine
@@ -100,6 +109,7 @@ def bench_journal(directory: Path, appends: int, seed: int) -> dict[str, Any]:
             samples.append(time.perf_counter() - start)
             machine.handle(event)
             event = next_event(machine, seed, seq + 1)
+            advance(1)
         start = time.perf_counter()
         replay(journal, config)
         replay_s = time.perf_counter() - start
@@ -111,12 +121,16 @@ def bench_journal(directory: Path, appends: int, seed: int) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from controller.progress import progress
+
     games = args.game or list(GAME_IDS)
-    results: dict[str, Any] = {
-        "handle": [bench_handle(game, args.events, args.seed) for game in games]
-    }
-    with tempfile.TemporaryDirectory(dir=args.dir) as directory:
-        results["journal"] = bench_journal(Path(directory), args.appends, args.seed)
+    # A bar on a terminal (stderr) only; it advances outside the timed spans.
+    with progress(len(games) * args.events + args.appends, "events and appends") as advance:
+        results: dict[str, Any] = {
+            "handle": [bench_handle(game, args.events, args.seed, advance) for game in games]
+        }
+        with tempfile.TemporaryDirectory(dir=args.dir) as directory:
+            results["journal"] = bench_journal(Path(directory), args.appends, args.seed, advance)
     if args.json:
         json.dump(results, sys.stdout)
         print()
