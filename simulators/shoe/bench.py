@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +87,16 @@ def _shoe_process(protocol: str, link: str, seed: int) -> None:
             print(repr(simulator.last_write_at), flush=True)
 
 
-def measure(protocol: str, frames: int, seed: int = 1) -> dict[str, float]:
+def _no_progress(_steps: int) -> None:
+    pass
+
+
+def measure(
+    protocol: str,
+    frames: int,
+    seed: int = 1,
+    advance: Callable[[int], None] = _no_progress,
+) -> dict[str, float]:
     """Latencies in milliseconds for ``frames`` frames; see the module docstring.
 
     The simulator runs in a child process (``python -m simulators.shoe.bench --shoe ...``;
@@ -128,6 +138,7 @@ def measure(protocol: str, frames: int, seed: int = 1) -> dict[str, float]:
                     written = float(shoe.stdout.readline())
                     latencies.append((put_at - written) * 1000)
                     wakeups.append((got_at - written) * 1000)
+                    advance(1)  # after the frame's stamps were taken
         finally:
             with contextlib.suppress(OSError):
                 shoe.stdin.close()
@@ -163,13 +174,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from controller.progress import progress
+
     protocols = PROTOCOL_NAMES if args.protocol == "all" else (args.protocol,)
     if not args.json:
         print(
             f"shoe latency, last byte on the pty -> event put on the queue ({args.frames} frames)"
         )
     for protocol in protocols:
-        figures = measure(protocol, args.frames, args.seed)
+        # A bar on a terminal's stderr only, one protocol at a time (its lines print between).
+        with progress(args.frames, f"{protocol} frames") as advance:
+            figures = measure(protocol, args.frames, args.seed, advance)
         meets = figures["p99_ms"] < P99_TARGET_MS
         if args.json:
             print_json(
