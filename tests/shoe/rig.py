@@ -13,16 +13,16 @@ import queue
 import select
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from drivers.shoe.driver import ShoeConfig, ShoeDriver
-from drivers.shoe.events import ShoeEvent, ShoeOnline
+from drivers.shoe.events import CardDrawn, ShoeEvent, ShoeOnline
 from drivers.shoe.sessions import PROTOCOL_NAMES, session_class
-from simulators.shoe import FaultPlan, ShoeSimulator
+from simulators.shoe import Emitted, FaultPlan, ShoeSimulator
+from tests.support.wait import wait_for_item
 
 
 def protocol_of(label: str) -> str:
@@ -56,12 +56,20 @@ GAPS_VISIBLE = [label for label in SEQUENCED if "any-seq" not in label]
 EVENT_TIMEOUT_S = 10.0
 
 
+def expected_variant(label: str) -> str:
+    """The profile the driver must find for a suite label's shoe (``angel-eye``: mod10)."""
+    return label.partition("@")[2].partition("+")[0] or "mod10"
+
+
 @dataclass
 class Rig:
     simulator: ShoeSimulator
     driver: ShoeDriver
     queue: queue.Queue[ShoeEvent]
+    label: str
+    """The suite label the rig was made for (``angel-eye@wrap9+bit7-clear``...)."""
     seen: list[ShoeEvent] = field(default_factory=list)
+    """Every event taken off the queue, in order."""
 
     def next_event(self, timeout: float = EVENT_TIMEOUT_S) -> ShoeEvent:
         event = self.queue.get(timeout=timeout)
@@ -69,35 +77,52 @@ class Rig:
         return event
 
     def wait_for(
-        self, predicate: Callable[[ShoeEvent], bool], timeout: float = EVENT_TIMEOUT_S
+        self, predicate: Callable[[ShoeEvent], object], timeout: float = EVENT_TIMEOUT_S
     ) -> ShoeEvent:
         """Collect events until one matches; fail the test if none does in time."""
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise AssertionError(
-                    f"no matching event in {timeout} s; saw {self.seen[-10:]}; the shoe sent "
-                    f"{self.simulator.truth[-5:]}, plugged={self.simulator.plugged}"
-                )
-            try:
-                event = self.next_event(left)
-            except queue.Empty:
-                continue
-            if predicate(event):
-                return event
+        try:
+            return wait_for_item(
+                self.queue, predicate, timeout, "a matching event", taken=self.seen
+            )
+        except AssertionError as error:
+            raise AssertionError(
+                f"{error}; saw {self.seen[-10:]}; the shoe sent {self.simulator.truth[-5:]}, "
+                f"plugged={self.simulator.plugged}"
+            ) from None
 
     def wait_online(self) -> ShoeEvent:
         return self.wait_for(lambda event: isinstance(event, ShoeOnline))
 
-    def drain(self, quiet_s: float = 0.3) -> list[ShoeEvent]:
-        """Everything that arrives until the queue has been quiet for ``quiet_s``."""
-        events = []
-        while True:
-            try:
-                events.append(self.next_event(quiet_s))
-            except queue.Empty:
-                return events
+    def wait_for_card(self, record: Emitted, timeout: float = EVENT_TIMEOUT_S) -> CardDrawn:
+        """Wait until the driver delivers ``record``, a card the simulator sent intact.
+
+        The marker that ends a test's traffic: the driver reads the line in order, so once it
+        delivered this card it has read everything the shoe sent before it, and what did not
+        arrive by then never will. Draw it last, with the wire's faults off. Where the driver's
+        numbers are the shoe's it is the card with that number; elsewhere (no numbers, or any
+        byte as SEQ) it is the n-th delivery of its face, n counting the intact cards of that
+        face sent up to it (a copy delivered twice or invented ends the wait early, and the
+        test's comparison with the truth then fails, as it must).
+        """
+        damaged = self.simulator.wire.damaged
+        assert record.event == "card" and record.sequence not in damaged, record
+        numbered = self.label in GAPS_VISIBLE
+        sent = self.simulator.truth[: self.simulator.truth.index(record) + 1]
+        copies = sum(
+            r.event == "card" and r.card == record.card and r.sequence not in damaged for r in sent
+        )
+
+        def face(event: ShoeEvent) -> bool:
+            return isinstance(event, CardDrawn) and str(event.card) == record.card
+
+        def matches(event: ShoeEvent) -> bool:
+            if numbered:
+                return isinstance(event, CardDrawn) and event.sequence == record.sequence
+            return face(event) and sum(map(face, self.seen)) == copies
+
+        card = self.wait_for(matches, timeout)
+        assert isinstance(card, CardDrawn)
+        return card
 
 
 class SerialServer:
@@ -189,7 +214,7 @@ def shoe_rig(
             port = f"socket://127.0.0.1:{stack.enter_context(SerialServer(link)).port}"
         driver = ShoeDriver(ShoeConfig(port, protocol, **settings), events)  # type: ignore[arg-type]
         stack.enter_context(driver)
-        rig = Rig(simulator, driver, events)
+        rig = Rig(simulator, driver, events, label)
         if wait_online:
             rig.wait_online()
         yield rig
