@@ -1,9 +1,10 @@
 """The journal's event encoding is a format of its own: old journals replay identically, and
 an encoding never changes without a new version number.
 
-``tests/fixtures/journals/`` holds journals written by livetable 0.1.0 (event encoding 1)
-with what replaying them gave then; ``tests/fixtures/event_encoding/vN.json`` the schema of
-each encoding version as it was released.
+``tests/fixtures/journals/`` holds journals of every event encoding with what replaying them
+gave when they were written (see its README): livetable 0.1.0's of encoding 1 at the top,
+encoding 2's in ``v2/``. ``tests/fixtures/event_encoding/vN.json`` holds the schema of each
+encoding version as it was released.
 """
 
 from __future__ import annotations
@@ -25,7 +26,17 @@ from controller.table.table import JournaledTable, config_of, machine_revision, 
 from controller.table_config import TableConfig
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-OLD_JOURNALS = sorted((FIXTURES / "journals").glob("*.journal"))
+# Each event encoding's fixture journals: their folder and the machine revision they were
+# written under.
+FIXTURE_SETS: dict[int, tuple[Path, int]] = {
+    1: (FIXTURES / "journals", 1),
+    2: (FIXTURES / "journals" / "v2", 2),
+}
+OLD_JOURNALS = [
+    pytest.param(encoding, path, revision, id=f"v{encoding}-{path.stem}")
+    for encoding, (folder, revision) in FIXTURE_SETS.items()
+    for path in sorted(folder.glob("*.journal"))
+]
 
 
 def expected_of(journal_path: Path) -> dict[str, Any]:
@@ -36,24 +47,44 @@ def _initial_settings(journal: Journal) -> Any:
     return config_of(journal).operational()
 
 
-def test_there_are_old_journals_for_every_game() -> None:
-    assert {path.stem for path in OLD_JOURNALS} == set(GAME_IDS)
+def test_every_encoding_has_old_journals_for_every_game() -> None:
+    assert set(FIXTURE_SETS) == set(ENCODINGS), "a new encoding needs fixture journals"
+    for folder, _revision in FIXTURE_SETS.values():
+        assert {path.stem for path in folder.glob("*.journal")} == set(GAME_IDS), folder
 
 
-@pytest.mark.parametrize("journal_path", OLD_JOURNALS, ids=lambda path: path.stem)
-def test_an_old_journal_replays_to_the_state_it_had(journal_path: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("encoding", sorted(FIXTURE_SETS))
+def test_the_journals_of_an_encoding_hold_every_kind_it_writes(encoding: int) -> None:
+    # Together they hold every kind. From encoding 2 on, each also holds every kind its
+    # encoding added (encoding 2: the camera's news and SettingsChanged), so those rows are
+    # replayed in every game.
+    folder, _revision = FIXTURE_SETS[encoding]
+    added = set(ENCODINGS[encoding]) - set(ENCODINGS.get(encoding - 1, {}))
+    seen: set[str] = set()
+    for path in sorted(folder.glob("*.journal")):
+        with Journal(path, read_only=True) as journal:
+            kinds = {entry.kind for entry in journal.verified_entries()}
+        if encoding > 1:
+            assert added <= kinds, f"{path.name} lacks {sorted(added - kinds)}"
+        seen |= kinds
+    assert seen == set(ENCODINGS[encoding])
+
+
+@pytest.mark.parametrize(("encoding", "journal_path", "revision"), OLD_JOURNALS)
+def test_an_old_journal_replays_to_the_state_it_had(
+    encoding: int, journal_path: Path, revision: int
+) -> None:
     expected = expected_of(journal_path)
-    # A copy: SQLite leaves -shm files beside a WAL journal even when reading it.
-    copy = tmp_path / journal_path.name
-    shutil.copy(journal_path, copy)
-    with Journal(copy, read_only=True) as journal:
-        assert journal.event_encoding == 1
+    beside = set(journal_path.parent.iterdir())
+    # Opened as evidence: read-only, nothing is written beside it (see read_only_uri).
+    with Journal(journal_path, read_only=True) as journal:
+        assert journal.event_encoding == encoding
         assert journal.verify() == expected["rows"]
         assert journal.last_hash == expected["head"]
         config = config_of(journal)
         assert config.rules_fingerprint() == expected["config"]
-        assert machine_revision(journal) == 1
-        machine = TableMachine(config, _initial_settings(journal), revision=1)
+        assert machine_revision(journal) == revision
+        machine = TableMachine(config, _initial_settings(journal), revision=revision)
         settled: list[dict[str, Any]] = []
         snapshots: dict[str, dict[str, Any]] = {}
         for entry in journal.verified_entries():
@@ -62,6 +93,7 @@ def test_an_old_journal_replays_to_the_state_it_had(journal_path: Path, tmp_path
                     settled.append(effect.payload)
             if str(entry.seq) in expected["snapshots"]:
                 snapshots[str(entry.seq)] = machine.snapshot()
+    assert set(journal_path.parent.iterdir()) == beside
     assert settled == expected["round_settled"]
     for seq, then in expected["snapshots"].items():
         # Today's snapshot may know more (keys added since); what it knew then is unchanged.
@@ -77,15 +109,22 @@ def known_then(now: Any, then: Any) -> Any:
     return now
 
 
-@pytest.mark.parametrize("journal_path", OLD_JOURNALS[:2], ids=lambda path: path.stem)
+@pytest.mark.parametrize(
+    ("encoding", "journal_path", "revision"),
+    [param for param in OLD_JOURNALS if param.values[1].stem in GAME_IDS[:2]],
+)
 def test_an_old_journal_takes_new_rows_and_still_verifies(
-    journal_path: Path, tmp_path: Path
+    encoding: int, journal_path: Path, revision: int, tmp_path: Path
 ) -> None:
-    copy = tmp_path / journal_path.name
+    copy = tmp_path / journal_path.name  # the table appends to it
     shutil.copy(journal_path, copy)
     with Journal(copy, read_only=True) as journal:
         config = dataclasses.replace(config_of(journal), journal_path=copy)
-        before = replay(journal, config, _initial_settings(journal)).snapshot()
+        replayed = replay(journal, config, _initial_settings(journal))
+        before = replayed.snapshot()
+    # Restarted with the settings the journal ended with: the start journals one row.
+    latest = replayed.state.pending_settings or replayed.settings
+    config = dataclasses.replace(config, **latest.to_dict())
     table, _effects = JournaledTable.open(config, at=2_000_000_000.0)
     try:
         assert table.journal.event_encoding == EVENT_ENCODING
