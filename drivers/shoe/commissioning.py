@@ -129,7 +129,8 @@ def angel_eye_report(session: AngelEyeSession) -> str:
     variant = counter.variant
     if variant == "auto":
         lines.append('    variant = "auto"          # not decided yet: run the monitor longer')
-    elif detection.signals_numbered is None and signals == 0 and variant.startswith("wrap9"):
+    elif detection.signals_numbered is None and signals == 0 and variant in ("mod10", "wrap9"):
+        # Either numbering exists with signals that take no number: no signal, no telling.
         lines.append(f'    variant = "{variant}"      # no signal seen: check S/P numbering once')
     else:
         lines.append(f'    variant = "{variant}"')

@@ -9,6 +9,10 @@ from pathlib import Path
 import pytest
 
 from controller.cli import main
+from controller.games.cards import parse_card
+from drivers.shoe import angel_eye
+from drivers.shoe.commissioning import angel_eye_report
+from drivers.shoe.sessions import AngelEyeSession
 from simulators.shoe import ShoeSimulator
 from tests.support.wait import wait_until
 
@@ -43,6 +47,41 @@ def test_monitor_reports_the_variant_it_saw(
     assert "card in a game (D) 21" in report
     assert 'variant = "wrap9"' in report and 'data_bit7 = "ignored"' in report
     assert "gaps: 0" in report
+
+
+def _cards(numbers: range) -> bytes:
+    """Cards numbered as a modulo-10 shoe numbers them, dealt Player 1, Banker 1, ..."""
+    deal = [("player", 1), ("banker", 1), ("player", 2), ("banker", 2)]
+    return b"".join(
+        angel_eye.EventFrame.card(n % 10, parse_card("9C"), *deal[(n - 1) % 4]).to_bytes()
+        for n in numbers
+    )
+
+
+def test_report_without_a_signal_leaves_the_signal_part_open() -> None:
+    # Twelve cards of a modulo-10 shoe: the numbering is proven, whether signals take a
+    # number is not (no signal came), and the lines to configure say so.
+    session = AngelEyeSession()
+    session.receive(_cards(range(1, 13)), 1.0, 0.0)
+    report = angel_eye_report(session)
+    assert "decided at frame 10 because the shoe sent SEQ '0'" in report
+    assert "Signals (S, P): none seen, so whether they take a number is unknown." in report
+    assert 'variant = "mod10"      # no signal seen: check S/P numbering once' in report
+
+
+def test_report_of_a_modulo_10_shoe_whose_signals_take_no_number() -> None:
+    # The same shoe, then its cut card and an S on the cut card's number: the signal part is
+    # found at that S, a shoe after the numbering.
+    session = AngelEyeSession()
+    stream = _cards(range(1, 13)) + angel_eye.EventFrame(13 % 10, "C").to_bytes()
+    stream += angel_eye.EventFrame(13 % 10, "S").to_bytes() + _cards(range(14, 16))
+    events = session.receive(stream, 1.0, 0.0).events
+    assert [getattr(event, "sequence", None) for event in events] == list(range(1, 16))
+    assert session.variant == "mod10-free-signals"
+    report = angel_eye_report(session)
+    assert "decided at frame 10 because the shoe sent SEQ '0'" in report
+    assert "Signals (S, P): 1 seen; they take no number (signal 'S' carried the number" in report
+    assert 'variant = "mod10-free-signals"\n' in report and "gaps: 0" in report
 
 
 def test_monitor_on_a_port_that_cannot_be_opened(
