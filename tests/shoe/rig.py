@@ -42,6 +42,7 @@ def shoe_of(label: str) -> dict[str, object]:
 # Eye shoes of the other public reading: "angel-eye@VARIANT[+bit7-clear]" is a simulated shoe
 # counting SEQ that way (the driver keeps its default profile, auto, and must find it).
 ANGEL_EYE_VARIANTS = [
+    "angel-eye@mod10-free-signals",
     "angel-eye@wrap9",
     "angel-eye@wrap9-free-signals+bit7-clear",
     "angel-eye@any-seq+bit7-clear",

@@ -74,13 +74,20 @@ def _closing_card(rig: Rig) -> Emitted:
             return record
 
 
-def _run_soak(rig: Rig) -> None:
-    """Deal ``CARDS`` cards through the faults, then wait for the closing card."""
+def _run_soak(rig: Rig) -> list[str]:
+    """Deal ``CARDS`` cards through the faults, then wait for the closing card.
+
+    Returns the profile the driver was reading with just before each ``S`` the shoe sent
+    (Angel Eye), to tell when the signal part of the profile was found.
+    """
     simulator = rig.simulator
+    session = rig.driver.session
+    profiles_at_signals: list[str] = []
     cards = 0
     while cards < CARDS:
         if simulator.cards_left == 0:
             if simulator.protocol == "angel-eye":
+                profiles_at_signals.append(session.variant)  # type: ignore[attr-defined]
                 simulator.signal("S")  # the shoe confirms the new shoe after the cut card
             simulator.new_shoe()
         record = simulator.draw()
@@ -93,17 +100,19 @@ def _run_soak(rig: Rig) -> None:
     # Delivered, the closing card shows that everything the shoe sent before it was read:
     # what has not arrived by then never will.
     rig.wait_for_card(_closing_card(rig))
+    return profiles_at_signals
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("protocol", GAPS_VISIBLE)
 def test_soak_every_card_once_in_order_or_reported_lost(tmp_path: Path, protocol: str) -> None:
-    """Every Angel Eye shoe (mod10, wrap9, wrap9 with unnumbered signals and bit 7 clear) is
-    read with the driver's default profile, auto: it must find the variant within the first
-    20 cards, and no wrap of the digit may ever be reported as a lost card (every number
-    reported lost is one whose frame never arrived intact)."""
+    """Every Angel Eye shoe with visible gaps (mod10 and wrap9, each with numbered signals
+    and with unnumbered ones, one of them with bit 7 clear) is read with the driver's default
+    profile, auto: it must find the numbering within the first 20 cards and whether signals
+    take a number at the first signal, and no wrap of the digit may ever be reported as a
+    lost card (every number reported lost is one whose frame never arrived intact)."""
     with shoe_rig(tmp_path, protocol, SOAK_FAULTS, seed=2026) as rig:
-        _run_soak(rig)
+        profiles_at_signals = _run_soak(rig)
     # Signals that took a number deliver no event: they count as accounted for when intact.
     signals = {
         record.sequence
@@ -158,8 +167,17 @@ def test_soak_every_card_once_in_order_or_reported_lost(tmp_path: Path, protocol
         expected = expected_variant(protocol)
         assert session.variant == expected  # type: ignore[attr-defined]
         detection = session.counter.detection  # type: ignore[attr-defined]
+        # decided_at_frame is when the numbering (the wrap) was decided: within 20 frames.
         assert detection.decided_at_frame is not None and detection.decided_at_frame <= 20
         assert detection.contradictions == 0
+        # The signal part: this shoe sends its first S after the first shoe's cut card, and
+        # only a signal can show whether signals take a number. Before that S the driver reads
+        # with the wrap alone (harmless: no signal comes); from that S on, with the whole
+        # profile. A numbered-signal shoe is read with its profile throughout.
+        wrap = expected.removesuffix("-free-signals")
+        assert len(profiles_at_signals) >= CARDS // (8 * 52)
+        assert profiles_at_signals == [wrap] + [expected] * (len(profiles_at_signals) - 1)
+        assert detection.signals_numbered is (False if expected != wrap else None)
     truth_file = tmp_path / f"truth-{protocol}.jsonl"
     assert [json.loads(line)["sequence"] for line in truth_file.read_text().splitlines()] == (
         sorted(truth)

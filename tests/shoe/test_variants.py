@@ -41,7 +41,9 @@ def sequences(events: list[ShoeEvent]) -> list[tuple[str, object]]:
     ]
 
 
-@pytest.mark.parametrize("variant", ["mod10", "wrap9", "wrap9-free-signals", "auto"])
+@pytest.mark.parametrize(
+    "variant", ["mod10", "mod10-free-signals", "wrap9", "wrap9-free-signals", "auto"]
+)
 def test_no_card_lost_at_any_wrap_for_a_shoe_of_that_variant(variant: str) -> None:
     shoe = "wrap9" if variant == "auto" else variant
     session = AngelEyeSession(variant=variant)
@@ -110,11 +112,12 @@ def test_wrap9_decided_then_a_zero_switches_to_mod10(caplog: pytest.LogCaptureFi
     assert "contradicts" in caplog.text
 
 
-def test_free_signals_take_no_number() -> None:
-    session = AngelEyeSession(variant="wrap9-free-signals")
-    stream = card_frame(1, "wrap9") + card_frame(2, "wrap9")
+@pytest.mark.parametrize("wrap", ["mod10", "wrap9"])
+def test_free_signals_take_no_number(wrap: str) -> None:
+    session = AngelEyeSession(variant=f"{wrap}-free-signals")
+    stream = card_frame(1, wrap) + card_frame(2, wrap)
     stream += angel_eye.EventFrame(2, "S").to_bytes()  # carries the last number
-    stream += card_frame(3, "wrap9")
+    stream += card_frame(3, wrap)
     events = session.receive(stream, AT, 0.0).events
     assert sequences(events) == [("CardDrawn", 1), ("CardDrawn", 2), ("CardDrawn", 3)]
     # Under auto, the same stream proves it.
@@ -122,9 +125,9 @@ def test_free_signals_take_no_number() -> None:
     assert sequences(auto.receive(stream, AT, 0.0).events) == sequences(events)
     assert auto.counter.detection.signals_numbered is False
     # A numbered-signal shoe puts its S on the next number: no gap either.
-    numbered = AngelEyeSession(variant="wrap9")
-    stream = card_frame(1, "wrap9") + angel_eye.EventFrame(2, "S").to_bytes()
-    stream += card_frame(3, "wrap9")
+    numbered = AngelEyeSession(variant=wrap)
+    stream = card_frame(1, wrap) + angel_eye.EventFrame(2, "S").to_bytes()
+    stream += card_frame(3, wrap)
     assert sequences(numbered.receive(stream, AT, 0.0).events) == [
         ("CardDrawn", 1),
         ("CardDrawn", 3),
