@@ -15,7 +15,7 @@ from controller.errors import ConfigurationError, DeviceError
 from drivers.camera import CameraCapture, CameraConfig
 from drivers.camera_events import CameraEvent, CameraOffline, CameraOnline
 from tests.camera.conftest import failed_retries, numbered_frames, write_video
-from tests.support.wait import wait_until
+from tests.support.wait import wait_for_item, wait_until
 
 TIMEOUT_S = 10.0
 
@@ -23,17 +23,12 @@ TIMEOUT_S = 10.0
 def _next_event(events: queue.Queue[CameraEvent], kind: type) -> CameraEvent:
     """The next event of ``kind`` on ``events``; the events of other kinds before it are
     taken off and dropped."""
-
-    def next_of_kind() -> CameraEvent | None:
-        while True:
-            try:
-                event = events.get_nowait()
-            except queue.Empty:
-                return None
-            if isinstance(event, kind):
-                return event
-
-    return wait_until(next_of_kind, TIMEOUT_S, f"the capture's next {kind.__name__}")
+    return wait_for_item(
+        events,
+        lambda event: isinstance(event, kind),
+        TIMEOUT_S,
+        f"the capture's next {kind.__name__}",
+    )
 
 
 def _config(path: Path, **extra: object) -> CameraConfig:
