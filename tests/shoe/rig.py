@@ -213,7 +213,7 @@ def shoe_rig(
         port = str(link)
         if transport == "tcp":
             port = f"socket://127.0.0.1:{stack.enter_context(SerialServer(link)).port}"
-        driver = ShoeDriver(ShoeConfig(port, protocol, **settings), events)  # type: ignore[arg-type]
+        driver = ShoeDriver(ShoeConfig(port, protocol, **settings), events.put)  # type: ignore[arg-type]
         stack.enter_context(driver)
         rig = Rig(simulator, driver, events, label)
         if wait_online:

@@ -99,7 +99,7 @@ def test_sim_shoe_command_with_a_variant_read_on_auto(tmp_path: Path) -> None:
     )
     events: queue.Queue[ShoeEvent] = queue.Queue()
     seen: list[ShoeEvent] = []
-    driver = ShoeDriver(ShoeConfig(str(link), "angel-eye", reconnect_initial_s=0.05), events)
+    driver = ShoeDriver(ShoeConfig(str(link), "angel-eye", reconnect_initial_s=0.05), events.put)
     try:
         assert process.stdout is not None and process.stdin is not None
         assert "shoe (angel-eye) on" in process.stdout.readline()

@@ -287,7 +287,7 @@ def test_driver_started_before_the_shoe_exists(tmp_path: Path) -> None:
         str(link), "angel-eye", reconnect_initial_s=initial_s, reconnect_max_s=max_s
     )
     started = time.monotonic()
-    with ShoeDriver(config, events) as driver:
+    with ShoeDriver(config, events.put) as driver:
         first = wait_for_item(events, lambda e: True, 5, "the driver's first event")
         assert isinstance(first, ShoeOffline) and "cannot open" in first.reason
         with pytest.raises(DeviceError):
