@@ -56,14 +56,20 @@ def settled_summary(data: dict[str, Any]) -> str:
 
 
 def bet_outcomes(result: dict[str, Any]) -> list[tuple[str, float]]:
-    """Every bet of a result with its net per unit staked, as the API gives it."""
+    """Every bet of a result with its net per unit staked (a box with insurance as its hands
+    and its insurance, which add up to the box's net the API gives)."""
     if isinstance(result.get("bets"), dict):
         return [(bet, float(net)) for bet, net in result["bets"].items()]
     outcomes: list[tuple[str, float]] = []
     for box in result.get("boxes", []):
-        outcomes.append((f"box{box.get('box')}", float(box.get("net", 0.0))))
-        if box.get("insurance_net") not in (None, 0, 0.0):
-            outcomes.append((f"box{box.get('box')} insurance", float(box["insurance_net"])))
+        # A box's net is its hands plus its insurance: shown apart, the two add up to it.
+        net = float(box.get("net", 0.0))
+        insurance = float(box.get("insurance_net") or 0.0)
+        if insurance:
+            outcomes.append((f"box{box.get('box')} hands", net - insurance))
+            outcomes.append((f"box{box.get('box')} insurance", insurance))
+        else:
+            outcomes.append((f"box{box.get('box')}", net))
     for bet, net in (result.get("side_bets") or {}).items():
         outcomes.append((bet, float(net)))
     return outcomes

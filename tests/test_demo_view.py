@@ -89,10 +89,14 @@ def test_blackjack_shows_insurance_won_beside_each_box() -> None:
     box1, box2 = result["boxes"]
     assert (box1["insurance_net"], box1["hands"][0]["net"], box1["net"]) == (1.0, -1.0, 0.0)
     assert (box2["insurance"], box2["insurance_net"]) == (False, 0.0)
-    # As the API gives them: a box's net is its hands plus its insurance.
-    assert bet_outcomes(result) == [("box1", 0.0), ("box1 insurance", 1.0), ("box2", -1.0)]
+    # A box's net (the API's) is its hands plus its insurance: shown apart, they add up.
+    assert bet_outcomes(result) == [
+        ("box1 hands", -1.0),
+        ("box1 insurance", 1.0),
+        ("box2", -1.0),
+    ]
     shown = panel_text(table)
-    assert "box1 +0" in shown and "box1 insurance +1" in shown and "box2 -1" in shown
+    assert "box1 hands -1" in shown and "box1 insurance +1" in shown and "box2 -1" in shown
 
 
 def test_blackjack_shows_insurance_lost() -> None:
@@ -103,7 +107,7 @@ def test_blackjack_shows_insurance_lost() -> None:
     table.decide("play", 1, 1, "S")  # the dealer's soft 18 stands
     result = settled_result(table)
     assert result["boxes"][0]["hands"][0]["result"] == "win"
-    assert bet_outcomes(result) == [("box1", 0.5), ("box1 insurance", -0.5)]
+    assert bet_outcomes(result) == [("box1 hands", 1.0), ("box1 insurance", -0.5)]
 
 
 def test_boundless_shows_its_side_bets() -> None:
