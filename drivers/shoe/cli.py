@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
     events: queue.Queue[ShoeEvent] = queue.Queue()
     deadline = time.monotonic() + args.duration_s if args.duration_s is not None else None
     printed = 0
-    driver = ShoeDriver(config, events)
+    driver = ShoeDriver(config, events.put)
     with driver:
         try:
             while args.count is None or printed < args.count:

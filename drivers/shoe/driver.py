@@ -169,8 +169,7 @@ class ShoeDriver:
     """Reads one shoe and hands its events to ``sink``; use as a context manager.
 
     ``sink`` is called on the reader thread with each event, in order (see
-    :data:`EventSink`). A queue is still taken for its ``put``, for callers that have not
-    moved to passing ``queue.put`` themselves. ``clock`` stamps events (wall-clock seconds);
+    :data:`EventSink`). ``clock`` stamps events (wall-clock seconds);
     timers use :func:`time.monotonic`. ``on_result`` is called on the reader thread with each
     hand result the shoe reports itself (Angel Eye ``G``), after the events that came before
     it went to ``sink``: the table's settlement can be cross-checked with it (see
@@ -180,12 +179,12 @@ class ShoeDriver:
     def __init__(
         self,
         config: ShoeConfig,
-        sink: EventSink | queue.Queue[ShoeEvent],
+        sink: EventSink,
         clock: Callable[[], float] = time.time,
         on_result: Callable[[ShoeResult], None] | None = None,
     ) -> None:
         self.config = config
-        self._sink: EventSink = sink.put if isinstance(sink, queue.Queue) else sink
+        self._sink = sink
         self.on_result = on_result
         self.last_result: ShoeResult | None = None
         """The last hand result the shoe reported (Angel Eye ``G``)."""

@@ -123,7 +123,7 @@ def measure(
             if shoe.stdout.readline().strip() != "ready":
                 raise DeviceError("the simulated shoe did not start")
             events = StampedQueue()
-            driver = ShoeDriver(ShoeConfig(link, protocol), events)  # type: ignore[arg-type]
+            driver = ShoeDriver(ShoeConfig(link, protocol), events.put)
             with driver:
                 while not isinstance(events.get(timeout=10)[1], ShoeOnline):
                     pass
