@@ -141,6 +141,8 @@ def state_message(
             "since": pause["since"],
             "by": pause["by"],
             "resume_to": pause["resume_to"],
+            "offline_gap": pause["offline_gap"],
+            "idle_gap": pause["idle_gap"],
         },
         "devices": {
             "shoe_online": public["shoe_online"],

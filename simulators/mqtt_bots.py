@@ -217,6 +217,14 @@ HOLE_CARD = "hole card"
 LATEST = "latest"
 
 
+def _round_id(state: dict[str, Any]) -> Any:
+    return (state.get("round") or {}).get("id")
+
+
+def _cards_drawn(state: dict[str, Any]) -> Any:
+    return (state.get("shoe") or {}).get("cards_drawn")
+
+
 def _progress(state: dict[str, Any]) -> tuple[Any, ...]:
     """What must change before the bots act on a table again: its events, phase, what it
     awaits, the cards out of the shoe, the pause. Not the journal's head alone: the shoe's
@@ -273,6 +281,11 @@ class TableBots:
     _mistaken_in: set[int] = field(default_factory=set)
     _misread: dict[str, str] = field(default_factory=dict)
     _dealt: dict[str, str] = field(default_factory=dict)
+    # The last round card laid on the felt: (round id, cards the table had counted then,
+    # its face). If the table still counts as many when the dealer idle deadline pauses
+    # it, the shoe never announced that card (its frame was lost).
+    _laid: tuple[Any, Any, str] | None = None
+    _dealt_now: str | None = None  # the round card the dealer laid in this step
     _retry_at: float = 0.0
 
     def start(self) -> None:
@@ -326,6 +339,8 @@ class TableBots:
                 self.draw()
             else:
                 self._dealer_draws(phase, state.get("awaiting") or {})
+                if phase == "DEALING" and self._dealt_now is not None:
+                    self._laid = (_round_id(state), _cards_drawn(state), self._dealt_now)
         elif phase == "READING" and self.dealer is not None:
             # The table asks the camera; for a misread hole card the dealer turns it over.
             if str((state.get("awaiting") or {}).get("position", "")).startswith("dealer"):
@@ -388,6 +403,7 @@ class TableBots:
     def _dealer_draws(self, phase: str, awaiting: dict[str, Any]) -> None:
         dealer = self.dealer
         assert dealer is not None
+        self._dealt_now = None
         if phase == "BURN_REVEAL":
             dealer.reveal_first()
         elif phase == "BURNING":
@@ -398,6 +414,7 @@ class TableBots:
             emitted = dealer.deal(position, face_down)
             if emitted is not None and emitted.card:
                 self._dealt[position] = emitted.card
+                self._dealt_now = emitted.card
                 where = HOLE_CARD if face_down else position
                 if emitted.event == "misread":
                     self._misread[where] = emitted.card
@@ -448,6 +465,9 @@ class TableBots:
             if card is None:
                 return True  # a person must read the card; the test decides
             answer = self.supervisor.request("enter_card", card=card)
+        elif pause.get("idle_gap") and (card := self._unannounced_card(state)) is not None:
+            # The dealer laid a card the table never counted: the shoe lost its frame.
+            answer = self.supervisor.request("enter_card", card=card)
         else:
             answer = self.supervisor.request("resume")
         if answer["ok"]:
@@ -455,6 +475,16 @@ class TableBots:
         self.errors.append(f"resolving {pause.get('reason')}: {answer['message']}")
         self._retry_at = time.monotonic() + RETRY_S
         return False
+
+    def _unannounced_card(self, state: dict[str, Any]) -> str | None:
+        """The card on the felt that the paused round does not show, if the dealer laid
+        one after the table last counted a card (a lost frame), else None."""
+        if self._laid is None:
+            return None
+        round_id, counted, card = self._laid
+        if round_id != _round_id(state) or counted != _cards_drawn(state):
+            return None
+        return card
 
     def _unread_card(self, needs: str) -> str | None:
         """The face of the card the pause asks for, as the dealer saw it on the felt."""

@@ -1,10 +1,10 @@
 """Baccarat (punto banco, 8 decks) as a live round driven card by card, and its 18 bets.
 
-RULES.md section "Baccarat" is the specification. The live table asks ``next_step()`` for the
-position of the next card (``"player"`` or ``"banker"``; baccarat never needs a decision), feeds
-each card with ``deal`` and reads ``settlement()`` once ``complete``. `livetable rules replay`,
-`livetable rtp` and the benchmarks run this very class; the exact RTP enumeration calls the
-same :func:`settle_bets` on every distinct outcome.
+docs/rules-baccarat.md restates the rules it implements. The live table asks ``next_step()``
+for the position of the next card (``"player"`` or ``"banker"``; baccarat never needs a
+decision), feeds each card with ``deal`` and reads ``settlement()`` once ``complete``.
+`livetable rules replay`, `livetable rtp` and the benchmarks run this very class; the exact
+RTP enumeration calls the same :func:`settle_bets` on every distinct outcome.
 
 Settlement is a net result per unit staked: a 1:1 win is ``1.0``, a refund ``0.0``, a loss
 ``-1.0``, 0.95:1 is ``0.95`` and 7:2 is ``3.5``.
@@ -31,8 +31,8 @@ MODES: Final = (TRADITIONAL, NO_COMMISSION)
 PLAYER_CARD: Final = CardNeeded("player")
 BANKER_CARD: Final = CardNeeded("banker")
 
-# Bet id -> the last round of a shoe in which it may be placed (RULES.md "limit" column,
-# the seed's "maximum availability per round"); None: every round.
+# Bet id -> the last round of a shoe in which it may be placed (docs/rules-baccarat.md,
+# Side-bet limits: the rule page's "maximum limitation per round"); None: every round.
 BET_LIMITS: Final[Mapping[str, int | None]] = MappingProxyType(
     {
         "player": None,
@@ -63,8 +63,9 @@ _POINTS: Final[Mapping[str, int]] = MappingProxyType(
     {rank: (index + 1 if index < 9 else 0) for index, rank in enumerate("A23456789TJQK")}
 )
 
-# The Banker's third-card table of RULES.md: Banker two-card total -> the point values of
-# the Player's third card on which the Banker draws (it stands on the others).
+# The Banker's third-card table (docs/rules-baccarat.md, Third-card rule): Banker two-card
+# total -> the point values of the Player's third card on which the Banker draws (it stands
+# on the others).
 BANKER_DRAWS_ON: Final[Mapping[int, frozenset[int]]] = MappingProxyType(
     {
         0: frozenset(range(10)),

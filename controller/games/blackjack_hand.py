@@ -1,14 +1,13 @@
 """Blackjack hands: the three games' rule differences, hand arithmetic, one box's play.
 
-RULES.md sections "Blackjack: shared rules" and its table of differences are the
-specification; :class:`BlackjackRules` holds those differences as parameters and
-:data:`PRESETS` has the three games, ``blackjack-boundless``, ``blackjack-classic`` and
-``blackjack-21``. :class:`BoxPlay` is the one copy of the hand rules (hit, stand, double,
-split, surrender) used by the live round for every box of classic and 21
-(:mod:`controller.games.blackjack`) and by each Boundless player over the common sequence
-(:mod:`controller.games.boundless`); :func:`hand_net` settles one finished hand.
-:class:`TokenDecisions` answers decisions from a list of tokens, then by the timeout
-auto-play rule: the one such decider of `rules replay` and the Boundless resolver.
+docs/rules-blackjack.md, "Shared rules" and "Where the games differ", restates the rules;
+:class:`BlackjackRules` holds those differences as parameters and :data:`PRESETS` has the three
+games, ``blackjack-boundless``, ``blackjack-classic`` and ``blackjack-21``. :class:`BoxPlay` is
+the one copy of the hand rules (hit, stand, double, split, surrender) used by the live round
+for every box of classic and 21 (:mod:`controller.games.blackjack`) and by each Boundless
+player over the common sequence (:mod:`controller.games.boundless`); :func:`hand_net` settles
+one finished hand. :class:`TokenDecisions` answers decisions from a list of tokens, then by the
+timeout auto-play rule: the one such decider of `rules replay` and the Boundless resolver.
 
 Settlement is a net result per unit staked on the box (1:1 win ``1.0``, push ``0.0``, loss
 ``-1.0``, BJ ``1.5``, a lost double ``-2.0``, a declined insurance is no bet at all).
@@ -71,7 +70,7 @@ RANK_VALUE: Final[Mapping[str, int]] = {
 }
 TEN_VALUE: Final = 10
 DEALER_STANDS_ON: Final = 17  # S17: the dealer stands on every 17, soft 17 included.
-AUTO_PLAY_HITS_UP_TO: Final = 11  # seed 000: auto-play hits 11 or less, stands above 11.
+AUTO_PLAY_HITS_UP_TO: Final = 11  # Timeout auto-play: hits 11 or less, stands above 11.
 INSURANCE_STAKE: Final = 0.5  # half the box bet
 INSURANCE_PAYS: Final = 2.0  # 2:1
 BLACKJACK_PAYS: Final = 1.5  # 3:2
@@ -80,7 +79,8 @@ SURRENDER_LOSES: Final = 0.5  # late surrender: half the bet back
 
 @dataclass(frozen=True, slots=True)
 class BlackjackRules:
-    """Where the three games differ (RULES.md's table), one field per row.
+    """Where the three games differ (docs/rules-blackjack.md, Where the games differ), one
+    field per rule.
 
     ``hole_card_second``: classic deals the dealer's face-down hole card after the boxes'
     first cards and the up card last; the others deal the up card there and the hole last.
@@ -187,7 +187,8 @@ def auto_play_token(cards: Iterable[Card]) -> str:
 def insufficient_balance_token(cards: Iterable[Card]) -> str:
     """What a double or split becomes when the balance is short at execution time.
 
-    Seed page 000: the hand hits on 11 or less and stands above (Aces as for auto-play).
+    docs/rules-blackjack.md, Insufficient balance: the hand hits on 11 or less and stands
+    above (Aces as for auto-play).
     Whoever holds the balance applies it by sending this token instead of D or P.
     """
     return auto_play_token(cards)

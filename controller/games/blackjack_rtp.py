@@ -6,11 +6,11 @@ a shuffled 8-deck shoe, exactly as the table drives it: no second copy of the ru
 BasicStrategy` for the game's rules; Boundless also bets 1 unit on each side bet in the rounds
 where it is available (its "limit").
 
-Shoe procedure (RULES.md "Cards and shoe"): 8 decks shuffled with ``random.Random(seed)``,
-the burn procedure at every new shoe (the revealed card is discarded, then as many cards as
-its burn value), a cut card :data:`CUT_CARD_FROM_END` cards from the end; the round in
-progress when it comes out is the last of the shoe. The random generator is a parameter, so
-the simulation is reproducible and the rules stay free of global random state.
+Shoe procedure (docs/rules-baccarat.md, Cards and shoe): 8 decks shuffled with
+``random.Random(seed)``, the burn procedure at every new shoe (the revealed card is discarded,
+then as many cards as its burn value), a cut card :data:`CUT_CARD_FROM_END` cards from the end;
+the round in progress when it comes out is the last of the shoe. The random generator is a
+parameter, so the simulation is reproducible and the rules stay free of global random state.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ from controller.games.strategy import BasicStrategy
 
 MAIN: Final = "main"
 # Decision: the cut card sits 1.5 decks (78 cards) from the end, a common live-dealer
-# penetration of about 81 %; RULES.md fixes 8 decks and the cut card but not its place.
+# penetration of about 81 %; the rules fix 8 decks and a cut card but not its place
+# (docs/rules-baccarat.md, Cut card).
 CUT_CARD_FROM_END: Final = 78
 Z_95: Final = 1.959963984540054
 PROGRESS_EVERY: Final = 10_000

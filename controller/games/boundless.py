@@ -1,6 +1,6 @@
 """Boundless blackjack: many players on one common card sequence.
 
-RULES.md "Boundless: one card sequence, unlimited players" is the specification. The live
+docs/rules-blackjack.md, "Boundless: one common sequence", restates the rules. The live
 :class:`~controller.games.blackjack.BlackjackRound` deals the shared initial player hand, the
 dealer's cards and, while the platform answers ``more_cards`` with yes, one common player card
 at a time. Each seated player's hands take cards from that sequence in order, as far as that

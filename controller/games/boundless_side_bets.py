@@ -1,6 +1,6 @@
 """Boundless blackjack's four side bets: pay tables, patterns and when each may be placed.
 
-RULES.md "Boundless: one card sequence, unlimited players" is the specification. Each bet is
+docs/rules-blackjack.md, "Side bets", restates the rules and the pay tables. Each bet is
 1 unit, settled as a net per unit: Pair, Bust Bonus, Lucky Trio, Poker Trio, each paying only
 its highest pattern, each available in the first N rounds of a shoe. They depend on the cards
 alone (the shared first two player cards and the dealer's hand), not on any player's
@@ -24,7 +24,8 @@ LUCKY_TRIO: Final = "lucky_trio"
 POKER_TRIO: Final = "poker_trio"
 SIDE_BETS: Final = (PAIR, BUST_BONUS, LUCKY_TRIO, POKER_TRIO)
 
-# "Maximum availability per round": the bet may be placed in rounds 1..N of a shoe only.
+# "Maximum availability per round": the bet may be placed in rounds 1..N of a shoe only
+# (docs/rules-blackjack.md, Side-bet limits).
 SIDE_BET_LIMITS: Final[Mapping[str, int]] = {
     PAIR: 40,
     BUST_BONUS: 45,

@@ -1,10 +1,10 @@
 """Shoe procedures shared by every game: the burn at a new shoe and the cut card.
 
-RULES.md "Cards and shoe": at the start of every new shoe the dealer reveals one card and
-then discards as many cards as its burn value (A = 1, 2-9 face value, T/J/Q/K = 10); the
-revealed card is itself discarded. The plastic cut card marks the final round: the round in
-progress when it appears, or the next round if it appears between rounds, plus a per-table
-number of extra rounds (0 by default; some studios play one more).
+docs/rules-baccarat.md, Cards and shoe (all games): at the start of every new shoe the dealer
+reveals one card and then discards as many cards as its burn value (A = 1, 2-9 face value,
+T/J/Q/K = 10); the revealed card is itself discarded. The plastic cut card marks the final
+round: the round in progress when it appears, or the next round if it appears between rounds,
+plus a per-table number of extra rounds (0 by default; some studios play one more).
 
 Pure code: no I/O, no clock, no randomness. The table state machine feeds these helpers and
 journals what they return; burn faces are never published.

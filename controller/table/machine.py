@@ -99,10 +99,12 @@ NINTH_COPY: Final = "all 8 copies of that face were already drawn"
 # exactly the same whatever the hole card is (see TableMachine._hole_matters).
 HOLE_PLACEHOLDER: Final = Card("2", "S")
 HOLE_CANDIDATES: Final = tuple(Card(rank, "S") for rank in RANKS)
-MACHINE_REVISION: Final = 2
+MACHINE_REVISION: Final = 3
 """How the machine reads events, recorded in each journal so that a journal replays under
 the rules it was written with. 2: a shoe that goes offline while cards are due needs the
-supervisor's confirmation (``no_cards_drawn``) or the missing cards (``enter_card``)."""
+supervisor's confirmation (``no_cards_drawn``) or the missing cards (``enter_card``).
+3: a dealer-idle pause while a card is due takes ``enter_card`` (a frame the shoe lost),
+and a gap in the shoe's numbering that cards entered by hand account for pauses nothing."""
 
 
 Handler = Callable[["TableMachine", TableState, Any], list[Effect]]
@@ -153,7 +155,7 @@ _BY_PHASE: Final[dict[Phase, dict[str, Transition]]] = {
         "card": _t("on_burn_reveal", P.BURNING, P.PAUSED),
         "misread": _t("on_misread_pause", P.PAUSED),
         "cut_card": _t("on_cut_card_out_of_turn", P.PAUSED),
-        "cards_lost": _t("on_cards_lost", P.PAUSED),
+        "cards_lost": _t("on_cards_lost", P.BURN_REVEAL, P.PAUSED),
         "shoe_fault": _t("on_shoe_fault", P.PAUSED),
         "shoe_offline": _t("on_shoe_offline", P.PAUSED),
         "timer.dealer_idle": _t("on_dealer_idle", P.PAUSED),
@@ -164,7 +166,7 @@ _BY_PHASE: Final[dict[Phase, dict[str, Transition]]] = {
         "card": _t("on_burn_card", P.BURNING, P.SHOE_READY, P.PAUSED),
         "misread": _t("on_burn_card", P.BURNING, P.SHOE_READY),
         "cut_card": _t("on_cut_card_out_of_turn", P.PAUSED),
-        "cards_lost": _t("on_cards_lost", P.PAUSED),
+        "cards_lost": _t("on_cards_lost", P.BURNING, P.PAUSED),
         "shoe_fault": _t("on_shoe_fault", P.PAUSED),
         "shoe_offline": _t("on_shoe_offline", P.PAUSED),
         "timer.dealer_idle": _t("on_dealer_idle", P.PAUSED),
@@ -175,7 +177,7 @@ _BY_PHASE: Final[dict[Phase, dict[str, Transition]]] = {
         "card": _t("on_card_out_of_turn", P.PAUSED),
         "misread": _t("on_card_out_of_turn", P.PAUSED),
         "cut_card": _t("on_cut_card", P.SHOE_READY),
-        "cards_lost": _t("on_cards_lost", P.PAUSED),
+        "cards_lost": _t("on_cards_lost", P.SHOE_READY, P.PAUSED),
         "shoe_fault": _t("on_idle_notice", P.SHOE_READY),
         "shoe_offline": _t("on_shoe_offline", P.SHOE_READY),
         "round_request": _t("on_round_request", P.BETTING),
@@ -187,7 +189,7 @@ _BY_PHASE: Final[dict[Phase, dict[str, Transition]]] = {
         "card": _t("on_card_out_of_turn", P.PAUSED),
         "misread": _t("on_card_out_of_turn", P.PAUSED),
         "cut_card": _t("on_cut_card", P.BETTING),
-        "cards_lost": _t("on_cards_lost", P.PAUSED),
+        "cards_lost": _t("on_cards_lost", P.BETTING, P.PAUSED),
         "shoe_fault": _t("on_shoe_fault", P.PAUSED),
         "shoe_offline": _t("on_shoe_offline", P.PAUSED),
         "timer.betting": _t("on_betting_closed", P.DEALING, P.DECIDING),
@@ -201,7 +203,7 @@ _BY_PHASE: Final[dict[Phase, dict[str, Transition]]] = {
         "misread": _t("on_misread", P.READING, P.DEALING, P.DECIDING, P.PAUSED),
         "cut_card": _t("on_cut_card", P.DEALING),
         "camera": _t("on_cross_check", P.DEALING, P.PAUSED),
-        "cards_lost": _t("on_cards_lost", P.PAUSED),
+        "cards_lost": _t("on_cards_lost", P.DEALING, P.PAUSED),
         "shoe_fault": _t("on_shoe_fault", P.PAUSED),
         "shoe_offline": _t("on_shoe_offline", P.PAUSED),
         "timer.dealer_idle": _t("on_dealer_idle", P.PAUSED),
@@ -213,7 +215,7 @@ _BY_PHASE: Final[dict[Phase, dict[str, Transition]]] = {
         "card": _t("on_card_out_of_turn", P.PAUSED),
         "misread": _t("on_card_out_of_turn", P.PAUSED),
         "cut_card": _t("on_cut_card", P.READING),
-        "cards_lost": _t("on_cards_lost", P.PAUSED),
+        "cards_lost": _t("on_cards_lost", P.READING, P.PAUSED),
         "shoe_fault": _t("on_shoe_fault", P.PAUSED),
         "shoe_offline": _t("on_shoe_offline", P.PAUSED),
         "timer.camera": _t("on_camera_timeout", P.PAUSED),
@@ -227,7 +229,7 @@ _BY_PHASE: Final[dict[Phase, dict[str, Transition]]] = {
         "misread": _t("on_card_out_of_turn", P.PAUSED),
         "cut_card": _t("on_cut_card", P.DECIDING),
         "camera": _t("on_cross_check", P.DECIDING, P.PAUSED),
-        "cards_lost": _t("on_cards_lost", P.PAUSED),
+        "cards_lost": _t("on_cards_lost", P.DECIDING, P.PAUSED),
         "shoe_fault": _t("on_shoe_fault", P.PAUSED),
         "shoe_offline": _t("on_shoe_offline", P.PAUSED),
         "started": _t("on_started", P.PAUSED),
@@ -276,6 +278,9 @@ def event_kind(state: TableState, event: object) -> str:
         return f"command.{command}"
     return "unknown"
 
+
+# The kinds of the events in which the shoe announces a card that left it.
+SHOE_CARD_KINDS: Final = frozenset({"card", "misread", "cut_card"})
 
 _SIMPLE_KINDS: Final[dict[type, str]] = {
     CardDrawn: "card",
@@ -328,7 +333,6 @@ def _hand_size(view: Mapping[str, Any], position: str) -> int | None:
         # Baccarat's view lists a hand's cards; blackjack's holds them under "cards".
         cards = entry.get("cards") if isinstance(entry, Mapping) else entry
     return len(cards) if isinstance(cards, list) else None
-
 
 
 class TableMachine:
@@ -395,6 +399,10 @@ class TableMachine:
         if transition is None:
             return [self._refuse(state, event, kind)]
         new = state.copy()
+        if self.revision >= 3 and kind in SHOE_CARD_KINDS:
+            # The shoe announced a card: a gap it had to show for cards entered by hand
+            # would have come before it (the numbering shows a gap with the next card).
+            new.unannounced_entered = 0
         handler: Handler = getattr(TableMachine, transition.handler)
         try:
             effects = handler(self, new, event)
@@ -724,12 +732,18 @@ class TableMachine:
             and reason is PauseReason.SHOE_OFFLINE
             and resume_to in DRAWING_PHASES
         )
+        idle_gap = (
+            self.revision >= 3 and reason is PauseReason.DEALER_IDLE and resume_to is P.DEALING
+        )
         if previous is not None:
             held = previous.held + held
             unread = unread or previous.unread
             since = previous.since if previous.since is not None else at
             offline_gap = offline_gap or previous.offline_gap
-        state.pause = Pause(reason, message, resume_to, held, unread, by, since, offline_gap)
+            idle_gap = idle_gap or previous.idle_gap
+        state.pause = Pause(
+            reason, message, resume_to, held, unread, by, since, offline_gap, idle_gap
+        )
         state.reading = None
         state.phase = P.PAUSED
         state.timers = {}
@@ -849,9 +863,7 @@ class TableMachine:
                 rounds_after_cut_card=event.rounds_after_cut_card,
                 camera_cross_check=event.camera_cross_check,
             )
-            TableConfig(
-                table_id=self.config.table_id, game=self.config.game, **settings.to_dict()
-            )
+            TableConfig(table_id=self.config.table_id, game=self.config.game, **settings.to_dict())
         except TableError as error:
             raise TransitionError(f"settings refused: {error}") from error
         idle = state.phase in (P.AWAITING_SHUFFLE, P.SHOE_READY)
@@ -870,7 +882,20 @@ class TableMachine:
     def on_idle_notice(self, state: TableState, event: ShoeFault | CardsLost) -> list[Effect]:
         if isinstance(event, ShoeFault):
             return [PublishEvent("shoe_fault", {"code": event.code, "message": event.message})]
+        self._unaccounted(state, event)  # news either way; the cards entered are spoken for
         return [PublishEvent("cards_lost", {"count": len(event.sequences)})]
+
+    def _unaccounted(self, state: TableState, event: CardsLost) -> int:
+        """How many of the cards the shoe says it lost no card entered by hand accounts for.
+
+        A frame the shoe lost is a card that left it unannounced; if the supervisor entered
+        that card from the felt, the shoe's numbering shows the gap with its next card."""
+        lost = len(event.sequences)
+        if self.revision < 3:
+            return lost
+        accounted = min(lost, state.unannounced_entered)
+        state.unannounced_entered -= accounted
+        return lost - accounted
 
     def on_paused_notice(self, state: TableState, event: ShoeFault | CardsLost) -> list[Effect]:
         return self.on_idle_notice(state, event)
@@ -881,7 +906,9 @@ class TableMachine:
         )
 
     def on_cards_lost(self, state: TableState, event: CardsLost) -> list[Effect]:
-        lost = len(event.sequences)
+        lost = self._unaccounted(state, event)
+        if lost == 0:
+            return [PublishEvent("cards_lost", {"count": len(event.sequences)})]
         held: tuple[Card | None, ...] = (None,) * lost
         return self._pause(
             state, PauseReason.CARDS_LOST, event.at, f"{lost} card(s) left unread", held=held
@@ -1261,6 +1288,13 @@ class TableMachine:
             offline_gap = False
         elif resolution == "enter_card" and offline_gap and unread is None:
             return self._enter_offline_card(state, event, pause)
+        elif resolution == "enter_card" and pause.idle_gap and unread is None:
+            # The card the shoe never announced, from the felt: dealt below like any card
+            # entered by hand, and remembered so that the gap it left is not a new pause.
+            if event.card is None:
+                raise TransitionError("enter_card needs the card")
+            dealt_card = event.card
+            state.unannounced_entered += 1
         elif resolution == "burn":
             if not held:
                 raise TransitionError("no card was drawn out of turn: nothing to burn")
@@ -1327,6 +1361,8 @@ class TableMachine:
                 "no round card was due: confirm with no_cards_drawn, or end the shoe"
             )
         self._count_entered(state, event.card)
+        if self.revision >= 3:
+            state.unannounced_entered += 1
         state.pause = None
         state.phase = P.DEALING
         effects = self._deal(state, event.card, event.at, "supervisor")

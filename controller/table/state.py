@@ -101,6 +101,10 @@ class Pause:
     # The shoe went offline while cards were due: a protocol that cannot retransmit loses a
     # card drawn while the cable was out without a gap in its numbers, so a person confirms.
     offline_gap: bool = False
+    # The dealer idle deadline passed while the round waited for a card: a frame the shoe
+    # lost looks just like this, so the supervisor may enter the card lying on the felt
+    # (``enter_card``), or resume if none was drawn.
+    idle_gap: bool = False
 
     def needs(self) -> list[str]:
         needs = []
@@ -144,6 +148,10 @@ class TableState:
     shoe_locked: bool = True  # what the machine asked of the shoe
     shoe_reports_locked: bool | None = None  # what the shoe last confirmed
     camera_online: bool | None = None  # None: no camera has reported (or none is fitted)
+    # Cards entered by hand that the shoe never announced (its frame was lost, or it was
+    # offline): a gap in the shoe's numbering of up to that many, before its next card,
+    # is theirs and needs no pause.
+    unannounced_entered: int = 0
     deadline: float | None = None  # when betting closes or the awaited decision times out
     # The operational settings in force, and those journaled to apply from the next round.
     settings: OperationalSettings | None = None
