@@ -1,7 +1,8 @@
-"""Every baccarat rule and every pay-table row of RULES.md, against independent formulations.
+"""Every baccarat rule and every pay-table row of docs/rules-baccarat.md, against independent
+formulations.
 
 A wrong third card or a wrong payout is the worst bug this product can have, so the engine is
-checked against a second implementation written here from RULES.md's own tables (the
+checked against a second implementation written here from that page's own tables (the
 third-card table as its markdown rows, the pay table as its "a:b" strings), exhaustively over
 every combination of point values and by hypothesis over real card sequences.
 """
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 from controller.games.baccarat import BET_IDS, BET_LIMITS, play_baccarat
 from controller.games.cards import ALL_FACES, Card, parse_cards
 
-# RULES.md "Baccarat", step 4, verbatim (en dashes included).
+# docs/rules-baccarat.md, Third-card rule: the table's rows verbatim (en dashes included).
 THIRD_CARD_TABLE_MARKDOWN = """
 | 0, 1, 2 | any | — |
 | 3 | 0–7, 9 | 8 |
@@ -57,7 +58,8 @@ def _parse_third_card_table() -> dict[int, set[int]]:
 
 BANKER_DRAWS_ON = _parse_third_card_table()
 
-# RULES.md pay table, as written there.
+# docs/rules-baccarat.md, Pay table (and Dragon Bonus, Lucky Six, Lucky Seven, Super Lucky
+# Seven): the payouts as written there.
 PAYS = {
     "player": "1:1",
     "banker_traditional": "0.95:1",
@@ -89,7 +91,7 @@ PAYS = {
     "super_lucky_seven_5": "40:1",
     "super_lucky_seven_6": "100:1",
 }
-LIMITS_IN_RULES_MD = {
+LIMITS_IN_THE_RULES_DOC = {  # docs/rules-baccarat.md, Side-bet limits
     "player_pair": 60,
     "banker_pair": 60,
     "either_pair": 50,
@@ -119,7 +121,8 @@ def points(cards: list[Card]) -> int:
 
 
 def reference_deal(cards: list[Card]) -> tuple[list[Card], list[Card]]:
-    """RULES.md's deal written out as prose, independently of the engine."""
+    """docs/rules-baccarat.md's deal (Deal order and naturals, Third-card rule) written out
+    as prose, independently of the engine."""
     player = [cards[0], cards[2]]
     banker = [cards[1], cards[3]]
     rest = iter(cards[4:])
@@ -219,7 +222,7 @@ def _check_against_reference(cards: list[Card], mode: str) -> None:
 RANK_OF_VALUE = {0: "K", 1: "A", **{v: str(v) for v in range(2, 10)}}
 
 
-def test_every_drawing_branch_and_final_total_matches_the_rules_md_tables() -> None:
+def test_every_drawing_branch_and_final_total_matches_the_documented_tables() -> None:
     """All 10^4 (Player 2-card total, Banker 2-card total, 5th card, 6th card) value cases."""
     drew = {"player": 0, "banker_after_player": 0, "banker_alone": 0}
     for p2, b2, fifth, sixth in itertools.product(range(10), repeat=4):
@@ -240,7 +243,7 @@ def test_every_drawing_branch_and_final_total_matches_the_rules_md_tables() -> N
     assert drew["banker_alone"] == 2 * 6 * 100  # Player 6-7 against Banker 0-5
 
 
-def test_the_engine_third_card_table_is_the_rules_md_table() -> None:
+def test_the_engine_third_card_table_is_the_documented_table() -> None:
     from controller.games.baccarat import BANKER_DRAWS_ON as ENGINE_TABLE
 
     assert {total: set(values) for total, values in ENGINE_TABLE.items()} == BANKER_DRAWS_ON
@@ -268,11 +271,11 @@ def test_pair_heavy_sequences_match_the_reference(cards: list[Card], mode: str) 
     _check_against_reference(cards, mode)
 
 
-def test_the_limit_column_is_the_rules_md_column() -> None:
+def test_the_limit_column_is_the_documented_column() -> None:
     assert {bet: limit for bet, limit in BET_LIMITS.items() if limit is not None} == (
-        LIMITS_IN_RULES_MD
+        LIMITS_IN_THE_RULES_DOC
     )
-    assert set(BET_IDS) - set(LIMITS_IN_RULES_MD) == {"player", "banker", "tie"}
+    assert set(BET_IDS) - set(LIMITS_IN_THE_RULES_DOC) == {"player", "banker", "tie"}
     assert len(BET_IDS) == 18
 
 

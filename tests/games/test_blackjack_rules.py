@@ -1,5 +1,5 @@
-"""Every blackjack rule of RULES.md, one named case at a time, through `replay` and the
-live round (replay is a thin driver over the live round, so both run the same code)."""
+"""Every blackjack rule of docs/rules-blackjack.md, one named case at a time, through `replay`
+and the live round (replay is a thin driver over the live round, so both run the same code)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ ALL_GAMES = (CLASSIC, TWENTY_ONE, BOUNDLESS)
 def shoe_order(
     game: str, boxes: Sequence[tuple[str, str]], up: str, hole: str, *rest: str
 ) -> list[str]:
-    """The cards of a round in the live deal order of ``game`` (RULES.md's table)."""
+    """The cards of a round in the live deal order of ``game`` (docs/rules-blackjack.md,
+    Where the games differ)."""
     firsts = [first for first, _ in boxes]
     seconds = [second for _, second in boxes]
     if game == CLASSIC:

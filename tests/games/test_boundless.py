@@ -301,7 +301,8 @@ RANK_ORDER = "A23456789TJQK"
 
 
 def reference_lucky_trio(three: list) -> float:
-    """Every pattern the three cards match, written from RULES.md's table; the best pays."""
+    """Every pattern the three cards match, written from docs/rules-blackjack.md, Lucky Trio;
+    the best pays."""
     suited = len({card.suit for card in three}) == 1
     ranks = sorted(card.rank for card in three)
     values = [min(RANK_ORDER.index(card.rank) + 1, 10) for card in three]

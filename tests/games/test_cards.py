@@ -1,4 +1,4 @@
-"""Card notation and the 8-deck shoe count (RULES.md "Cards and shoe")."""
+"""Card notation and the 8-deck shoe count (docs/rules-baccarat.md, Cards and notation)."""
 
 from __future__ import annotations
 

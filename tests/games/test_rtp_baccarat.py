@@ -140,7 +140,7 @@ def test_pair_probability(outcomes: dict[Outcome, int]) -> None:
 
 # Published RTPs (house edges) for the bets with a published 8-deck figure, in percent.
 PUBLISHED_RTP_PERCENT = {
-    "banker": 98.94,  # RULES.md / Wizard of Odds: house edge 1.06 %
+    "banker": 98.94,  # the rule page's maximum RTP / Wizard of Odds: house edge 1.06 %
     "player": 98.76,  # 1.24 %
     "tie": 85.64,  # 14.36 %
     "player_pair": 89.64,  # 10.36 %

@@ -174,7 +174,7 @@ def test_rtp_exact_json_reproduces_the_published_main_bets() -> None:
     assert document["method"] == "exact"
     bets = document["bets"]
     assert len(bets) == 18
-    # Published 8-deck figures (RULES.md, Wizard of Odds): to 0.01 %.
+    # Published 8-deck figures (the rule page's maximum RTP, Wizard of Odds): to 0.01 %.
     assert round(bets["banker"]["rtp"] * 100, 2) == 98.94
     assert round(bets["player"]["rtp"] * 100, 2) == 98.76
     assert round(bets["tie"]["rtp"] * 100, 2) == 85.64

@@ -1,4 +1,4 @@
-"""The burn at a new shoe and the cut card (RULES.md "Cards and shoe")."""
+"""The burn at a new shoe and the cut card (docs/rules-baccarat.md, Cards and shoe)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from controller.games.shoe import (
     final_round_number,
 )
 
-# RULES.md: A = 1, 2-9 face value, T/J/Q/K = 10.
+# docs/rules-baccarat.md, Burn at a new shoe: A = 1, 2-9 face value, T/J/Q/K = 10.
 EXPECTED_BURN = {"A": 1, **{str(v): v for v in range(2, 10)}, "T": 10, "J": 10, "Q": 10, "K": 10}
 
 
