@@ -1213,7 +1213,8 @@ class TableMachine:
             # players' own timeouts are auto-played by the platform, which holds their
             # hands. Silence here means the platform is down, and any guess (the shared
             # cards played as one unsplit hand) can leave a player who split with a hand
-            # the common sequence never finishes. A system problem: pause (seeds 000/003).
+            # the common sequence never finishes. A system problem: pause
+            # (docs/rules-baccarat.md, Errors and disconnections).
             return self._pause(
                 state,
                 PauseReason.PLATFORM_SILENT,
