@@ -15,9 +15,13 @@ message arrives (``time.monotonic()``, first thing in the MQTT client's callback
   frames to a pty, a child process reads them with pyserial, inserts one row and commits it
   (SQLite, WAL, ``synchronous=FULL``), publishes QoS 1 with paho to the same mosquitto, and
   the same subscriber notes the arrival. What any implementation of the pipeline pays.
+- **interleaved**: both pipelines are up at once and take turns, :data:`BLOCK_CARDS` cards
+  of the daemon, then as many of the floor, and so on, so that both see the same moments of
+  a shared machine; at each turn the bench pauses :data:`SETTLE_S`, so that neither
+  pipeline's aftermath (acknowledgements, bookkeeping) falls into the other's cards.
 - **resident memory** of the daemon (``VmRSS``, ``VmHWM``) after the cards, and its **idle
   CPU**: CPU seconds from ``/proc/<pid>/stat`` over ``--idle-s`` seconds with nothing
-  happening, as a percentage of one core.
+  happening (the floor stopped), as a percentage of one core.
 
 Figures from one run: the machine is shared and noisy; compare runs on the same machine.
 """
@@ -38,7 +42,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,6 +65,12 @@ TABLE_ID = "t1"
 PREFIX = "livetable"
 DRAW_PHASES = frozenset({"BURN_REVEAL", "BURNING", "DEALING"})
 FRAME_BYTES = 8  # an Angel Eye card frame: ENQ SEQ 'D' D1 D2 ETX BCC BCC
+# The two pipelines take turns in blocks of this many cards, so that both see the same
+# moments of the machine (a block lasts tens of milliseconds) ...
+BLOCK_CARDS = 10
+# ... with this pause at each turn, so that neither pipeline's aftermath (acknowledgements,
+# bookkeeping: a few milliseconds at most) falls into the other's block.
+SETTLE_S = 0.01
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -72,8 +82,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "pty, and livetable run as a child process on a baccarat table. It reports card to "
         "state (from the card's frame written to the pty to the first state at a subscriber "
         "that counts it), the floor (the same path through pyserial, one SQLite commit and "
-        "one MQTT publish, without livetable), the daemon's resident memory and its idle CPU, "
-        "as figures from one run: compare runs on the same machine.",
+        "one MQTT publish, without livetable; the two take turns of a few cards, so that both "
+        "see the same moments of the machine), the daemon's resident memory and its idle CPU "
+        "(after the cards, nothing happening), as figures from one run: compare runs on the "
+        "same machine.",
         epilog=examples("livetable bench latency", "livetable bench latency --cards 300 --json"),
     )
     parser.add_argument("--cards", type=positive_int, default=2000, help="cards timed (each part)")
@@ -198,9 +210,16 @@ def _no_progress(_steps: int) -> None:
 
 
 def play(
-    table: Table, shoe: Any, cards: int, advance: Callable[[int], None] = _no_progress
+    table: Table,
+    shoe: Any,
+    cards: int,
+    advance: Callable[[int], None] = _no_progress,
+    between: Callable[[int], None] = _no_progress,
+    every: int = 1,
 ) -> tuple[list[float], int]:
-    """Deal until ``cards`` cards were timed; their latencies (seconds) and rounds opened."""
+    """Deal until ``cards`` cards were timed; their latencies (seconds) and rounds opened.
+    ``between(timed)`` runs after every ``every``-th timed card and after the last, outside
+    any card's span (the bench times a block of floor cards there)."""
     latencies: list[float] = []
     rounds = 0
     table.pump(
@@ -214,6 +233,8 @@ def play(
         if latency is not None:
             latencies.append(latency)
             advance(1)  # after the card's arrival was stamped
+            if len(latencies) % every == 0 or len(latencies) == cards:
+                between(len(latencies))
     return latencies, rounds
 
 
@@ -325,15 +346,28 @@ def idle_cpu_percent(pid: int, seconds: float) -> float:
     return 100.0 * used / elapsed
 
 
-def bench_daemon(
-    workdir: Path,
-    host: str,
-    port: int,
-    cards: int,
-    idle_s: float,
-    seed: int,
-    advance: Callable[[int], None] = _no_progress,
-) -> dict[str, Any]:
+@dataclass
+class DaemonUnderTest:
+    """``livetable run`` up, with its shoe and the bench's view of its table."""
+
+    process: subprocess.Popen[bytes]
+    table: Table
+    shoe: Any
+    log_path: Path
+
+    def exited(self) -> RuntimeError:
+        return RuntimeError(
+            f"the daemon exited ({self.process.returncode}): {self.log_path.read_text()[-2000:]}"
+        )
+
+    def check_alive(self) -> None:
+        if self.process.poll() is not None:
+            raise self.exited()
+
+
+@contextlib.contextmanager
+def running_daemon(workdir: Path, host: str, port: int, seed: int) -> Iterator[DaemonUnderTest]:
+    """The daemon as a child process on a baccarat table, its simulated shoe, a subscriber."""
     from simulators.shoe.simulator import ShoeSimulator
 
     link_path = workdir / "shoe"
@@ -341,47 +375,29 @@ def bench_daemon(
     log_path = workdir / "daemon.log"
     base = f"{PREFIX}/{TABLE_ID}"
     with ShoeSimulator("angel-eye", link_path, seed=seed) as shoe, open(log_path, "ab") as log:
-        daemon = subprocess.Popen(
+        process = subprocess.Popen(
             [sys.executable, "-m", "controller.cli", "run", "--config", str(config)],
             stdout=subprocess.DEVNULL,
             stderr=log,
             cwd=workdir,
         )
         link = Link(host, port, [f"{base}/state", f"{base}/response/bench"], "bench")
+        daemon = DaemonUnderTest(process, Table(link), shoe, log_path)
         try:
             link.wait_ready()
-            table = Table(link)
-            started = time.monotonic()
-            latencies, rounds = play(table, shoe, cards, advance)
-            elapsed = time.monotonic() - started
-            time.sleep(0.5)  # let the last acknowledgements settle
-            if daemon.poll() is not None:
-                raise RuntimeError(f"the daemon died: {log_path.read_text()[-2000:]}")
-            idle = idle_cpu_percent(daemon.pid, idle_s)
-            memory = rss_kb(daemon.pid)
+            yield daemon
         except Exception as error:
-            if daemon.poll() is not None:
-                raise RuntimeError(
-                    f"the daemon exited ({daemon.returncode}): {log_path.read_text()[-2000:]}"
-                ) from error
+            if process.poll() is not None:
+                raise daemon.exited() from error
             raise
         finally:
             link.close()
-            daemon.send_signal(signal.SIGTERM)
+            process.send_signal(signal.SIGTERM)
             try:
-                daemon.wait(10)
+                process.wait(10)
             except subprocess.TimeoutExpired:
-                daemon.kill()
-                daemon.wait()
-    return {
-        **summary(latencies),
-        "rounds": rounds,
-        "elapsed_s": round(elapsed, 1),
-        "rss_mb": round(memory["VmRSS"] / 1024, 1),
-        "peak_rss_mb": round(memory["VmHWM"] / 1024, 1),
-        "idle_cpu_percent": round(idle, 2),
-        "idle_s": idle_s,
-    }
+                process.kill()
+                process.wait()
 
 
 # -- the floor -------------------------------------------------------------------------------
@@ -439,18 +455,34 @@ def floor_relay(link: str, host: str, port: int, database: str) -> None:
     db.close()
 
 
-def bench_floor(
-    workdir: Path,
-    host: str,
-    port: int,
-    cards: int,
-    seed: int,
-    advance: Callable[[int], None] = _no_progress,
-) -> dict[str, Any]:
+class Floor:
+    """The floor's pipeline, up: its shoe, its relay (a child process), its subscriber."""
+
+    def __init__(self, shoe: Any, link: Link) -> None:
+        self.shoe = shoe
+        self.link = link
+        self.number = 0
+
+    def card(self) -> float:
+        """Draw one card and wait for the relay's message about it: its latency (seconds)."""
+        if self.shoe.cards_left == 0:
+            self.shoe.new_shoe()
+        self.number += 1
+        number = self.number
+        self.shoe.draw()
+        written = time.monotonic()
+        deadline = written + WAIT_S
+        while True:
+            at, _topic, payload = self.link.next_message(deadline, f"floor card {number}")
+            if json.loads(payload)["n"] == number:
+                return at - written
+
+
+@contextlib.contextmanager
+def running_floor(workdir: Path, host: str, port: int, seed: int) -> Iterator[Floor]:
     from simulators.shoe.simulator import ShoeSimulator
 
     link_path = workdir / "floor-shoe"
-    latencies: list[float] = []
     link = Link(host, port, [FLOOR_TOPIC], "floor")
     # No cut card: every frame is a card frame of FRAME_BYTES bytes.
     with ShoeSimulator("angel-eye", link_path, seed=seed, cut_card_depth=0) as shoe:
@@ -474,18 +506,7 @@ def bench_floor(
             link.wait_ready()
             if relay.stdout.readline().strip() != "ready":
                 raise RuntimeError("the floor relay did not start")
-            for number in range(1, cards + 1):
-                if shoe.cards_left == 0:
-                    shoe.new_shoe()
-                shoe.draw()
-                written = time.monotonic()
-                deadline = written + WAIT_S
-                while True:
-                    at, _topic, payload = link.next_message(deadline, f"floor card {number}")
-                    if json.loads(payload)["n"] == number:
-                        break
-                latencies.append(at - written)
-                advance(1)
+            yield Floor(shoe, link)
         finally:
             link.close()
             with contextlib.suppress(OSError):
@@ -496,7 +517,6 @@ def bench_floor(
                 relay.kill()
                 relay.wait()
             relay.stdout.close()
-    return summary(latencies)
 
 
 # -- the report ------------------------------------------------------------------------------
@@ -522,25 +542,60 @@ def cpu_model() -> str:
 
 
 def measure(cards: int, idle_s: float, directory: Path | None, seed: int) -> dict[str, Any]:
+    """Both pipelines up at once, their cards alternating (a daemon card, a floor card, ...),
+    so that both see the same moments of the machine; then, the floor down, the daemon's
+    idle CPU with nothing happening, and its memory."""
     from controller.progress import progress
     from simulators.broker import start_broker
 
     if cards < 1:
         raise ValueError("--cards must be at least 1")
+    floor_latencies: list[float] = []
     with tempfile.TemporaryDirectory(prefix="livetable-latency-", dir=directory) as folder:
         workdir = Path(folder)
-        # A bar on a terminal (stderr) only: the daemon's cards, then the floor's.
         with (
             start_broker(workdir / "broker") as broker,
-            progress(2 * cards, "cards (daemon, then floor)") as advance,
+            running_daemon(workdir, broker.host, broker.port, seed) as daemon,
         ):
-            daemon = bench_daemon(workdir, broker.host, broker.port, cards, idle_s, seed, advance)
-            floor = bench_floor(workdir, broker.host, broker.port, cards, seed, advance)
+            # A bar on a terminal (stderr) only, advanced once per timed card, outside it.
+            with (
+                running_floor(workdir, broker.host, broker.port, seed) as floor,
+                progress(2 * cards, "cards (daemon and floor in turns)") as advance,
+            ):
+
+                def floor_block(daemon_cards: int) -> None:
+                    # The daemon at rest, the floor catches up to the daemon's count.
+                    time.sleep(SETTLE_S)
+                    while len(floor_latencies) < daemon_cards:
+                        floor_latencies.append(floor.card())
+                        advance(1)  # after the card's arrival was stamped
+                    time.sleep(SETTLE_S)
+
+                started = time.monotonic()
+                latencies, rounds = play(
+                    daemon.table, daemon.shoe, cards, advance, floor_block, BLOCK_CARDS
+                )
+                elapsed = time.monotonic() - started
+            # The floor is down: nothing happens now but the daemon at rest.
+            time.sleep(0.5)  # let the last acknowledgements settle
+            daemon.check_alive()
+            idle = idle_cpu_percent(daemon.process.pid, idle_s)
+            memory = rss_kb(daemon.process.pid)
+    timed, floor = summary(latencies), summary(floor_latencies)
     return {
         "cards": cards,
-        "daemon": daemon,
+        "interleaved": {"block_cards": BLOCK_CARDS, "settle_s": SETTLE_S},
+        "daemon": {
+            **timed,
+            "rounds": rounds,
+            "elapsed_s": round(elapsed, 1),
+            "rss_mb": round(memory["VmRSS"] / 1024, 1),
+            "peak_rss_mb": round(memory["VmHWM"] / 1024, 1),
+            "idle_cpu_percent": round(idle, 2),
+            "idle_s": idle_s,
+        },
         "floor": floor,
-        "p99_ratio": round(daemon["p99_ms"] / floor["p99_ms"], 2),
+        "p99_ratio": round(timed["p99_ms"] / floor["p99_ms"], 2),
         "targets": {
             "p99_ratio": RATIO_TARGET,
             "rss_mb": RSS_TARGET_MB,
@@ -562,7 +617,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     daemon, floor = results["daemon"], results["floor"]
     print(
-        f"card on the pty -> state at a subscriber, {results['cards']} cards "
+        f"card on the pty -> state at a subscriber, {results['cards']} cards each, daemon "
+        f"and floor taking turns of {results['interleaved']['block_cards']} "
         f"({results['machine']['cores']} x {results['machine']['cpu']})"
     )
     for name, row in (("daemon", daemon), ("floor", floor)):
@@ -581,7 +637,7 @@ def run(args: argparse.Namespace) -> int:
         f"{daemon['idle_s']:g} s ({_verdict(daemon['idle_cpu_percent'] <= IDLE_CPU_TARGET_PERCENT)}"
         f" <= {IDLE_CPU_TARGET_PERCENT:g} %)"
     )
-    print(f"({daemon['rounds']} rounds in {daemon['elapsed_s']} s)")
+    print(f"({daemon['rounds']} rounds, and the floor's cards between, in {daemon['elapsed_s']} s)")
     return 0
 
 

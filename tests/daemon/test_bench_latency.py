@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.support.daemon import REPO_ROOT
 
 BENCH = [sys.executable, "-m", "controller.cli", "bench", "latency", "--cards", "30"]
@@ -41,11 +43,15 @@ def test_json_has_every_figure() -> None:
     assert daemon["idle_cpu_percent"] >= 0 and daemon["idle_s"] == 0.5
     assert results["targets"] == {"p99_ratio": 2.0, "rss_mb": 80.0, "idle_cpu_percent": 1.0}
     assert results["machine"]["cores"] >= 1 and results["machine"]["cpu"]
+    # Both pipelines up at once, taking turns (see test_the_daemon_and_the_floor_take_turns).
+    interleaved = results["interleaved"]
+    assert interleaved["block_cards"] >= 1 and interleaved["settle_s"] > 0
 
 
 def test_text_report_names_every_figure() -> None:
     lines = run_bench().splitlines()
-    assert lines[0].startswith("card on the pty -> state at a subscriber, 30 cards")
+    assert lines[0].startswith("card on the pty -> state at a subscriber, 30 cards each")
+    assert "daemon and floor taking turns of " in lines[0], lines[0]
     for part in ("daemon", "floor"):
         row = next(line for line in lines if line.strip().startswith(f"{part}:"))
         for figure in ("p50", "p99", "max"):
@@ -53,3 +59,30 @@ def test_text_report_names_every_figure() -> None:
     assert any(line.startswith("p99 / p99 floor: ") for line in lines), lines
     assert any(line.startswith("daemon resident memory: ") for line in lines), lines
     assert any(line.startswith("daemon idle CPU: ") for line in lines), lines
+
+
+def test_the_daemon_and_the_floor_take_turns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The floor's cards are timed between the daemon's, in blocks, never inside a card."""
+    from simulators import latency_bench
+
+    order: list[str] = []
+
+    def step(_table: object, _shoe: object, _state: object) -> float:
+        order.append("daemon")
+        return 0.001
+
+    monkeypatch.setattr(latency_bench, "step", step)
+    table = latency_bench.Table(link=None)  # type: ignore[arg-type]
+    table.state = {"devices": {"shoe_online": True}, "phase": "DEALING"}
+    turns: list[int] = []
+
+    def floor_block(daemon_cards: int) -> None:
+        turns.append(daemon_cards)
+        order.append("floor")
+
+    latencies, _rounds = latency_bench.play(table, None, 25, between=floor_block, every=10)
+    assert len(latencies) == 25
+    assert turns == [10, 20, 25]
+    assert order == ["daemon"] * 10 + ["floor"] + ["daemon"] * 10 + ["floor"] + ["daemon"] * 5 + [
+        "floor"
+    ]
