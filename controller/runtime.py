@@ -149,6 +149,11 @@ class TableRuntime:
         now = self.clock()
         while self._timers and self._timers[0][0] <= now:
             _due, timer_id = heapq.heappop(self._timers)
+            if not self.table.awaits_timer(timer_id):
+                # The card, decision or pause it timed came first: its expiry would change
+                # nothing, so it costs the journal no row (and the disk no flush).
+                logger.debug("timer #%d is no longer awaited", timer_id)
+                continue
             self.handle(TimerExpired(timer_id, now))
 
     def step(self, max_wait_s: float = IDLE_WAIT_S) -> None:

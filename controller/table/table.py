@@ -173,6 +173,11 @@ class JournaledTable:
         events.append(ControllerStarted(at))
         return events
 
+    def awaits_timer(self, timer_id: int) -> bool:
+        """Whether the machine still waits for timer ``timer_id``. The expiry of one it no
+        longer waits for is a no-op (``timer.stale``): the runtime need not journal it."""
+        return timer_id in self.machine.state.timers
+
     def handle(self, event: object) -> list[Effect]:
         """Journal ``event``, then apply it. An event that cannot be journaled faithfully is
         refused before it reaches the journal or the machine, and so changes nothing.
