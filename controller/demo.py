@@ -190,33 +190,27 @@ def parse_broker_url(url: str) -> BrokerAddress:
 def write_table_config(
     folder: Path, table_id: str, args: argparse.Namespace, broker: BrokerAddress
 ) -> Path:
-    """The table's TOML file, as a studio writes one for ``livetable run``."""
-    lines = [
-        "[table]",
-        f'id = "{table_id}"',
-        f'game = "{args.game}"',
-        f"betting_s = {args.betting_s}",
-        f"decision_s = {args.decision_s}",
-        f"dealer_idle_s = {args.dealer_idle_s}",
-        f'journal_path = "{table_id}.journal"',
-        "[shoe]",
-        f'port = "{folder / "shoe"}"',
-        f'protocol = "{args.protocol}"',
-        "[mqtt]",
-        f'host = "{broker.host}"',
-        f"port = {broker.port}",
-        f'protocol = "{broker.mqtt_protocol}"',
-        f'client_id = "livetable-{table_id}-{os.getpid()}"',
-        f'topic_prefix = "{TOPIC_PREFIX}"',
-    ]
-    if broker.login is not None:
-        secret = folder / "mqtt-password"
-        secret.touch(mode=0o600)
-        secret.write_text(broker.login[1] + "\n", encoding="utf-8")
-        lines += [f'username = "{broker.login[0]}"', f'password_file = "{secret.name}"']
-    path = folder / f"{table_id}.toml"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+    """The table's TOML file in its folder, as a studio writes one for ``livetable run``."""
+    from simulators.table_config import write_table_config as write
+
+    username, password = broker.login if broker.login is not None else (None, None)
+    return write(
+        folder / f"{table_id}.toml",
+        table_id=table_id,
+        game=args.game,
+        shoe_port=folder / "shoe",
+        protocol=args.protocol,
+        broker_host=broker.host,
+        broker_port=broker.port,
+        mqtt_protocol=broker.mqtt_protocol,
+        betting_s=args.betting_s,
+        decision_s=args.decision_s,
+        dealer_idle_s=args.dealer_idle_s,
+        client_id=f"livetable-{table_id}-{os.getpid()}",
+        topic_prefix=TOPIC_PREFIX,
+        username=username,
+        password=password,
+    )
 
 
 class InProcessDaemon:

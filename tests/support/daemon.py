@@ -20,6 +20,7 @@ from typing import Any
 from controller.games.registry import game_spec
 from simulators.mqtt_bots import Account, ApiClient, TableBots
 from simulators.shoe.simulator import ShoeSimulator
+from simulators.table_config import write_table_config
 
 LIVETABLE = [sys.executable, "-m", "controller.cli"]
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
@@ -30,44 +31,27 @@ def write_config(
     *,
     table_id: str = "t1",
     game: str = "baccarat",
-    shoe_port: Path | str,
-    protocol: str = "angel-eye",
-    broker_port: int,
-    username: str | None = None,
-    password: str | None = None,
-    mqtt_protocol: str = "5",
     betting_s: float = 0.2,
     decision_s: float = 2.0,
     dealer_idle_s: float = 5.0,
-    extra_mqtt: str = "",
     baccarat_mode: str = "traditional",
+    extra_mqtt: str = "",
+    **config: Any,
 ) -> Path:
-    lines = [
-        "[table]",
-        f'id = "{table_id}"',
-        f'game = "{game}"',
-        f"betting_s = {betting_s}",
-        f"decision_s = {decision_s}",
-        f"dealer_idle_s = {dealer_idle_s}",
-        f'journal_path = "{table_id}.journal"',
-        f'baccarat_mode = "{baccarat_mode}"',
-        "[shoe]",
-        f'port = "{shoe_port}"',
-        f'protocol = "{protocol}"',
-        "[mqtt]",
-        'host = "127.0.0.1"',
-        f"port = {broker_port}",
-        f'protocol = "{mqtt_protocol}"',
-    ]
-    if username is not None:
-        lines.append(f'username = "{username}"')
-    if password is not None:
-        secret = path.parent / f"{table_id}.mqtt-password"
-        secret.write_text(password + "\n")
-        secret.chmod(0o600)
-        lines.append(f'password_file = "{secret.name}"')
-    path.write_text("\n".join(lines) + "\n" + extra_mqtt)
-    return path
+    """A test table's TOML file (:func:`simulators.table_config.write_table_config`, the
+    demo's writer): table ``t1``, baccarat, short windows, a broker on 127.0.0.1.
+    ``extra_mqtt``: TOML text after ``[mqtt]`` (e.g. ``[mqtt.tls]``)."""
+    return write_table_config(
+        path,
+        table_id=table_id,
+        game=game,
+        betting_s=betting_s,
+        decision_s=decision_s,
+        dealer_idle_s=dealer_idle_s,
+        baccarat_mode=baccarat_mode,
+        extra=extra_mqtt,
+        **config,
+    )
 
 
 @dataclass
@@ -141,9 +125,7 @@ def unique_by_seq(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [by_seq[seq] for seq in sorted(by_seq)]
 
 
-def check_stream(
-    events: list[dict[str, Any]], game: str, variant: str | None = None
-) -> int:
+def check_stream(events: list[dict[str, Any]], game: str, variant: str | None = None) -> int:
     """Recompute every settled round of ``events`` (unique, in seq order) with the rules
     engine, from the cards and decisions published; AssertionError on the first
     difference. Returns the number of rounds checked."""

@@ -1,0 +1,83 @@
+"""A table's TOML configuration for ``livetable run``, written as a studio writes one: for the
+demo's tables, the latency bench's and the tests'.
+
+One writer, :func:`write_table_config`: ``[table]`` (the journal beside the file, named after
+the table), ``[shoe]`` and ``[mqtt]``, with an optional account whose password goes to a file
+only its owner may read (``password_file``), an optional ``[mqtt.tls]`` and extra lines at the
+end. A ``[table]`` setting left out (``None``) takes the table's default
+(:class:`controller.table_config.TableConfig`). Installed code (``livetable demo``,
+``livetable bench latency``) cannot import the test suite's helpers, so the writer lives
+here and the tests use this one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def write_table_config(
+    path: Path,
+    *,
+    table_id: str,
+    game: str,
+    shoe_port: Path | str,
+    broker_port: int,
+    broker_host: str = "127.0.0.1",
+    protocol: str = "angel-eye",
+    mqtt_protocol: str = "5",
+    betting_s: float | None = None,
+    decision_s: float | None = None,
+    dealer_idle_s: float | None = None,
+    baccarat_mode: str | None = None,
+    client_id: str | None = None,
+    topic_prefix: str | None = None,
+    username: str | None = None,
+    password: str | None = None,
+    tls_ca_file: Path | str | None = None,
+    extra: str = "",
+) -> Path:
+    """Write the configuration of table ``table_id`` to ``path`` and return ``path``.
+
+    ``protocol`` is the shoe's, ``mqtt_protocol`` the broker connection's. ``password`` is
+    written to ``<table_id>.mqtt-password`` beside ``path`` (mode 0600) and named by
+    ``password_file``. ``extra``: TOML text appended as it is (e.g. another section).
+    """
+    settings = {
+        "betting_s": betting_s,
+        "decision_s": decision_s,
+        "dealer_idle_s": dealer_idle_s,
+    }
+    lines = [
+        "[table]",
+        f'id = "{table_id}"',
+        f'game = "{game}"',
+        *(f"{name} = {value}" for name, value in settings.items() if value is not None),
+        f'journal_path = "{table_id}.journal"',
+    ]
+    if baccarat_mode is not None:
+        lines.append(f'baccarat_mode = "{baccarat_mode}"')
+    lines += [
+        "[shoe]",
+        f'port = "{shoe_port}"',
+        f'protocol = "{protocol}"',
+        "[mqtt]",
+        f'host = "{broker_host}"',
+        f"port = {broker_port}",
+        f'protocol = "{mqtt_protocol}"',
+    ]
+    if client_id is not None:
+        lines.append(f'client_id = "{client_id}"')
+    if topic_prefix is not None:
+        lines.append(f'topic_prefix = "{topic_prefix}"')
+    if username is not None:
+        lines.append(f'username = "{username}"')
+    if password is not None:
+        secret = path.parent / f"{table_id}.mqtt-password"
+        secret.touch(mode=0o600)
+        secret.chmod(0o600)  # private before the password is in it
+        secret.write_text(password + "\n", encoding="utf-8")
+        lines.append(f'password_file = "{secret.name}"')
+    if tls_ca_file is not None:
+        lines += ["[mqtt.tls]", f'ca_file = "{tls_ca_file}"']
+    path.write_text("\n".join(lines) + "\n" + extra, encoding="utf-8")
+    return path
