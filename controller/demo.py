@@ -39,7 +39,6 @@ import contextlib
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -269,44 +268,6 @@ class InProcessDaemon:
         return repr(self.error) if self.error is not None else f"exit {self.status}"
 
 
-class DaemonProcess:
-    """``livetable run --config FILE`` as a child process, its log in a file."""
-
-    def __init__(self, config_path: Path, log_path: Path) -> None:
-        self.config_path = config_path
-        self.log_path = log_path
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "controller.cli", "run", "--config", str(self.config_path)],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=log,
-            )
-
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(SETTLE_S * 2)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-    def why(self) -> str:
-        code = None if self.process is None else self.process.poll()
-        with contextlib.suppress(OSError):
-            tail = self.log_path.read_text(errors="replace").strip().splitlines()[-3:]
-            return f"exit {code}: " + " / ".join(tail)
-        return f"exit {code}"
-
-
 class DemoTable:
     """One table: its shoe on a pty, its daemon, and the people around it over MQTT."""
 
@@ -320,6 +281,7 @@ class DemoTable:
         in_process: bool,
         deck: Path | None,
     ) -> None:
+        from simulators.daemon_process import DaemonProcess
         from simulators.dealer import DealerSimulator
         from simulators.mqtt_bots import Account, ApiClient, TableBots
         from simulators.shoe.simulator import FaultPlan, ShoeSimulator

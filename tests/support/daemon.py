@@ -2,27 +2,23 @@
 real pty, its broker a real mosquitto, and an independent check of what it published.
 
 :func:`write_config` writes a table's TOML file; :class:`DaemonProcess` starts, kills and
-restarts the daemon; :func:`check_stream` recomputes every settled round from the cards and
-decisions seen on ``.../events`` with the rules engine and compares the published results.
+restarts the daemon (both the demo's, from ``simulators/``, with the tests' defaults);
+:func:`check_stream` recomputes every settled round from the cards and decisions seen on
+``.../events`` with the rules engine and compares the published results.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
-import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import simulators.daemon_process
 from controller.games.registry import game_spec
 from simulators.mqtt_bots import Account, ApiClient, TableBots
 from simulators.shoe.simulator import ShoeSimulator
 from simulators.table_config import write_table_config
 
-LIVETABLE = [sys.executable, "-m", "controller.cli"]
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 
 
@@ -55,53 +51,12 @@ def write_config(
 
 
 @dataclass
-class DaemonProcess:
-    """``livetable run --config CONFIG`` as a child process, logging to a file."""
+class DaemonProcess(simulators.daemon_process.DaemonProcess):
+    """``livetable run -v --config CONFIG`` as a child process, from the repository's root,
+    logging to a file (:class:`simulators.daemon_process.DaemonProcess`, the demo's)."""
 
-    config: Path
-    log_path: Path
-    process: subprocess.Popen[bytes] | None = None
-    starts: int = 0
-    env: dict[str, str] = field(default_factory=dict)
-
-    def start(self) -> None:
-        self.starts += 1
-        log = open(self.log_path, "ab")  # noqa: SIM115 - the child owns it
-        try:
-            self.process = subprocess.Popen(
-                [*LIVETABLE, "-v", "run", "--config", str(self.config)],
-                stdout=subprocess.DEVNULL,
-                stderr=log,
-                cwd=REPO_ROOT,
-                env={**os.environ, **self.env},
-            )
-        finally:
-            log.close()
-
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def kill(self, signum: int = signal.SIGKILL) -> int:
-        assert self.process is not None
-        self.process.send_signal(signum)
-        return self.process.wait(10)
-
-    def stop(self) -> int | None:
-        if self.process is None:
-            return None
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        return self.process.returncode
-
-    def log(self) -> str:
-        with contextlib.suppress(OSError):
-            return self.log_path.read_text(errors="replace")
-        return ""
+    cwd: Path | None = REPO_ROOT
+    verbose: int = 1
 
 
 def gaps(seqs: list[int]) -> list[tuple[int, int]]:
