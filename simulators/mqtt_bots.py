@@ -6,6 +6,11 @@ their responses. :class:`TableBots` plays the platform, the supervisor and the d
 what the table publishes: the supervisor declares new shoes and resolves pauses, the platform
 opens rounds and answers decisions, and the dealer draws the card the table asks for from
 the shoe (through ``draw``, e.g. the shoe simulator on its pty).
+
+What they do on each state is said once, for whoever plays them (TableBots here, the tests'
+studio of many tables from one thread): :func:`next_move` (the phase's move),
+:func:`decision` (the answer to a decision request) and :func:`resolution` (a pause's).
+:func:`start_client` makes every MQTT connection of theirs.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import paho.mqtt.client as mqtt
 
@@ -42,6 +47,47 @@ class Account:
         return self.username or f"anonymous-{self.role}"
 
 
+def start_client(
+    host: str,
+    port: int,
+    client_id: str,
+    *,
+    on_connect: Callable[..., None],
+    on_message: Callable[..., None],
+    on_disconnect: Callable[..., None] | None = None,
+    protocol: int = mqtt.MQTTv311,
+    clean: bool = True,
+    login: tuple[str, str | None] | None = None,
+    tls_ca: str | None = None,
+    reconnect_delay_s: tuple[int, int] | None = None,
+) -> mqtt.Client:
+    """A paho client (callback API 2) with these callbacks, connecting to ``host:port`` in
+    the background (keepalive 30 s), its network thread started.
+
+    ``clean``: MQTT 3.1.1's clean session (off: the broker keeps the session's QoS 1
+    messages while it is away; MQTT 5 has no such flag here). ``login``: (username,
+    password). ``tls_ca``: TLS, with this CA file. ``reconnect_delay_s``: (first, longest)
+    wait before reconnecting, instead of paho's (1, 120).
+    """
+    options: dict[str, Any] = {} if protocol == mqtt.MQTTv5 else {"clean_session": clean}
+    client = mqtt.Client(
+        mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=protocol, **options
+    )
+    if login is not None:
+        client.username_pw_set(*login)
+    if tls_ca is not None:
+        client.tls_set(ca_certs=tls_ca)
+    if reconnect_delay_s is not None:
+        client.reconnect_delay_set(*reconnect_delay_s)
+    client.on_connect = on_connect
+    client.on_message = on_message
+    if on_disconnect is not None:
+        client.on_disconnect = on_disconnect
+    client.connect_async(host, port, keepalive=30)
+    client.loop_start()
+    return client
+
+
 class ApiClient:
     """One account's MQTT connection to one table's API."""
 
@@ -59,7 +105,7 @@ class ApiClient:
         on_event: Callable[[dict[str, Any]], None] | None = None,
         on_state: Callable[[dict[str, Any]], None] | None = None,
         tls_ca: str | None = None,
-        login: tuple[str, str] | None = None,
+        login: tuple[str, str | None] | None = None,
     ) -> None:
         self.table_id = table_id
         self.account = account
@@ -75,25 +121,20 @@ class ApiClient:
         self._responses: dict[str, dict[str, Any]] = {}
         self.connected = threading.Event()
         self.refused: Any = None
-        kwargs: dict[str, Any] = {}
-        if protocol != mqtt.MQTTv5:
-            kwargs["clean_session"] = clean
-        self.client = mqtt.Client(
-            mqtt.CallbackAPIVersion.VERSION2,
-            client_id=client_id or f"{account.name}-{uuid.uuid4().hex[:8]}",
+        if login is None and account.username is not None:
+            login = (account.username, account.password)
+        # With ``login``: one broker account for every role (the demo's broker).
+        self.client = start_client(
+            host,
+            port,
+            client_id or f"{account.name}-{uuid.uuid4().hex[:8]}",
+            on_connect=self._on_connect,
+            on_message=self._on_message,
             protocol=protocol,
-            **kwargs,
+            clean=clean,
+            login=login,
+            tls_ca=tls_ca,
         )
-        if login is not None:  # one broker account for every role (the demo's broker)
-            self.client.username_pw_set(*login)
-        elif account.username is not None:
-            self.client.username_pw_set(account.username, account.password)
-        if tls_ca is not None:
-            self.client.tls_set(ca_certs=tls_ca)
-        self.client.on_connect = self._on_connect
-        self.client.on_message = self._on_message
-        self.client.connect_async(host, port, keepalive=30)
-        self.client.loop_start()
 
     def _on_connect(self, client: Any, _u: Any, _f: Any, reason: Any, _p: Any) -> None:
         if reason.is_failure:
@@ -240,6 +281,84 @@ def _progress(state: dict[str, Any]) -> tuple[Any, ...]:
     )
 
 
+# -- what the people at a table do, whoever plays them ------------------------------------------
+# One table's (TableBots) or a studio's from one thread (tests/support/studio.py): the same
+# reactions to the same published state.
+
+NEW_SHOE: Final = "new_shoe"
+DRAW: Final = "draw"
+OPEN_ROUND: Final = "open_round"
+DECIDE: Final = "decide"
+RESOLVE: Final = "resolve"
+ENTER_CARD: Final = "enter_card"
+# The phases in which the table waits for the next card out of the shoe: the first card
+# (revealed), the burn cards, the round's cards.
+DRAWING_PHASES: Final = ("BURN_REVEAL", "BURNING", "DEALING")
+
+
+def next_move(state: dict[str, Any], more_rounds: bool) -> str | None:
+    """What the table's published ``state`` asks of the people around it:
+
+    - :data:`NEW_SHOE`: the dealer puts a fresh shoe in and the supervisor declares it
+      (``new_shoe``), while ``more_rounds`` are to be played;
+    - :data:`DRAW`: the dealer draws the next card out of the shoe;
+    - :data:`OPEN_ROUND`: the platform opens a round (``open_round``), while ``more_rounds``;
+    - :data:`DECIDE`: the platform answers the decision requested (:func:`decision`);
+    - :data:`RESOLVE`: the supervisor resolves the pause (:func:`resolution`);
+    - None: nothing of theirs (a dealer with a felt may have more to do: see
+      :class:`TableBots`).
+    """
+    phase = state["phase"]
+    if phase == "AWAITING_SHUFFLE" and more_rounds:
+        return NEW_SHOE
+    if phase in DRAWING_PHASES:
+        return DRAW
+    if phase == "SHOE_READY" and more_rounds:
+        return OPEN_ROUND
+    if phase == "DECIDING":
+        return DECIDE
+    if phase == "PAUSED":
+        return RESOLVE
+    return None
+
+
+def decision(request: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    """The ``decide`` request's arguments answering ``request`` (a ``decision_requested``
+    event) with one of the options it offers, drawn with ``rng``."""
+    data = request["data"]
+    return {
+        "round_id": data["round_id"],
+        "request_seq": request["seq"],
+        "kind": data["kind"],
+        "box": data["box"],
+        "hand": data["hand"],
+        "decision": rng.choice(data["options"]),
+    }
+
+
+def resolution(pause: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """How the supervisor resolves ``pause`` (a state's ``pause``) as its ``needs`` say: the
+    command and its arguments, or None for a pause a person made (a person resumes it).
+
+    Cards held out of the round (drawn out of turn, or lost to the line unread) are burned
+    first (a card to enter, if any, after). A shoe that
+    went offline while cards were due is confirmed to have let none out
+    (``no_cards_drawn``): the dealer draws only when the table asks for a card, which it
+    does not while the shoe is offline. A card nobody read is :data:`ENTER_CARD`, whose
+    ``card`` only someone who saw it can add. Anything else is a plain ``resume``.
+    """
+    if pause.get("by"):
+        return None
+    needs = " ".join(pause.get("needs", []))
+    if "accept or burn" in needs:
+        return "resume", {"resolution": "burn"}
+    if "no_cards_drawn" in needs:
+        return "resume", {"resolution": "no_cards_drawn"}
+    if "enter_card" in needs:
+        return ENTER_CARD, {}
+    return "resume", {}
+
+
 @dataclass
 class TableBots:
     """Platform, supervisor and dealer, each reacting to the table's published state.
@@ -326,13 +445,14 @@ class TableBots:
             return
         if self.dealer is not None:
             self._dealer_watches(state)
-        if phase == "AWAITING_SHUFFLE" and self.rounds_opened < self.rounds:
+        move = next_move(state, self.rounds_opened < self.rounds)
+        if move == NEW_SHOE:
             if self.dealer is not None:
                 self.dealer.shuffle()
             else:
                 self.shuffle()
             self._expect(self.supervisor.request("new_shoe"), "new_shoe")
-        elif phase in ("BURN_REVEAL", "BURNING", "DEALING"):
+        elif move == DRAW:
             if self.pace_s:
                 time.sleep(self.pace_s)
             if self.dealer is None:
@@ -341,6 +461,17 @@ class TableBots:
                 self._dealer_draws(phase, state.get("awaiting") or {})
                 if phase == "DEALING" and self._dealt_now is not None:
                     self._laid = (_round_id(state), _cards_drawn(state), self._dealt_now)
+        elif move == OPEN_ROUND:
+            answer = self.platform.request("open_round")
+            if answer["ok"]:
+                self.rounds_opened += 1
+            else:
+                self.errors.append(f"open_round: {answer['message']}")
+        elif move == DECIDE:
+            self._decide()
+        elif move == RESOLVE:
+            if not self._resolve(state):
+                return  # not resolved (refused, or for a person): try again later
         elif phase == "READING" and self.dealer is not None:
             # The table asks the camera; for a misread hole card the dealer turns it over.
             if str((state.get("awaiting") or {}).get("position", "")).startswith("dealer"):
@@ -355,17 +486,6 @@ class TableBots:
                 if self._rng.random() < self.mistake_rate:
                     self.mistakes += 1
                     self.dealer.draw_out_of_turn()
-        elif phase == "SHOE_READY" and self.rounds_opened < self.rounds:
-            answer = self.platform.request("open_round")
-            if answer["ok"]:
-                self.rounds_opened += 1
-            else:
-                self.errors.append(f"open_round: {answer['message']}")
-        elif phase == "DECIDING":
-            self._decide(state)
-        elif phase == "PAUSED":
-            if not self._resolve(state):
-                return  # not resolved (refused, or for a person): try again later
         else:
             return
         self._acted_on = key
@@ -422,54 +542,38 @@ class TableBots:
                 else:
                     self._misread.pop(where, None)
 
-    def _decide(self, state: dict[str, Any]) -> None:
+    def _decide(self) -> None:
         requests = [e for e in list(self.platform.events) if e["type"] == "decision_requested"]
-        if not requests:
+        if not requests or requests[-1]["seq"] in self._decided:
             return
         last = requests[-1]
-        if last["seq"] in self._decided:
-            return
-        data = last["data"]
-        decision = self._rng.choice(data["options"])
-        answer = self.platform.request(
-            "decide",
-            round_id=data["round_id"],
-            request_seq=last["seq"],
-            kind=data["kind"],
-            box=data["box"],
-            hand=data["hand"],
-            decision=decision,
-        )
+        answer = self.platform.request(DECIDE, **decision(last, self._rng))
         self._decided.add(last["seq"])
         if not answer["ok"] and answer.get("error", {}).get("code") != "stale":
             self.errors.append(f"decide: {answer['message']}")
 
     def _resolve(self, state: dict[str, Any]) -> bool:
-        """Resolve the pause as its ``needs`` say; whether the table took the resolution."""
+        """Resolve the pause (:func:`resolution`); whether the table took the resolution."""
         pause = state["pause"] or {}
-        if pause.get("by"):
+        resolved = resolution(pause)
+        if resolved is None:
             return True  # a person paused it: a person resumes it
         wait = max(self.resolve_delay_s, self._retry_at - time.monotonic())
         if wait > 0 and self._stop.wait(wait):
             return False
-        needs = " ".join(pause.get("needs", []))
-        if "accept or burn" in needs:
-            # Cards drawn out of turn go first; a card to enter, if any, after.
-            answer = self.supervisor.request("resume", resolution="burn")
-        elif "no_cards_drawn" in needs:
-            # This dealer draws only when the table asks for a card, which it does not while
-            # the shoe is offline: no card can have left unannounced.
-            answer = self.supervisor.request("resume", resolution="no_cards_drawn")
-        elif "enter_card" in needs:
-            card = self._unread_card(needs)
+        command, args = resolved
+        if command == ENTER_CARD:
+            card = self._unread_card(pause)
             if card is None:
                 return True  # a person must read the card; the test decides
-            answer = self.supervisor.request("enter_card", card=card)
-        elif pause.get("idle_gap") and (card := self._unannounced_card(state)) is not None:
-            # The dealer laid a card the table never counted: the shoe lost its frame.
-            answer = self.supervisor.request("enter_card", card=card)
-        else:
-            answer = self.supervisor.request("resume")
+            args = {"card": card}
+        elif not args and pause.get("idle_gap"):
+            # A plain resume, unless the dealer laid a card the table never counted: the
+            # shoe lost its frame, and the supervisor enters the card from the felt.
+            card = self._unannounced_card(state)
+            if card is not None:
+                command, args = ENTER_CARD, {"card": card}
+        answer = self.supervisor.request(command, **args)
         if answer["ok"]:
             return True
         self.errors.append(f"resolving {pause.get('reason')}: {answer['message']}")
@@ -486,10 +590,11 @@ class TableBots:
             return None
         return card
 
-    def _unread_card(self, needs: str) -> str | None:
+    def _unread_card(self, pause: dict[str, Any]) -> str | None:
         """The face of the card the pause asks for, as the dealer saw it on the felt."""
         if self.dealer is None:
             return None
+        needs = " ".join(pause.get("needs", []))
         match = re.search(r"enter_card for the unread card at (\S+)", needs)
         where = HOLE_CARD if HOLE_CARD in needs else (match[1] if match else "")
         # A card lost on a noisy line was read by nobody: the last one laid there.

@@ -33,9 +33,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import paho.mqtt.client as mqtt
-
 from controller import stats
+from simulators.mqtt_bots import (
+    DECIDE,
+    DRAW,
+    ENTER_CARD,
+    NEW_SHOE,
+    OPEN_ROUND,
+    RESOLVE,
+    decision,
+    next_move,
+    resolution,
+    start_client,
+)
 from simulators.shoe.simulator import FaultPlan, ShoeSimulator
 from tests.support.daemon import DaemonProcess, write_config
 
@@ -194,22 +204,19 @@ class StreamWatcher:
             (f"{PREFIX}/+/availability", 1),
             *((topic, 1) for topic in extra_topics),
         ]
-        self.client = mqtt.Client(
-            mqtt.CallbackAPIVersion.VERSION2,
-            client_id=client_id or f"watcher-{uuid.uuid4().hex[:8]}",
-            protocol=mqtt.MQTTv311,
-            clean_session=client_id is None,
+        self.client = start_client(
+            host,
+            port,
+            client_id or f"watcher-{uuid.uuid4().hex[:8]}",
+            on_connect=self._on_connect,
+            on_message=self._on_message,
+            on_disconnect=self._on_disconnect,
+            clean=client_id is None,
+            login=(username, password) if username is not None else None,
+            # A consumer that comes back soon after its broker does (paho's default backs
+            # off to two minutes).
+            reconnect_delay_s=(1, 2),
         )
-        if username is not None:
-            self.client.username_pw_set(username, password)
-        # A consumer that comes back soon after its broker does (paho's default backs off to
-        # two minutes).
-        self.client.reconnect_delay_set(1, 2)
-        self.client.on_connect = self._on_connect
-        self.client.on_disconnect = self._on_disconnect
-        self.client.on_message = self._on_message
-        self.client.connect_async(host, port, keepalive=30)
-        self.client.loop_start()
 
     def _on_connect(self, client: Any, _u: Any, _f: Any, reason: Any, _p: Any) -> None:
         if reason.is_failure:
@@ -292,16 +299,14 @@ class MultiTableAccount:
         """Every event's type by seq, per table."""
         self._responses: dict[str, dict[str, Any]] = {}
         self.connected = threading.Event()
-        self.client = mqtt.Client(
-            mqtt.CallbackAPIVersion.VERSION2,
-            client_id=f"{name}-{uuid.uuid4().hex[:8]}",
-            protocol=mqtt.MQTTv311,
+        self.client = start_client(
+            host,
+            port,
+            f"{name}-{uuid.uuid4().hex[:8]}",
+            on_connect=self._on_connect,
+            on_message=self._on_message,
+            login=(name, None),
         )
-        self.client.username_pw_set(name)
-        self.client.on_connect = self._on_connect
-        self.client.on_message = self._on_message
-        self.client.connect_async(host, port, keepalive=30)
-        self.client.loop_start()
 
     def _on_connect(self, client: Any, _u: Any, _f: Any, reason: Any, _p: Any) -> None:
         if reason.is_failure:
@@ -431,9 +436,12 @@ class Seat:
 class StudioBots:
     """The dealer, the platform and the supervisor of every table, from one thread.
 
-    The same reactions as :class:`simulators.mqtt_bots.TableBots` (new shoe when the table
-    awaits one, a card when it deals, a round when the shoe is ready, a random decision when
-    asked, a resume when paused: ``burn`` for cards lost to the line), served round-robin.
+    The reactions of :class:`simulators.mqtt_bots.TableBots`, from the same functions
+    (:func:`~simulators.mqtt_bots.next_move`, :func:`~simulators.mqtt_bots.decision`,
+    :func:`~simulators.mqtt_bots.resolution`: a new shoe when the table awaits one, a card
+    when it deals, a round when the shoe is ready, a random decision when asked, a resume
+    when paused, ``burn`` for cards lost to the line), served round-robin. A card to enter by
+    hand is an error: this dealer never sees the cards.
     """
 
     def __init__(self, host: str, port: int, *, seed: int = 1) -> None:
@@ -547,43 +555,30 @@ class StudioBots:
         key = progress(state)
         if state["seq"] < seat.min_seq or key == seat.acted_on:
             return
-        phase = state["phase"]
-        if phase == "AWAITING_SHUFFLE" and seat.rounds_opened < seat.rounds:
+        move = next_move(state, seat.rounds_opened < seat.rounds)
+        if move == NEW_SHOE:
             seat.shuffle()
             self._request(seat, state, self.supervisor, "new_shoe")
-        elif phase in ("BURN_REVEAL", "BURNING", "DEALING"):
+        elif move == DRAW:
             seat.draw()
             seat.draws += 1
-        elif phase == "SHOE_READY" and seat.rounds_opened < seat.rounds:
+        elif move == OPEN_ROUND:
             self._request(seat, state, self.platform, "open_round")
-        elif phase == "DECIDING":
+        elif move == DECIDE:
             request = self.platform.decision_request(table)
             if request is None or request["seq"] in seat.decided:
                 return  # the request itself is still on its way
-            data = request["data"]
             seat.decided.add(request["seq"])
-            self._request(
-                seat,
-                state,
-                self.platform,
-                "decide",
-                round_id=data["round_id"],
-                request_seq=request["seq"],
-                kind=data["kind"],
-                box=data["box"],
-                hand=data["hand"],
-                decision=self._rng.choice(data["options"]),
-            )
-        elif phase == "PAUSED":
-            needs = " ".join((state["pause"] or {}).get("needs", []))
-            if "enter_card" in needs and "no_cards_drawn" not in needs:
+            self._request(seat, state, self.platform, "decide", **decision(request, self._rng))
+        elif move == RESOLVE:
+            pause = state["pause"] or {}
+            resolved = resolution(pause)
+            if resolved is not None and resolved[0] == ENTER_CARD:
+                needs = " ".join(pause.get("needs", []))
                 self.errors.append(f"{table}: a card needs entering by hand: {needs}")
-            elif "no_cards_drawn" in needs:
-                self._request(seat, state, self.supervisor, "resume", resolution="no_cards_drawn")
-            elif "accept or burn" in needs:
-                self._request(seat, state, self.supervisor, "resume", resolution="burn")
-            else:
-                self._request(seat, state, self.supervisor, "resume")
+            elif resolved is not None:
+                command, args = resolved
+                self._request(seat, state, self.supervisor, command, **args)
         else:
             return
         seat.acted_on = key
