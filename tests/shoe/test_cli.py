@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import queue
 import subprocess
-import sys
-import threading
 import typing
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from controller.cli import main
 from controller.games.cards import parse_card
 from controller.table.events import encode_event
 from drivers.shoe.cli import event_record
@@ -31,9 +30,31 @@ from drivers.shoe.events import (
     ShoeOnline,
 )
 from drivers.shoe.sessions import AngelEyeSession
+from simulators.daemon_process import LIVETABLE
 from simulators.shoe import ShoeSimulator
 from simulators.shoe.control import execute
+from tests.shoe.monitor import shoe_monitor
 from tests.support.wait import wait_for_item, wait_until
+
+
+@contextmanager
+def sim_shoe(protocol: str, *options: str, stdin: bool = True) -> Iterator[subprocess.Popen[str]]:
+    """``livetable sim shoe --protocol PROTOCOL OPTIONS`` as a child process, its standard
+    output (and input, with ``stdin``) piped as text; killed if it still runs at the end,
+    its pipes closed."""
+    command = [*LIVETABLE, "sim", "shoe", "--protocol", protocol, *options]
+    process = subprocess.Popen(
+        command, stdin=subprocess.PIPE if stdin else None, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for stream in (process.stdin, process.stdout):
+            if stream is not None:
+                stream.close()
 
 
 def test_control_language(tmp_path: Path) -> None:
@@ -53,13 +74,9 @@ def test_control_language(tmp_path: Path) -> None:
 
 def test_sim_shoe_command_driven_by_stdin(tmp_path: Path) -> None:
     link, truth = tmp_path / "shoe", tmp_path / "truth.jsonl"
-    command = [sys.executable, "-m", "controller.cli", "sim", "shoe", "--protocol", "native"]
-    command += ["--link", str(link), "--seed", "9", "--truth", str(truth)]
-    process = subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=Path.cwd()
-    )
+    options = ("--link", str(link), "--seed", "9", "--truth", str(truth))
     events: queue.Queue[ShoeEvent] = queue.Queue()
-    try:
+    with sim_shoe("native", *options) as process:
         assert process.stdout is not None and process.stdin is not None
         assert "shoe (native) on" in process.stdout.readline()
         with ShoeDriver(ShoeConfig(str(link), "native", reconnect_initial_s=0.05), events.put):
@@ -71,13 +88,6 @@ def test_sim_shoe_command_driven_by_stdin(tmp_path: Path) -> None:
             process.stdin.write("quit\n")
             process.stdin.flush()
             assert process.wait(timeout=10) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        for stream in (process.stdin, process.stdout):
-            if stream is not None:
-                stream.close()
     records = [json.loads(line) for line in truth.read_text().splitlines()]
     assert answer.startswith("ok 1 card")
     assert [(e.sequence, str(e.card)) for e in drawn if isinstance(e, CardDrawn)] == [
@@ -91,16 +101,12 @@ def test_sim_shoe_command_with_a_variant_read_on_auto(tmp_path: Path) -> None:
     no number, bit 7 clear) read by the driver on its default profile, auto, which must find
     the whole profile, lose nothing, and say in its commissioning report what to configure."""
     link, truth = tmp_path / "shoe", tmp_path / "truth.jsonl"
-    command = [sys.executable, "-m", "controller.cli", "sim", "shoe", "--protocol", "angel-eye"]
-    command += ["--variant", "wrap9-free-signals", "--data-bit7-clear"]
-    command += ["--link", str(link), "--seed", "9", "--truth", str(truth)]
-    process = subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=Path.cwd()
-    )
+    options = ["--variant", "wrap9-free-signals", "--data-bit7-clear"]
+    options += ["--link", str(link), "--seed", "9", "--truth", str(truth)]
     events: queue.Queue[ShoeEvent] = queue.Queue()
     seen: list[ShoeEvent] = []
     driver = ShoeDriver(ShoeConfig(str(link), "angel-eye", reconnect_initial_s=0.05), events.put)
-    try:
+    with sim_shoe("angel-eye", *options) as process:
         assert process.stdout is not None and process.stdin is not None
         assert "shoe (angel-eye) on" in process.stdout.readline()
         assert process.stdout.readline().strip() == (
@@ -122,13 +128,6 @@ def test_sim_shoe_command_with_a_variant_read_on_auto(tmp_path: Path) -> None:
             process.stdin.write("quit\n")
             process.stdin.flush()
             assert process.wait(timeout=10) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        for stream in (process.stdin, process.stdout):
-            if stream is not None:
-                stream.close()
     assert answers[0].strip() == "ok signal (no number)" and answers[1].startswith("ok 1 card")
     records = [json.loads(line) for line in truth.read_text().splitlines()]
     assert [(e.sequence, str(e.card)) for e in seen if isinstance(e, CardDrawn)] == [
@@ -147,26 +146,16 @@ def test_sim_shoe_command_with_a_variant_read_on_auto(tmp_path: Path) -> None:
 
 def test_shoe_monitor_prints_json_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     link = tmp_path / "shoe"
-    with ShoeSimulator("angel-eye", link, seed=1) as sim:
-        arguments = ["shoe", "monitor", "--port", str(link), "--protocol", "angel-eye"]
-        arguments += ["--json", "--count", "3", "--duration-s", "20"]
-        status: list[int] = []
-        monitor = threading.Thread(target=lambda: status.append(main(arguments)))
-        monitor.start()
-        # Draw once the monitor has the port open (its ShoeOnline line), not after a guess.
-        printed: list[str] = []
-
-        def monitor_online() -> bool:
-            printed.append(capsys.readouterr().out)
-            return "ShoeOnline" in "".join(printed)
-
-        wait_until(monitor_online, 20, "the monitor's ShoeOnline line")
-        output = "".join(printed)
+    options = ("--json", "--count", "3", "--duration-s", "20")
+    with (
+        ShoeSimulator("angel-eye", link, seed=1) as sim,
+        # Draws once the monitor has the port open (its ShoeOnline line), not after a guess.
+        shoe_monitor(capsys, link, "angel-eye", *options) as monitor,
+    ):
         first, second = sim.draw(), sim.draw("banker", 1)
-        monitor.join(30)
-    output += capsys.readouterr().out
+    output = monitor.printed + capsys.readouterr().out
     lines = [json.loads(line) for line in output.splitlines()]
-    assert status == [0]
+    assert monitor.status == 0
     assert [line["event"] for line in lines] == ["ShoeOnline", "CardDrawn", "CardDrawn"]
     assert [(line["card"], line["position"]) for line in lines[1:]] == [
         (first.card, "player"),
@@ -222,11 +211,9 @@ def test_sim_shoe_control_socket_and_sigterm(tmp_path: Path) -> None:
     import socket
 
     link, control = tmp_path / "shoe", tmp_path / "shoe.ctl"
-    command = [sys.executable, "-m", "controller.cli", "sim", "shoe", "--protocol", "angel-eye"]
-    command += ["--link", str(link), "--control", str(control), "--no-stdin", "--seed", "3"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    options = ("--link", str(link), "--control", str(control), "--no-stdin", "--seed", "3")
     events: queue.Queue[ShoeEvent] = queue.Queue()
-    try:
+    with sim_shoe("angel-eye", *options, stdin=False) as process:
         assert process.stdout is not None
         assert "shoe (angel-eye) on" in process.stdout.readline()
         wait_until(control.exists, 10, "the simulator's control socket")
@@ -245,12 +232,6 @@ def test_sim_shoe_control_socket_and_sigterm(tmp_path: Path) -> None:
             stream.close()
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=10) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        if process.stdout is not None:
-            process.stdout.close()
     assert answers[0].startswith("ok 1 card") and answers[1].startswith("error unknown command")
     assert [e.sequence for e in drawn if isinstance(e, CardDrawn)] == [1, 2]
     assert not link.exists() and not control.exists()

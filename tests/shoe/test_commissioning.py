@@ -3,7 +3,6 @@ status) and ``livetable shoe ports``."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pytest
@@ -14,31 +13,21 @@ from drivers.shoe import angel_eye
 from drivers.shoe.commissioning import angel_eye_report
 from drivers.shoe.sessions import AngelEyeSession
 from simulators.shoe import ShoeSimulator
-from tests.support.wait import wait_until
+from tests.shoe.monitor import shoe_monitor
 
 
 def test_monitor_reports_the_variant_it_saw(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     link = tmp_path / "shoe"
-    with ShoeSimulator("angel-eye", link, seed=3, variant="wrap9", data_bit7=False) as sim:
-        arguments = ["shoe", "monitor", "--port", str(link), "--protocol", "angel-eye"]
-        arguments += ["--count", "22", "--duration-s", "30"]
-        status: list[int] = []
-        monitor = threading.Thread(target=lambda: status.append(main(arguments)))
-        monitor.start()
-        printed: list[str] = []
-
-        def monitor_online() -> bool:
-            printed.append(capsys.readouterr().out)
-            return "ShoeOnline" in "".join(printed)
-
-        wait_until(monitor_online, 20, "the monitor's ShoeOnline line")
+    with (
+        ShoeSimulator("angel-eye", link, seed=3, variant="wrap9", data_bit7=False) as sim,
+        shoe_monitor(capsys, link, "angel-eye", "--count", "22", "--duration-s", "30") as monitor,
+    ):
         for _ in range(21):
             sim.draw()
-        monitor.join(30)
     captured = capsys.readouterr()
-    assert status == [0]
+    assert monitor.status == 0
     report = captured.err
     assert "Frames decoded: 21; bad checksums: 0" in report
     assert "DecoderStats(" not in report and "SessionStats(" not in report
