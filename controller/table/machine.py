@@ -399,13 +399,13 @@ class TableMachine:
         if transition is None:
             return [self._refuse(state, event, kind)]
         new = state.copy()
-        if self.revision >= 3 and kind in SHOE_CARD_KINDS:
-            # The shoe announced a card: a gap it had to show for cards entered by hand
-            # would have come before it (the numbering shows a gap with the next card).
-            new.unannounced_entered = 0
         handler: Handler = getattr(TableMachine, transition.handler)
         try:
             effects = handler(self, new, event)
+            if self.revision >= 3 and kind in SHOE_CARD_KINDS:
+                # The shoe announced a card: a gap it had to show for the cards entered by
+                # hand came before it (the numbering shows a gap with the next frame).
+                new.unannounced_entered = ()
             if new.phase not in transition.targets:  # a bug in this file, not in the input
                 raise AssertionError(
                     f"{transition.handler} led {state.phase.name} to {new.phase.name}, "
@@ -893,8 +893,8 @@ class TableMachine:
         lost = len(event.sequences)
         if self.revision < 3:
             return lost
-        accounted = min(lost, state.unannounced_entered)
-        state.unannounced_entered -= accounted
+        accounted = min(lost, len(state.unannounced_entered))
+        state.unannounced_entered = state.unannounced_entered[accounted:]
         return lost - accounted
 
     def on_paused_notice(self, state: TableState, event: ShoeFault | CardsLost) -> list[Effect]:
@@ -1108,6 +1108,16 @@ class TableMachine:
         return [closed, *self._advance(state, event.at)]
 
     def on_card(self, state: TableState, event: CardDrawn) -> list[Effect]:
+        entered = state.unannounced_entered
+        if entered and event.card == entered[-1]:
+            # No gap came for the card entered by hand, and this one has its face: the
+            # frame may just have been late. Dealt, it would go to the next position.
+            return self._hold_out_of_turn(
+                state,
+                event,
+                f"the shoe announced a {event.card} right after a {event.card} was entered "
+                "by hand: burn it if it is that card, accept it if the dealer drew another",
+            )
         return self._take_card(state, event.card, event.at, "shoe")
 
     def on_misread(self, state: TableState, event: CardMisread) -> list[Effect]:
@@ -1295,7 +1305,7 @@ class TableMachine:
             if event.card is None:
                 raise TransitionError("enter_card needs the card")
             dealt_card = event.card
-            state.unannounced_entered += 1
+            state.unannounced_entered += (event.card,)
         elif resolution == "burn":
             if not held:
                 raise TransitionError("no card was drawn out of turn: nothing to burn")
@@ -1363,7 +1373,7 @@ class TableMachine:
             )
         self._count_entered(state, event.card)
         if self.revision >= 3:
-            state.unannounced_entered += 1
+            state.unannounced_entered += (event.card,)
         state.pause = None
         state.phase = P.DEALING
         effects = self._deal(state, event.card, event.at, "supervisor")

@@ -149,9 +149,10 @@ class TableState:
     shoe_reports_locked: bool | None = None  # what the shoe last confirmed
     camera_online: bool | None = None  # None: no camera has reported (or none is fitted)
     # Cards entered by hand that the shoe never announced (its frame was lost, or it was
-    # offline): a gap in the shoe's numbering of up to that many, before its next card,
-    # is theirs and needs no pause.
-    unannounced_entered: int = 0
+    # offline), until the shoe's next card: a gap in its numbering of up to that many is
+    # theirs and needs no pause, and a next card of the same face as the last of them may
+    # be that card's frame, late.
+    unannounced_entered: tuple[Card, ...] = ()
     deadline: float | None = None  # when betting closes or the awaited decision times out
     # The operational settings in force, and those journaled to apply from the next round.
     settings: OperationalSettings | None = None

@@ -146,7 +146,7 @@ def snapshot(state: TableState) -> dict[str, Any]:
             "offline_gap": pause.offline_gap,
             "idle_gap": pause.idle_gap,
         },
-        "unannounced_entered": state.unannounced_entered,
+        "unannounced_entered": [str(card) for card in state.unannounced_entered],
         "shoe_online": state.shoe_online,
         "shoe_locked": state.shoe_locked,
         "shoe_reports_locked": state.shoe_reports_locked,

@@ -99,3 +99,38 @@ def test_a_journal_of_machine_revision_2_replays_by_its_rules() -> None:
     assert old.command("resume").ok
     old.send(CardsLost((7,), old.tick()))
     assert_paused(old, "cards_lost")
+
+
+def test_a_late_frame_of_the_card_entered_by_hand_is_held_not_dealt_again(
+    dealing: Driver,
+) -> None:
+    """The supervisor entered the KC lying on the felt, but the shoe had only been slow: its
+    KC comes after all, with no gap before it. Dealt, it would be the banker's card; the
+    table holds it for the supervisor instead."""
+    dealing.expire("dealer_idle")
+    assert dealing.command("resume", resolution="enter_card", card="KC").ok
+    dealing.draw("KC")
+    assert_paused(dealing, "card_out_of_turn")
+    assert "entered by hand" in dealing.machine.state.pause.message
+    assert dealing.command("resume", resolution="burn").ok
+    dealing.draw("3H")
+    settled = dealing.published_events("round_settled")[-1]["result"]
+    assert settled["player"] == ["9S", "KC"] and settled["banker"] == ["TD", "3H"]
+
+
+def test_another_card_of_that_face_can_be_accepted(dealing: Driver) -> None:
+    dealing.expire("dealer_idle")
+    assert dealing.command("resume", resolution="enter_card", card="KC").ok
+    dealing.draw("KC")  # a second king of clubs, drawn for the banker
+    assert dealing.command("resume", resolution="accept").ok
+    settled = dealing.published_events("round_settled")[-1]["result"]
+    assert settled["player"] == ["9S", "KC"] and settled["banker"] == ["TD", "KC"]
+
+
+def test_after_the_gap_the_same_face_is_just_the_next_card(dealing: Driver) -> None:
+    dealing.expire("dealer_idle")
+    assert dealing.command("resume", resolution="enter_card", card="KC").ok
+    dealing.send(CardsLost((7,), dealing.tick()))  # the lost frame's gap: accounted
+    dealing.draw("KC")
+    settled = dealing.published_events("round_settled")[-1]["result"]
+    assert settled["banker"] == ["TD", "KC"]
