@@ -1,14 +1,15 @@
-"""Shared fixtures: a real mosquitto broker (open, and locked down with passwords and the
-production ACL), and a leak check that fails any test leaving threads, child processes or
-pseudo-terminals behind."""
+"""Shared fixtures: real mosquitto brokers (of any configuration, open, or locked down with
+passwords and the production ACL), and a leak check that fails any test leaving threads, child
+processes or pseudo-terminals behind."""
 
 from __future__ import annotations
 
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,15 +23,33 @@ LEAK_GRACE_S = 3.0
 
 
 @pytest.fixture
-def mqtt_broker(tmp_path: Path) -> Iterator[tuple[str, int]]:
+def start_mosquitto() -> Iterator[Callable[..., BrokerProcess]]:
+    """Start real mosquittos for the test: ``start_mosquitto(workdir, **options)`` takes
+    :func:`~simulators.broker.start_broker`'s arguments and returns the running broker.
+    Every broker is stopped after the test, which fails if one had died during it."""
+    brokers: list[BrokerProcess] = []
+
+    def start(workdir: Path, **options: Any) -> BrokerProcess:
+        broker = start_broker(workdir, **options)
+        brokers.append(broker)
+        return broker
+
+    yield start
+    died = [(broker, code) for broker in brokers if (code := broker.stop()) is not None]
+    if died:
+        pytest.fail(
+            "\n".join(
+                f"mosquitto died during the test (exit {code}):\n{broker.log()}"
+                for broker, code in died
+            )
+        )
+
+
+@pytest.fixture
+def mqtt_broker(tmp_path: Path, start_mosquitto: Callable[..., BrokerProcess]) -> tuple[str, int]:
     """A real mosquitto on a free loopback port accepting anonymous clients: (host, port)."""
-    broker = start_broker(tmp_path / "broker")
-    try:
-        yield broker.host, broker.port
-    finally:
-        died_with = broker.stop()
-    if died_with is not None:
-        pytest.fail(f"mosquitto died during the test (exit {died_with}):\n{broker.log()}")
+    broker = start_mosquitto(tmp_path / "broker")
+    return broker.host, broker.port
 
 
 # Accounts of the production ACL (systemd/mosquitto/livetable.acl) by role: the daemon of
@@ -48,7 +67,9 @@ SECURE_USERS: dict[str, tuple[str, str]] = {
 
 
 @pytest.fixture
-def secure_mqtt_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+def secure_mqtt_broker(
+    tmp_path: Path, start_mosquitto: Callable[..., BrokerProcess]
+) -> BrokerProcess:
     """mosquitto with anonymous access refused, a password file and the production ACL.
 
     ``broker.users`` maps each role (table, platform, supervisor, viewer) to (user, password).
@@ -57,19 +78,13 @@ def secure_mqtt_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
     workdir.mkdir()
     password_file = workdir / "passwords"
     write_password_file(password_file, SECURE_USERS)
-    broker = start_broker(
+    return start_mosquitto(
         workdir,
         extra_config=(
             f"allow_anonymous false\npassword_file {password_file}\nacl_file {PRODUCTION_ACL}\n"
         ),
         users=SECURE_USERS,
     )
-    try:
-        yield broker
-    finally:
-        died_with = broker.stop()
-    if died_with is not None:
-        pytest.fail(f"mosquitto died during the test (exit {died_with}):\n{broker.log()}")
 
 
 def child_pids() -> set[int]:

@@ -21,7 +21,7 @@ import os
 import resource
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ import pytest
 from controller.games.registry import GAME_IDS
 from controller.table.journal import Journal
 from simulators.shoe.simulator import FaultPlan
-from tests.support.broker import BrokerProcess, start_broker
+from tests.support.broker import BrokerProcess
 from tests.support.daemon import check_stream, gaps, unique_by_seq
 from tests.support.studio import (
     StreamWatcher,
@@ -64,14 +64,8 @@ BROKER_CONFIG = (
 
 
 @pytest.fixture
-def studio_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    broker = start_broker(tmp_path / "broker", extra_config=BROKER_CONFIG)
-    try:
-        yield broker
-    finally:
-        died_with = broker.stop()
-    if died_with is not None:
-        pytest.fail(f"mosquitto died during the test (exit {died_with}):\n{broker.log()}")
+def studio_broker(tmp_path: Path, start_mosquitto: Callable[..., BrokerProcess]) -> BrokerProcess:
+    return start_mosquitto(tmp_path / "broker", extra_config=BROKER_CONFIG)
 
 
 def _usage(tables: list[StudioTable], broker: BrokerProcess) -> dict[str, Any]:
