@@ -22,32 +22,22 @@ from simulators.table_config import write_table_config
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 
 
-def write_config(
-    path: Path,
-    *,
-    table_id: str = "t1",
-    game: str = "baccarat",
-    betting_s: float = 0.2,
-    decision_s: float = 2.0,
-    dealer_idle_s: float = 5.0,
-    baccarat_mode: str = "traditional",
-    extra_mqtt: str = "",
-    **config: Any,
-) -> Path:
-    """A test table's TOML file (:func:`simulators.table_config.write_table_config`, the
-    demo's writer): table ``t1``, baccarat, short windows, a broker on 127.0.0.1.
+# A test table: t1, baccarat, short windows (write_config's defaults).
+TEST_TABLE: dict[str, Any] = {
+    "table_id": "t1",
+    "game": "baccarat",
+    "betting_s": 0.2,
+    "decision_s": 2.0,
+    "dealer_idle_s": 5.0,
+    "baccarat_mode": "traditional",
+}
+
+
+def write_config(path: Path, *, extra_mqtt: str = "", **config: Any) -> Path:
+    """A test table's TOML file: :func:`simulators.table_config.write_table_config` (the
+    demo's writer) with ``config`` over :data:`TEST_TABLE`, a broker on 127.0.0.1.
     ``extra_mqtt``: TOML text after ``[mqtt]`` (e.g. ``[mqtt.tls]``)."""
-    return write_table_config(
-        path,
-        table_id=table_id,
-        game=game,
-        betting_s=betting_s,
-        decision_s=decision_s,
-        dealer_idle_s=dealer_idle_s,
-        baccarat_mode=baccarat_mode,
-        extra=extra_mqtt,
-        **config,
-    )
+    return write_table_config(path, **{**TEST_TABLE, **config}, extra=extra_mqtt)
 
 
 @dataclass
