@@ -518,11 +518,7 @@ class StudioBots:
         if not pending.answered:
             answer = pending.account.take_response(pending.transaction)
             if answer is None:
-                if now < pending.deadline:
-                    return False
-                self.errors.append(f"{seat.table_id}: no answer to {pending.what}")
-                seat.pending = None
-                return True
+                return self._given_up(seat, now, f"no answer to {pending.what}")
             self.response_s.setdefault(pending.what, []).append(
                 now - (pending.deadline - RESPONSE_TIMEOUT_S)
             )
@@ -536,13 +532,19 @@ class StudioBots:
                 seat.rounds_opened += 1
         done = self.platform.event_after(seat.table_id, DONE_EVENT[pending.what], pending.seq)
         if done is None:
-            if now < pending.deadline:
-                return False
-            self.errors.append(f"{seat.table_id}: {pending.what} done, but no event said so")
-            seat.pending = None
-            return True
+            return self._given_up(seat, now, f"{pending.what} done, but no event said so")
         seat.pending = None
         seat.min_seq = done
+        return True
+
+    def _given_up(self, seat: Seat, now: float, error: str) -> bool:
+        """Whether the seat's request, still awaited, is given up: not before its deadline;
+        then ``error`` is noted and the seat is free to act again."""
+        assert seat.pending is not None
+        if now < seat.pending.deadline:
+            return False
+        self.errors.append(f"{seat.table_id}: {error}")
+        seat.pending = None
         return True
 
     def _step(self, seat: Seat) -> None:
