@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from controller.errors import JournalError, RulesError, TableError, TransitionError
@@ -1326,6 +1326,14 @@ class TableMachine:
                 raise TransitionError("enter_card needs the card")
             dealt_card, unread = event.card, None
         if held or unread is not None or offline_gap:
+            progressed = held != pause.held or offline_gap != pause.offline_gap
+            if self.revision >= 3 and progressed and dealt_card is None:
+                # One resolution of several: it is applied, and the table stays paused
+                # for the rest (each alone would otherwise be refused for the other).
+                state.pause = replace(pause, held=held, offline_gap=offline_gap)
+                rest = "; ".join(state.pause.needs())
+                answer = self._answer(event, True, f"{resolution} done; still needed: {rest}")
+                return [answer, *effects, self._publish(state)]
             still = Pause(pause.reason, "", pause.resume_to, held, unread, offline_gap=offline_gap)
             raise TransitionError("still needed before resuming: " + "; ".join(still.needs()))
         state.pause = None

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
+from controller.games.cards import parse_card
 from controller.table.effects import AskCamera, LockShoe, PublishEvent, StartTimer
 from controller.table.events import (
     CardsLost,
@@ -393,3 +394,27 @@ def test_a_cleared_shoe_fault_is_news_and_leaves_the_pause_to_the_supervisor(
     assert not [e for e in effects if type(e).__name__ == "EventRejected"]
     assert driver.command("resume").ok
     assert driver.phase is Phase.DEALING
+
+
+def test_a_pause_that_needs_two_resolutions_takes_them_one_after_the_other(
+    dealing: Driver,
+) -> None:
+    """The shoe went offline while a card was due, and once it was back the dealer drew a
+    card while the table was still paused: the pause needs a burn and a confirmation. Each
+    is applied as it comes (each alone used to be refused for the other)."""
+    dealing.send(ShoeOffline("/dev/ttyUSB0", "unplugged", dealing.tick()))
+    dealing.send(ShoeOnline("/dev/ttyUSB0", dealing.tick()))
+    dealing.draw("5D")  # while paused: held out of turn
+    pause = dealing.machine.state.pause
+    assert pause.offline_gap and pause.held == (parse_card("5D"),)
+    burned = dealing.command("resume", resolution="burn")
+    assert burned.ok and "still needed" in burned.message, burned
+    assert dealing.phase is Phase.PAUSED
+    assert dealing.published_events("cards_burned")[-1] == {"count": 1}
+    assert dealing.machine.state.pause.needs() == [
+        "confirm no card left the shoe while it was offline (no_cards_drawn), or enter_card "
+        "each card that did"
+    ]
+    assert not dealing.command("resume").ok  # nothing resolved: refused, as before
+    assert dealing.command("resume", resolution="no_cards_drawn").ok
+    finish_round(dealing)
