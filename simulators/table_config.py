@@ -12,7 +12,14 @@ here and the tests use this one.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+
+def _text(value: object) -> str:
+    """``value`` as a TOML basic string: JSON's string escapes are TOML's too, so a path with
+    a quote or a backslash in it stays that path."""
+    return json.dumps(str(value))
 
 
 def write_table_config(
@@ -49,35 +56,35 @@ def write_table_config(
     }
     lines = [
         "[table]",
-        f'id = "{table_id}"',
-        f'game = "{game}"',
+        f"id = {_text(table_id)}",
+        f"game = {_text(game)}",
         *(f"{name} = {value}" for name, value in settings.items() if value is not None),
-        f'journal_path = "{table_id}.journal"',
+        f"journal_path = {_text(table_id + '.journal')}",
     ]
     if baccarat_mode is not None:
-        lines.append(f'baccarat_mode = "{baccarat_mode}"')
+        lines.append(f"baccarat_mode = {_text(baccarat_mode)}")
     lines += [
         "[shoe]",
-        f'port = "{shoe_port}"',
-        f'protocol = "{protocol}"',
+        f"port = {_text(shoe_port)}",
+        f"protocol = {_text(protocol)}",
         "[mqtt]",
-        f'host = "{broker_host}"',
+        f"host = {_text(broker_host)}",
         f"port = {broker_port}",
-        f'protocol = "{mqtt_protocol}"',
+        f"protocol = {_text(mqtt_protocol)}",
     ]
     if client_id is not None:
-        lines.append(f'client_id = "{client_id}"')
+        lines.append(f"client_id = {_text(client_id)}")
     if topic_prefix is not None:
-        lines.append(f'topic_prefix = "{topic_prefix}"')
+        lines.append(f"topic_prefix = {_text(topic_prefix)}")
     if username is not None:
-        lines.append(f'username = "{username}"')
+        lines.append(f"username = {_text(username)}")
     if password is not None:
         secret = path.parent / f"{table_id}.mqtt-password"
         secret.touch(mode=0o600)
         secret.chmod(0o600)  # private before the password is in it
         secret.write_text(password + "\n", encoding="utf-8")
-        lines.append(f'password_file = "{secret.name}"')
+        lines.append(f"password_file = {_text(secret.name)}")
     if tls_ca_file is not None:
-        lines += ["[mqtt.tls]", f'ca_file = "{tls_ca_file}"']
+        lines += ["[mqtt.tls]", f"ca_file = {_text(tls_ca_file)}"]
     path.write_text("\n".join(lines) + "\n" + extra, encoding="utf-8")
     return path
