@@ -329,7 +329,9 @@ def test_the_live_view_shows_the_round_and_a_pause(tmp_path: Path) -> None:
             text = "\n".join(line.rstrip() for line in screen.display)
         both = re.search(HAND.format("player"), text) and re.search(HAND.format("banker"), text)
         paused = re.search(r"phase\s+PAUSED", text) and "misread: a card could not be read" in text
-        return text if both and paused else None
+        # The whole frame, not one caught half-drawn: its panel closed below the pause's needs.
+        whole = "needs enter_card" in text and "╰" in text.split("needs enter_card", 1)[1]
+        return text if both and paused and whole else None
 
     try:
         text = wait_until(paused_with_both_hands, 60, "a pause for a misread with both hands dealt")
