@@ -146,7 +146,10 @@ class MqttLink:
         self._dealer: bytes | None = None
         self._dealer_sent: bytes | None = None
         self._thread: threading.Thread | None = None
+        # One sending round at a time: the publisher's, or the table thread's (send_now).
+        self._round = threading.Lock()
         self.connects = 0
+        publications.send_with(self.send_now)
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -283,9 +286,10 @@ class MqttLink:
     # -- publishing (the publisher thread) ---------------------------------------------------
 
     def set_dealer(self, body: bytes) -> None:
+        """Called on the table's thread among an event's effects: sent with the event's
+        messages, by the round that follows their record (see :meth:`send_now`)."""
         with self.publications.changed:
             self._dealer = body
-            self.publications.changed.notify_all()
 
     def respond(self, route: Route, response: dict[str, Any]) -> None:
         """Publish an answer; one that cannot be published is logged, never raised (it
@@ -306,6 +310,26 @@ class MqttLink:
         info = self.client.publish(route.topic, encode(response), qos=1, properties=properties)
         self._register(info.mid, None)
 
+    def send_now(self) -> None:
+        """On the table's thread, right after a journal row's messages went into the outbox:
+        send them there and then, one thread hop less on a card's way out. When the
+        publisher is in a round of its own, it sends them instead (it is notified next)."""
+        if not self.connected.is_set() or self._stopping.is_set():
+            return
+        if not self._round.acquire(blocking=False):
+            return
+        try:
+            self._send_round()
+        except Exception:  # the table's thread must go on; the publisher retries
+            logger.exception("publishing from the table's thread failed")
+        finally:
+            self._round.release()
+
+    def _send_round(self) -> None:
+        self._send_events()
+        self._send_state()
+        self._send_dealer()
+
     def _publish_loop(self) -> None:
         changed = self.publications.changed
         while not self._stopping.is_set():
@@ -314,9 +338,8 @@ class MqttLink:
             if not self.connected.is_set():
                 continue
             try:
-                self._send_events()
-                self._send_state()
-                self._send_dealer()
+                with self._round:
+                    self._send_round()
                 self._save_delivered()
             except Exception:
                 logger.exception("publishing failed; retrying")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from controller.outbox import Outbox
@@ -87,6 +88,14 @@ class Publications:
         self.awaited: tuple[int, dict[str, Any]] | None = None
         self._journal_head: tuple[int, str] = (0, "")
         self._writing = True
+        self._sender: Callable[[], None] | None = None
+
+    def send_with(self, sender: Callable[[], None]) -> None:
+        """Call ``sender()`` on the recording thread right after each :meth:`record`, before
+        :attr:`changed` is notified: the daemon's link sends a row's messages there and then,
+        so that a card's state does not wait for the publisher thread to wake. ``sender``
+        must not raise."""
+        self._sender = sender
 
     def replaying(self, entry_seq: int, entry_hash: str) -> None:
         """Before the effects of journal row ``entry_seq`` are recorded during replay: rows
@@ -136,6 +145,9 @@ class Publications:
                 # Nothing public changed but the journal grew: the state carries its head.
                 self.state = {**self.state, "journal": _head(journal_head), "seq": self.seq}
                 self.state_version += 1
+        if self._sender is not None:
+            self._sender()
+        with self._lock:
             self.changed.notify_all()
         return answers
 
