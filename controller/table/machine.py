@@ -282,6 +282,15 @@ def event_kind(state: TableState, event: object) -> str:
 # The kinds of the events in which the shoe announces a card that left it.
 SHOE_CARD_KINDS: Final = frozenset({"card", "misread", "cut_card"})
 
+
+def _still_unannounced(entered: tuple[Card, ...], event: object) -> tuple[Card, ...]:
+    """The cards entered by hand whose frames may still come after the shoe's card
+    ``event``: those entered after the one whose face it has (frames come in order)."""
+    if isinstance(event, CardDrawn) and event.card in entered:
+        return entered[entered.index(event.card) + 1 :]
+    return ()
+
+
 _SIMPLE_KINDS: Final[dict[type, str]] = {
     CardDrawn: "card",
     CardMisread: "misread",
@@ -404,8 +413,11 @@ class TableMachine:
             effects = handler(self, new, event)
             if self.revision >= 3 and kind in SHOE_CARD_KINDS:
                 # The shoe announced a card: a gap it had to show for the cards entered by
-                # hand came before it (the numbering shows a gap with the next frame).
-                new.unannounced_entered = ()
+                # hand came before it (the numbering shows a gap with the next frame). If it
+                # has the face of one of them it may be that card's late frame (held): the
+                # frames of the cards entered after it may still come, late too.
+                new.unannounced_entered = _still_unannounced(state.unannounced_entered, event)
+                new.unannounced_gaps = 0
             if new.phase not in transition.targets:  # a bug in this file, not in the input
                 raise AssertionError(
                     f"{transition.handler} led {state.phase.name} to {new.phase.name}, "
@@ -722,6 +734,7 @@ class TableMachine:
         held: tuple[Card | None, ...] = (),
         unread: str | None = None,
         by: str | None = None,
+        uncounted: tuple[int, ...] = (),
     ) -> list[Effect]:
         previous = state.pause
         resume_to = previous.resume_to if previous is not None else state.phase
@@ -736,13 +749,14 @@ class TableMachine:
             self.revision >= 3 and reason is PauseReason.DEALER_IDLE and resume_to is P.DEALING
         )
         if previous is not None:
+            uncounted = previous.uncounted + tuple(len(previous.held) + i for i in uncounted)
             held = previous.held + held
             unread = unread or previous.unread
             since = previous.since if previous.since is not None else at
             offline_gap = offline_gap or previous.offline_gap
             idle_gap = idle_gap or previous.idle_gap
         state.pause = Pause(
-            reason, message, resume_to, held, unread, by, since, offline_gap, idle_gap
+            reason, message, resume_to, held, unread, by, since, offline_gap, idle_gap, uncounted
         )
         state.reading = None
         state.phase = P.PAUSED
@@ -893,8 +907,8 @@ class TableMachine:
         lost = len(event.sequences)
         if self.revision < 3:
             return lost
-        accounted = min(lost, len(state.unannounced_entered))
-        state.unannounced_entered = state.unannounced_entered[accounted:]
+        accounted = min(lost, len(state.unannounced_entered) - state.unannounced_gaps)
+        state.unannounced_gaps += accounted
         return lost - accounted
 
     def on_paused_notice(self, state: TableState, event: ShoeFault | CardsLost) -> list[Effect]:
@@ -1019,12 +1033,22 @@ class TableMachine:
         """Pause and hold a card that came when none was due (counted: a ninth copy is
         impossible whenever it comes)."""
         card = event.card if isinstance(event, CardDrawn) else None
-        if card is not None and state.count is not None:
+        # The face of a card entered by hand: perhaps its late frame, which was counted
+        # when it was entered. It is counted if it is accepted as another card.
+        late = card is not None and card in state.unannounced_entered
+        if card is not None and state.count is not None and not late:
             try:
                 self._count(state, card)
             except RulesError:
                 return self._pause(state, PauseReason.IMPOSSIBLE_CARD, event.at, NINTH_COPY)
-        return self._pause(state, PauseReason.CARD_OUT_OF_TURN, event.at, why, held=(card,))
+        return self._pause(
+            state,
+            PauseReason.CARD_OUT_OF_TURN,
+            event.at,
+            why,
+            held=(card,),
+            uncounted=(0,) if late else (),
+        )
 
     @staticmethod
     def _why_out_of_turn(state: TableState) -> str:
@@ -1108,15 +1132,15 @@ class TableMachine:
         return [closed, *self._advance(state, event.at)]
 
     def on_card(self, state: TableState, event: CardDrawn) -> list[Effect]:
-        entered = state.unannounced_entered
-        if entered and event.card == entered[-1]:
-            # No gap came for the card entered by hand, and this one has its face: the
-            # frame may just have been late. Dealt, it would go to the next position.
+        if event.card in state.unannounced_entered:
+            # It has the face of a card entered by hand whose frame never came (a gap before
+            # it may be another card's): it may be that frame, late. Dealt, it would go to
+            # the next position. Its face is not said: it may be the hole card.
             return self._hold_out_of_turn(
                 state,
                 event,
-                f"the shoe announced a {event.card} right after a {event.card} was entered "
-                "by hand: burn it if it is that card, accept it if the dealer drew another",
+                "the shoe announced a card of the face of one entered by hand: burn it if it "
+                "is that card's frame, late, accept it if the dealer drew another",
             )
         return self._take_card(state, event.card, event.at, "shoe")
 
@@ -1319,6 +1343,14 @@ class TableMachine:
             if pause.resume_to is not P.DEALING:
                 raise TransitionError("the round expects no card now: burn it instead")
             dealt_card, held = held[0], ()
+            if pause.uncounted:  # another card of that face, not the late frame
+                try:
+                    self._count(state, dealt_card)
+                except RulesError as error:
+                    raise TransitionError(
+                        f"cannot accept it: {NINTH_COPY}, so it is the late frame of the "
+                        "card entered by hand: burn it"
+                    ) from error
         elif resolution == "enter_card":
             if unread is None:
                 raise TransitionError("no card is waiting to be entered by hand")
@@ -1330,7 +1362,10 @@ class TableMachine:
             if self.revision >= 3 and progressed and dealt_card is None:
                 # One resolution of several: it is applied, and the table stays paused
                 # for the rest (each alone would otherwise be refused for the other).
-                state.pause = replace(pause, held=held, offline_gap=offline_gap)
+                uncounted = pause.uncounted if held else ()
+                state.pause = replace(
+                    pause, held=held, offline_gap=offline_gap, uncounted=uncounted
+                )
                 rest = "; ".join(state.pause.needs())
                 answer = self._answer(event, True, f"{resolution} done; still needed: {rest}")
                 return [answer, *effects, self._publish(state)]

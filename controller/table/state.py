@@ -105,6 +105,9 @@ class Pause:
     # lost looks just like this, so the supervisor may enter the card lying on the felt
     # (``enter_card``), or resume if none was drawn.
     idle_gap: bool = False
+    # Indices in ``held`` of cards not counted out of the shoe: each has the face of a card
+    # entered by hand, whose late frame it may be (that card is counted). ``accept`` counts it.
+    uncounted: tuple[int, ...] = ()
 
     def needs(self) -> list[str]:
         needs = []
@@ -149,10 +152,11 @@ class TableState:
     shoe_reports_locked: bool | None = None  # what the shoe last confirmed
     camera_online: bool | None = None  # None: no camera has reported (or none is fitted)
     # Cards entered by hand that the shoe never announced (its frame was lost, or it was
-    # offline), until the shoe's next card: a gap in its numbering of up to that many is
-    # theirs and needs no pause, and a next card of the same face as the last of them may
-    # be that card's frame, late.
+    # offline), in order, until the shoe's next card: a gap in its numbering of up to that
+    # many is theirs and needs no pause (``unannounced_gaps``: how many gaps were counted
+    # against them), and a next card of the face of any of them may be its frame, late.
     unannounced_entered: tuple[Card, ...] = ()
+    unannounced_gaps: int = 0
     deadline: float | None = None  # when betting closes or the awaited decision times out
     # The operational settings in force, and those journaled to apply from the next round.
     settings: OperationalSettings | None = None

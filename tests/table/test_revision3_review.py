@@ -2,8 +2,9 @@
 leaves in the shoe's numbering, its late frame, two resolutions taken one after the other,
 and the runtime no longer journaling timers the machine does not await.
 
-The passing tests pin what revision 3 gets right; the ``xfail(strict=True)`` ones are bugs
-found in review (each says which, and passes once it is fixed).
+The tests pin what revision 3 gets right, the last five the bugs the review found (each
+failed before its fix: a hole card's face in the late-frame pause's message, twice; the late
+frame counted twice; two late frames dealt; another card's gap using up an entry).
 
 The model behind the property test: a dealer who draws only when the table asks for a card
 and lays it where the table says, a shoe whose frames come in order but may come late or be
@@ -343,7 +344,7 @@ class Model:
         idle = [i for i, purpose in state.timers.items() if purpose == "dealer_idle"]
         pending_ids = {frame.ident for frame in felt.pending}
         lying = self.unshown()
-        # Not modelled here (xfail tests below): a second card entered while the late frame
+        # Not modelled here (the tests at the end): a second card entered while the late frame
         # of a first is on its way, and the late frame of a face-down card entered by hand.
         if (
             idle
@@ -354,7 +355,7 @@ class Model:
         if state.phase is Phase.PAUSED:
             acts += ["supervisor", "supervisor"]
         # A gap no card entered can account for (a cancelled round's lost frame) is left
-        # out of the next round here: see the xfail test on a gap that is not the card's.
+        # out of the next round here: see the test at the end on a gap that is not the card's.
         unknown_gap = any(f.ident not in felt.known for f in felt.lost)
         if state.phase is Phase.SHOE_READY and not felt.pending and not unknown_gap:
             acts.append("round")
@@ -549,15 +550,9 @@ def test_the_round_holds_exactly_the_physical_cards_whatever_the_frames_do(
         model.table.close()
 
 
-# -- bugs found in review (xfail, strict: each passes once fixed) -----------------------------
+# -- bugs found in review, fixed: each failed before the fix -----------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: the late-frame hold names the card's face in table_paused, the public "
-    "state and the dealer's line; for a hole card entered by hand that is its face, "
-    "published before its reveal",
-)
 def test_the_late_frame_of_a_hole_card_entered_by_hand_does_not_publish_its_face() -> None:
     driver = table_for("blackjack-classic")  # box1, hole, box1, up card
     driver.open_and_close_betting(boxes=1)
@@ -572,11 +567,6 @@ def test_the_late_frame_of_a_hole_card_entered_by_hand_does_not_publish_its_face
     assert "QH" not in json.dumps(public_state(driver.machine.config, driver.machine.state))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: the late-frame hold names the held card's face; accepted, that card is "
-    "the dealer's hole card, whose face was published while it was held",
-)
 def test_a_held_card_that_becomes_the_hole_card_was_not_named() -> None:
     driver = table_for("blackjack-classic")
     driver.open_and_close_betting(boxes=1)
@@ -596,12 +586,6 @@ def test_a_held_card_that_becomes_the_hole_card_was_not_named() -> None:
     assert driver.machine.state.round_log[-1][1:] == ("dealer", parse_card("7D"), True)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: the late frame of a card entered by hand is counted again when it is "
-    "held, and burning it does not take it back: one physical card counted twice (cards_left "
-    "one short, and a genuine eighth copy later refused as a ninth)",
-)
 def test_a_burnt_late_frame_is_not_counted_twice(dealing: Driver) -> None:
     dealing.expire("dealer_idle")
     assert dealing.command("resume", resolution="enter_card", card="KC").ok
@@ -623,12 +607,6 @@ def test_a_late_frame_accepted_as_another_card_is_counted_once(dealing: Driver) 
     assert cards_drawn(dealing) == BURNT_AT_START + 4
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: only the LAST card entered is compared with the shoe's next card; with "
-    "two cards entered whose frames were both late, the first late frame (and then the "
-    "second) is dealt to the next positions: phantom cards in the round, wrong payouts",
-)
 def test_two_late_frames_after_two_cards_entered_are_not_dealt() -> None:
     driver = table_for("baccarat")
     driver.open_and_close_betting()
@@ -646,13 +624,6 @@ def test_two_late_frames_after_two_cards_entered_are_not_dealt() -> None:
     assert settled["player"] == ["9S", "KC"] and settled["banker"] == ["TD", "3H"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: a gap is counted against the cards entered by number, not by which card "
-    "it was; the gap of another card (here the lost frame of a cancelled round's card) comes "
-    "with the entered card's late frame, uses up the entry, and the late frame is dealt to "
-    "the next position",
-)
 def test_a_gap_that_is_not_the_entered_cards_does_not_let_its_late_frame_be_dealt() -> None:
     driver = table_for("baccarat")
     driver.open_and_close_betting()
