@@ -182,7 +182,7 @@ class MqttLink:
             self.publications.changed.notify_all()
         if self._thread is not None:
             self._thread.join(2.0)
-        self._save_delivered()
+        self.outbox.save_delivered()
         if self.connected.is_set():
             info = self.client.publish(self.topics.availability, "offline", qos=1, retain=True)
             with contextlib.suppress(RuntimeError, ValueError):
@@ -242,8 +242,12 @@ class MqttLink:
                     self._early_acks.add(mid)
                 return
             self._ack(seq)
-        with self.publications.changed:
-            self.publications.changed.notify_all()
+            # The publisher is needed only if events wait for room in the window; how far
+            # the broker acknowledged is written with the outbox's next commit.
+            waiting = self._next_seq <= self.outbox.last_seq
+        if waiting:
+            with self.publications.changed:
+                self.publications.changed.notify_all()
 
     def _register(self, mid: int, seq: int | None) -> None:
         """Note a message id just returned by publish (``seq`` for an event, None for a
@@ -265,15 +269,9 @@ class MqttLink:
         while advanced + 1 in self._acked:
             advanced += 1
             self._acked.discard(advanced)
-        self._delivered = advanced
-
-    def _save_delivered(self) -> None:
-        """Persist how far the broker acknowledged, at most once per publishing round: a
-        crash repeats at most what came since (consumers drop repeats by seq)."""
-        with self._lock:
-            delivered = self._delivered
-        if delivered != self.outbox.delivered_seq:
-            self.outbox.set_delivered(delivered)
+        if advanced != self._delivered:
+            self._delivered = advanced
+            self.outbox.note_delivered(advanced)
 
     def _on_message(self, _client: Any, _userdata: Any, message: Any) -> None:
         try:
@@ -310,18 +308,21 @@ class MqttLink:
         info = self.client.publish(route.topic, encode(response), qos=1, properties=properties)
         self._register(info.mid, None)
 
-    def send_now(self) -> None:
+    def send_now(self) -> bool:
         """On the table's thread, right after a journal row's messages went into the outbox:
-        send them there and then, one thread hop less on a card's way out. When the
-        publisher is in a round of its own, it sends them instead (it is notified next)."""
+        send them there and then, one thread hop less on a card's way out. True if all was
+        sent; otherwise (no broker, the publish window full, the publisher in a round of its
+        own) the publisher sends the rest (it is notified next)."""
         if not self.connected.is_set() or self._stopping.is_set():
-            return
+            return False
         if not self._round.acquire(blocking=False):
-            return
+            return False
         try:
             self._send_round()
+            return self._all_sent()
         except Exception:  # the table's thread must go on; the publisher retries
             logger.exception("publishing from the table's thread failed")
+            return False
         finally:
             self._round.release()
 
@@ -330,17 +331,32 @@ class MqttLink:
         self._send_state()
         self._send_dealer()
 
+    def _all_sent(self) -> bool:
+        with self._lock:
+            events_sent = self._next_seq > self.outbox.last_seq
+        version, _state = self.publications.state_snapshot()
+        return (
+            events_sent
+            and version == self._sent_state_version
+            and self._dealer == self._dealer_sent
+        )
+
     def _publish_loop(self) -> None:
         changed = self.publications.changed
         while not self._stopping.is_set():
             with changed:
-                changed.wait(0.5)
-            if not self.connected.is_set():
-                continue
+                signalled = changed.wait(0.5)
             try:
+                if not signalled:
+                    # At rest: write down how far the broker acknowledged (during play,
+                    # that goes with the outbox's commits).
+                    self.outbox.save_delivered()
+                if not self.connected.is_set():
+                    continue
                 with self._round:
                     self._send_round()
-                self._save_delivered()
+                # A long catch-up commits nothing: write the mark down as it goes.
+                self.outbox.save_delivered(behind=PUBLISH_WINDOW)
             except Exception:
                 logger.exception("publishing failed; retrying")
                 time.sleep(0.2)

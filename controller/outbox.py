@@ -9,11 +9,16 @@ in the same order, so the same numbers), which is what makes the outbox safe:
   replaying the rows the outbox has not seen (:attr:`Outbox.last_journal_seq`);
 - a lost or deleted outbox is rebuilt whole the same way;
 - a broker that was away gets every event from ``delivered_seq + 1`` on, from this file, not
-  from the MQTT client's memory, which dies with the process.
+  from the MQTT client's memory, which dies with the process. How far the broker
+  acknowledged is noted in memory as the acknowledgements come (:meth:`Outbox.note_delivered`)
+  and written with the next commit, or by the publisher at rest, never in a write of its own
+  while cards come: a crash sends the events acknowledged since the last written mark again,
+  which consumers drop by ``seq``.
 
 It lives beside the journal (``t1.journal`` → ``t1.outbox``) in its own SQLite file: the
-journal stays the regulator's evidence, and this is delivery bookkeeping. One writer (the
-table's thread); readers on other threads (the publisher, catch-up requests) share its lock.
+journal stays the regulator's evidence, and this is delivery bookkeeping. One writer of
+messages (the table's thread); the publisher writes the delivery mark at rest; readers on
+other threads (the publisher, catch-up requests) share its lock.
 """
 
 from __future__ import annotations
@@ -93,6 +98,7 @@ class Outbox:
             row[1] or 0, answered[0] or 0, int(self._meta("journal_seq") or 0)
         )
         self._delivered = int(self._meta("delivered_seq") or 0)
+        self._delivered_saved = self._delivered
         self._batch: list[tuple[int, int, bytes]] = []
         self._answer_batch: list[tuple[str, int, bytes]] = []
 
@@ -140,10 +146,15 @@ class Outbox:
                     self._answer_batch,
                 )
                 self._set_meta("journal_seq", str(journal_seq))
+                # How far the broker acknowledged goes with the commit: no write of its own.
+                delivered = self._delivered
+                if delivered != self._delivered_saved:
+                    self._set_meta("delivered_seq", str(delivered))
                 self._db.execute("COMMIT")
             except sqlite3.Error as error:
                 self._db.execute("ROLLBACK")
                 raise JournalError(f"cannot write the outbox {self.path}: {error}") from error
+            self._delivered_saved = delivered
         if self._batch:
             self.last_seq = self._batch[-1][0]
         self.last_journal_seq = max(self.last_journal_seq, journal_seq)
@@ -167,7 +178,7 @@ class Outbox:
             self._db.execute("DELETE FROM messages")
             self._db.execute("DELETE FROM answers")
             self._db.execute("DELETE FROM meta WHERE key != 'format'")
-        self.last_seq = self.last_journal_seq = self._delivered = 0
+        self.last_seq = self.last_journal_seq = self._delivered = self._delivered_saved = 0
 
     # -- reading (any thread) ---------------------------------------------------------------
 
@@ -194,9 +205,26 @@ class Outbox:
         """The last event the broker acknowledged, with every one before it."""
         return self._delivered
 
-    def set_delivered(self, seq: int) -> None:
+    def note_delivered(self, seq: int) -> None:
+        """The broker acknowledged every event up to ``seq``: kept in memory, written with
+        the next :meth:`commit` or :meth:`save_delivered` (any thread, no SQLite write).
+        A crash before that sends the events since the last written mark again, which the
+        API allows (consumers drop repeats by ``seq``)."""
+        self._delivered = seq
+
+    def save_delivered(self, behind: int = 1) -> None:
+        """Write the noted mark now if it is at least ``behind`` events past the written one."""
         with self._lock:
-            self._delivered = seq
+            delivered = self._delivered
+            if delivered - self._delivered_saved < behind:
+                return
+            self._set_meta("delivered_seq", str(delivered))
+            self._delivered_saved = delivered
+
+    def set_delivered(self, seq: int) -> None:
+        """Note ``seq`` as delivered and write it now."""
+        with self._lock:
+            self._delivered = self._delivered_saved = seq
             self._set_meta("delivered_seq", str(seq))
 
     def close(self) -> None:

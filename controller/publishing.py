@@ -88,13 +88,13 @@ class Publications:
         self.awaited: tuple[int, dict[str, Any]] | None = None
         self._journal_head: tuple[int, str] = (0, "")
         self._writing = True
-        self._sender: Callable[[], None] | None = None
+        self._sender: Callable[[], bool] | None = None
 
-    def send_with(self, sender: Callable[[], None]) -> None:
-        """Call ``sender()`` on the recording thread right after each :meth:`record`, before
-        :attr:`changed` is notified: the daemon's link sends a row's messages there and then,
-        so that a card's state does not wait for the publisher thread to wake. ``sender``
-        must not raise."""
+    def send_with(self, sender: Callable[[], bool]) -> None:
+        """Call ``sender()`` on the recording thread right after each :meth:`record`: the
+        daemon's link sends a row's messages there and then, so that a card's state does
+        not wait for the publisher thread to wake. :attr:`changed` is notified unless
+        ``sender`` returns True (all sent). ``sender`` must not raise."""
         self._sender = sender
 
     def replaying(self, entry_seq: int, entry_hash: str) -> None:
@@ -145,10 +145,9 @@ class Publications:
                 # Nothing public changed but the journal grew: the state carries its head.
                 self.state = {**self.state, "journal": _head(journal_head), "seq": self.seq}
                 self.state_version += 1
-        if self._sender is not None:
-            self._sender()
-        with self._lock:
-            self.changed.notify_all()
+        if self._sender is None or not self._sender():
+            with self._lock:
+                self.changed.notify_all()
         return answers
 
     def _event(
