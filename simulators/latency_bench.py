@@ -60,6 +60,7 @@ RATIO_TARGET = 2.0
 RSS_TARGET_MB = 80.0
 IDLE_CPU_TARGET_PERCENT = 1.0
 WAIT_S = 10.0  # for any one answer, state or floor message
+KEEPALIVE_S = 3600  # the bench's own MQTT connections: longer than any run
 FLOOR_TOPIC = "bench/floor"
 TABLE_ID = "t1"
 PREFIX = "livetable"
@@ -127,7 +128,10 @@ class Link:
         self.client.on_connect = self._on_connect
         self.client.on_subscribe = self._on_subscribe
         self.client.on_message = self._on_message
-        self.client.connect_async(host, port, keepalive=30)
+        # No keepalive ping during a run: after a PINGRESP that the bench's side has not
+        # acknowledged yet (TCP's delayed acknowledgement), mosquitto's next message waits
+        # for it behind Nagle's algorithm, some 40 ms, which would be the bench's own delay.
+        self.client.connect_async(host, port, keepalive=KEEPALIVE_S)
         self.client.loop_start()
 
     def _on_connect(self, client: Any, _u: Any, _f: Any, reason: Any, _p: Any) -> None:
