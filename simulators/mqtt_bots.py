@@ -336,7 +336,32 @@ def decision(request: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     }
 
 
-def resolution(pause: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+@dataclass
+class LaidCard:
+    """The last round card laid on the felt, with what the table had counted when it was
+    laid. If the table still counts as many when its dealer idle deadline pauses it
+    (``pause.idle_gap``), the shoe never announced that card: its frame was lost."""
+
+    laid: tuple[Any, Any, str] | None = None
+
+    def note(self, state: dict[str, Any], card: str | None) -> None:
+        """``card`` was just drawn for the round of ``state`` (the state it was drawn for)."""
+        if card and state.get("phase") == "DEALING":
+            self.laid = (_round_id(state), _cards_drawn(state), card)
+
+    def unannounced(self, state: dict[str, Any]) -> str | None:
+        """The card on the felt that the paused round does not show, else None."""
+        if self.laid is None:
+            return None
+        round_id, counted, card = self.laid
+        if round_id != _round_id(state) or counted != _cards_drawn(state):
+            return None
+        return card
+
+
+def resolution(
+    pause: dict[str, Any], unannounced: str | None = None
+) -> tuple[str, dict[str, Any]] | None:
     """How the supervisor resolves ``pause`` (a state's ``pause``) as its ``needs`` say: the
     command and its arguments, or None for a pause a person made (a person resumes it).
 
@@ -345,7 +370,9 @@ def resolution(pause: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     went offline while cards were due is confirmed to have let none out
     (``no_cards_drawn``): the dealer draws only when the table asks for a card, which it
     does not while the shoe is offline. A card nobody read is :data:`ENTER_CARD`, whose
-    ``card`` only someone who saw it can add. Anything else is a plain ``resume``.
+    ``card`` only someone who saw it can add. A dealer-idle pause while a card was due
+    (``idle_gap``) enters ``unannounced``, the card laid that the table never counted
+    (:class:`LaidCard`), if there is one. Anything else is a plain ``resume``.
     """
     if pause.get("by"):
         return None
@@ -356,6 +383,8 @@ def resolution(pause: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
         return "resume", {"resolution": "no_cards_drawn"}
     if "enter_card" in needs:
         return ENTER_CARD, {}
+    if pause.get("idle_gap") and unannounced is not None:
+        return ENTER_CARD, {"card": unannounced}
     return "resume", {}
 
 
@@ -403,7 +432,7 @@ class TableBots:
     # The last round card laid on the felt: (round id, cards the table had counted then,
     # its face). If the table still counts as many when the dealer idle deadline pauses
     # it, the shoe never announced that card (its frame was lost).
-    _laid: tuple[Any, Any, str] | None = None
+    _laid: LaidCard = field(default_factory=LaidCard)
     _dealt_now: str | None = None  # the round card the dealer laid in this step
     _retry_at: float = 0.0
 
@@ -459,8 +488,7 @@ class TableBots:
                 self.draw()
             else:
                 self._dealer_draws(phase, state.get("awaiting") or {})
-                if phase == "DEALING" and self._dealt_now is not None:
-                    self._laid = (_round_id(state), _cards_drawn(state), self._dealt_now)
+                self._laid.note(state, self._dealt_now)
         elif move == OPEN_ROUND:
             answer = self.platform.request("open_round")
             if answer["ok"]:
@@ -555,40 +583,24 @@ class TableBots:
     def _resolve(self, state: dict[str, Any]) -> bool:
         """Resolve the pause (:func:`resolution`); whether the table took the resolution."""
         pause = state["pause"] or {}
-        resolved = resolution(pause)
+        resolved = resolution(pause, self._laid.unannounced(state))
         if resolved is None:
             return True  # a person paused it: a person resumes it
         wait = max(self.resolve_delay_s, self._retry_at - time.monotonic())
         if wait > 0 and self._stop.wait(wait):
             return False
         command, args = resolved
-        if command == ENTER_CARD:
+        if command == ENTER_CARD and "card" not in args:
             card = self._unread_card(pause)
             if card is None:
                 return True  # a person must read the card; the test decides
             args = {"card": card}
-        elif not args and pause.get("idle_gap"):
-            # A plain resume, unless the dealer laid a card the table never counted: the
-            # shoe lost its frame, and the supervisor enters the card from the felt.
-            card = self._unannounced_card(state)
-            if card is not None:
-                command, args = ENTER_CARD, {"card": card}
         answer = self.supervisor.request(command, **args)
         if answer["ok"]:
             return True
         self.errors.append(f"resolving {pause.get('reason')}: {answer['message']}")
         self._retry_at = time.monotonic() + RETRY_S
         return False
-
-    def _unannounced_card(self, state: dict[str, Any]) -> str | None:
-        """The card on the felt that the paused round does not show, if the dealer laid
-        one after the table last counted a card (a lost frame), else None."""
-        if self._laid is None:
-            return None
-        round_id, counted, card = self._laid
-        if round_id != _round_id(state) or counted != _cards_drawn(state):
-            return None
-        return card
 
     def _unread_card(self, pause: dict[str, Any]) -> str | None:
         """The face of the card the pause asks for, as the dealer saw it on the felt."""
