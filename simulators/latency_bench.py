@@ -33,7 +33,6 @@ import contextlib
 import json
 import os
 import platform
-import signal
 import sqlite3
 import statistics
 import subprocess
@@ -55,6 +54,8 @@ from controller.cli_support import (
     positive_seconds,
 )
 from controller.stats import percentile
+from simulators.daemon_process import DaemonProcess
+from simulators.table_config import write_table_config
 
 RATIO_TARGET = 2.0
 RSS_TARGET_MB = 80.0
@@ -299,31 +300,6 @@ def step(table: Table, shoe: Any, state: dict[str, Any]) -> float | None:
 # -- the daemon ------------------------------------------------------------------------------
 
 
-def write_config(path: Path, shoe_link: Path, port: int) -> Path:
-    path.write_text(
-        "\n".join(
-            [
-                "[table]",
-                f'id = "{TABLE_ID}"',
-                'game = "baccarat"',
-                # Short betting: the bench times cards, not the wait for bets.
-                "betting_s = 0.05",
-                "dealer_idle_s = 60.0",
-                f'journal_path = "{TABLE_ID}.journal"',
-                "[shoe]",
-                f'port = "{shoe_link}"',
-                'protocol = "angel-eye"',
-                "[mqtt]",
-                'host = "127.0.0.1"',
-                f"port = {port}",
-                'protocol = "5"',
-            ]
-        )
-        + "\n"
-    )
-    return path
-
-
 def rss_kb(pid: int) -> dict[str, int]:
     """VmRSS and VmHWM (the peak) of ``pid``, in kB."""
     found: dict[str, int] = {}
@@ -354,18 +330,20 @@ def idle_cpu_percent(pid: int, seconds: float) -> float:
 class DaemonUnderTest:
     """``livetable run`` up, with its shoe and the bench's view of its table."""
 
-    process: subprocess.Popen[bytes]
+    daemon: DaemonProcess
     table: Table
     shoe: Any
-    log_path: Path
+
+    @property
+    def pid(self) -> int:
+        assert self.daemon.process is not None
+        return self.daemon.process.pid
 
     def exited(self) -> RuntimeError:
-        return RuntimeError(
-            f"the daemon exited ({self.process.returncode}): {self.log_path.read_text()[-2000:]}"
-        )
+        return RuntimeError(f"the daemon exited: {self.daemon.why()}")
 
     def check_alive(self) -> None:
-        if self.process.poll() is not None:
+        if not self.daemon.alive():
             raise self.exited()
 
 
@@ -375,33 +353,32 @@ def running_daemon(workdir: Path, host: str, port: int, seed: int) -> Iterator[D
     from simulators.shoe.simulator import ShoeSimulator
 
     link_path = workdir / "shoe"
-    config = write_config(workdir / f"{TABLE_ID}.toml", link_path, port)
-    log_path = workdir / "daemon.log"
+    config = write_table_config(
+        workdir / f"{TABLE_ID}.toml",
+        table_id=TABLE_ID,
+        game="baccarat",
+        shoe_port=link_path,
+        broker_port=port,
+        broker_host=host,
+        betting_s=0.05,  # short betting: the bench times cards, not the wait for bets
+        dealer_idle_s=60.0,
+    )
     base = f"{PREFIX}/{TABLE_ID}"
-    with ShoeSimulator("angel-eye", link_path, seed=seed) as shoe, open(log_path, "ab") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "controller.cli", "run", "--config", str(config)],
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-            cwd=workdir,
-        )
+    with ShoeSimulator("angel-eye", link_path, seed=seed) as shoe:
+        process = DaemonProcess(config, workdir / "daemon.log", cwd=workdir)
+        process.start()
         link = Link(host, port, [f"{base}/state", f"{base}/response/bench"], "bench")
-        daemon = DaemonUnderTest(process, Table(link), shoe, log_path)
+        daemon = DaemonUnderTest(process, Table(link), shoe)
         try:
             link.wait_ready()
             yield daemon
         except Exception as error:
-            if process.poll() is not None:
+            if not process.alive():
                 raise daemon.exited() from error
             raise
         finally:
             link.close()
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            process.stop()
 
 
 # -- the floor -------------------------------------------------------------------------------
@@ -583,8 +560,8 @@ def measure(cards: int, idle_s: float, directory: Path | None, seed: int) -> dic
             # The floor is down: nothing happens now but the daemon at rest.
             time.sleep(0.5)  # let the last acknowledgements settle
             daemon.check_alive()
-            idle = idle_cpu_percent(daemon.process.pid, idle_s)
-            memory = rss_kb(daemon.process.pid)
+            idle = idle_cpu_percent(daemon.pid, idle_s)
+            memory = rss_kb(daemon.pid)
     timed, floor = summary(latencies), summary(floor_latencies)
     return {
         "cards": cards,
