@@ -245,24 +245,22 @@ def test_demo_refuses_a_work_folder_that_holds_an_earlier_table(tmp_path: Path) 
     """A journal in the work folder belongs to a shoe that a simulator dealt and took with
     it; the demo says so instead of continuing that shoe with other cards."""
     work = tmp_path / "work"
-    first = subprocess.run(
-        [*LIVETABLE, "demo", "--rounds", "1", "--plain", "--work-dir", str(work), *FAST],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+
+    def demo(timeout_s: float) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*LIVETABLE, "demo", "--rounds", "1", "--plain", "--work-dir", str(work), *FAST],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
+
+    first = demo(120)
     assert first.returncode == 0, first.stderr[-3000:]
     journals = sorted(work.glob("demo/*.journal"))
     assert journals, sorted(str(path) for path in work.rglob("*"))
     before = {path: path.read_bytes() for path in journals}
-    again = subprocess.run(
-        [*LIVETABLE, "demo", "--rounds", "1", "--plain", "--work-dir", str(work), *FAST],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    again = demo(60)
     assert again.returncode == 1, again.stdout[-2000:] + again.stderr[-2000:]
     (line,) = again.stderr.splitlines()
     assert line.startswith(f"livetable: error: --work-dir {work} already holds table demo"), line

@@ -212,6 +212,14 @@ def _pauses(events: list[dict[str, Any]]) -> list[str]:
     return [e["data"]["reason"] for e in events if e["type"] == "table_paused"]
 
 
+def _entered_by_hand(events: list[dict[str, Any]]) -> list[str]:
+    return [
+        e["data"]["card"]
+        for e in events
+        if e["type"] == "card_dealt" and e["data"]["source"] == "supervisor"
+    ]
+
+
 def _shown_pauses(table: SimulatedTable) -> int:
     watch = DemoWatch(tables=[TABLE])
     for topic, payload in table.raw:
@@ -228,12 +236,7 @@ def test_one_misread_pauses_the_table_once(tmp_path: Path, mqtt_broker: tuple[st
     )
     assert _pauses(events) == ["misread"]
     assert _shown_pauses(table) == 1
-    entered = [
-        e["data"]["card"]
-        for e in events
-        if e["type"] == "card_dealt" and e["data"]["source"] == "supervisor"
-    ]
-    assert entered == [dealer.faulty]
+    assert _entered_by_hand(events) == [dealer.faulty]
     assert check_stream(events, "baccarat") == ROUNDS
 
 
@@ -246,12 +249,7 @@ def test_one_lost_frame_pauses_the_table_once(tmp_path: Path, mqtt_broker: tuple
     )
     assert _pauses(events) == ["dealer_idle"]
     assert _shown_pauses(table) == 1
-    entered = [
-        e["data"]["card"]
-        for e in events
-        if e["type"] == "card_dealt" and e["data"]["source"] == "supervisor"
-    ]
-    assert entered == [dealer.faulty]
+    assert _entered_by_hand(events) == [dealer.faulty]
     assert [e["data"] for e in events if e["type"] == "cards_lost"] == [{"count": 1}]
     assert not [e for e in events if e["type"] == "cards_burned"]
     assert check_stream(events, "baccarat") == ROUNDS
