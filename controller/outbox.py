@@ -221,12 +221,6 @@ class Outbox:
             self._set_meta("delivered_seq", str(delivered))
             self._delivered_saved = delivered
 
-    def set_delivered(self, seq: int) -> None:
-        """Note ``seq`` as delivered and write it now."""
-        with self._lock:
-            self._delivered = self._delivered_saved = seq
-            self._set_meta("delivered_seq", str(seq))
-
     def close(self) -> None:
         with self._lock:
             self._db.close()

@@ -66,7 +66,8 @@ def played(tmp_path: Path) -> list[tuple[int, int, bytes]]:
     daemon.assembled.start(at=99.0)
     play(daemon)
     assert daemon.runtime.table.machine.state.phase is Phase.SHOE_READY
-    daemon.outbox.set_delivered(5)  # what a broker acknowledged
+    daemon.outbox.note_delivered(5)  # what a broker acknowledged, written down
+    daemon.outbox.save_delivered()
     close(daemon)
     return rows(tmp_path / "t1.journal")
 
