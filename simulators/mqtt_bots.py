@@ -433,7 +433,6 @@ class TableBots:
     # its face). If the table still counts as many when the dealer idle deadline pauses
     # it, the shoe never announced that card (its frame was lost).
     _laid: LaidCard = field(default_factory=LaidCard)
-    _dealt_now: str | None = None  # the round card the dealer laid in this step
     _retry_at: float = 0.0
 
     def start(self) -> None:
@@ -487,8 +486,8 @@ class TableBots:
             if self.dealer is None:
                 self.draw()
             else:
-                self._dealer_draws(phase, state.get("awaiting") or {})
-                self._laid.note(state, self._dealt_now)
+                laid = self._dealer_draws(phase, state.get("awaiting") or {})
+                self._laid.note(state, laid)
         elif move == OPEN_ROUND:
             answer = self.platform.request("open_round")
             if answer["ok"]:
@@ -548,10 +547,10 @@ class TableBots:
         if cards and None not in cards:
             self.dealer.dealer_cards_shown(len(cards))  # type: ignore[union-attr]
 
-    def _dealer_draws(self, phase: str, awaiting: dict[str, Any]) -> None:
+    def _dealer_draws(self, phase: str, awaiting: dict[str, Any]) -> str | None:
+        """Draw what ``phase`` and ``awaiting`` ask for; the round card laid, if any."""
         dealer = self.dealer
         assert dealer is not None
-        self._dealt_now = None
         if phase == "BURN_REVEAL":
             dealer.reveal_first()
         elif phase == "BURNING":
@@ -562,13 +561,14 @@ class TableBots:
             emitted = dealer.deal(position, face_down)
             if emitted is not None and emitted.card:
                 self._dealt[position] = emitted.card
-                self._dealt_now = emitted.card
                 where = HOLE_CARD if face_down else position
                 if emitted.event == "misread":
                     self._misread[where] = emitted.card
                     self._misread[LATEST] = emitted.card
                 else:
                     self._misread.pop(where, None)
+                return emitted.card
+        return None
 
     def _decide(self) -> None:
         requests = [e for e in list(self.platform.events) if e["type"] == "decision_requested"]
