@@ -181,6 +181,10 @@ def assemble(
         devices = DeviceEffects(runtime.submit, clock)
         runtime.handler = handler(devices)
         assembled = AssembledTable(config, table, runtime, devices)
+        if config.shoe is not None:
+            from drivers.shoe.sessions import session_class
+
+            table.gaps_visible = session_class(config.shoe.protocol).gaps_always_visible
         if shoe and config.shoe is not None:
             from drivers.shoe.driver import ShoeDriver
 

@@ -279,9 +279,16 @@ class RoundRequested:
 @dataclass(frozen=True, slots=True)
 class ControllerStarted:
     """The table process (re)started and replayed its journal; a round that was in progress
-    is paused with reason ``recovered``."""
+    is paused with reason ``recovered``.
+
+    ``gaps_visible``: whether the shoe's protocol accounts for every card across the restart
+    (it resends what was drawn while nobody read it, or names each card it lost). When it
+    cannot (ASCII lines; Angel Eye, whose one-character SEQ wraps every ten cards), a card
+    drawn while the table was down may have vanished, and the ``recovered`` pause needs a
+    supervisor's confirmation (machine revision 4)."""
 
     at: float
+    gaps_visible: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,12 +362,17 @@ _V2: Final[dict[str, tuple[type, tuple[str, ...]]]] = {
         ),
     ),
 }
-ENCODINGS: Final[dict[int, dict[str, tuple[type, tuple[str, ...]]]]] = {1: _V1, 2: _V2}
+# Version 3: a start says whether the shoe accounts for every card drawn while it was down.
+_V3: Final[dict[str, tuple[type, tuple[str, ...]]]] = {
+    **_V2,
+    "ControllerStarted": (ControllerStarted, ("at", "gaps_visible")),
+}
+ENCODINGS: Final[dict[int, dict[str, tuple[type, tuple[str, ...]]]]] = {1: _V1, 2: _V2, 3: _V3}
 EVENT_ENCODING: Final = max(ENCODINGS)
 """The encoding version new journal rows are written with."""
 
-_KIND_OF: Final[dict[type, str]] = {cls: kind for kind, (cls, _) in _V2.items()}
-EVENT_TYPES: Final[dict[str, type]] = {kind: cls for kind, (cls, _) in _V2.items()}
+_KIND_OF: Final[dict[type, str]] = {cls: kind for kind, (cls, _) in _V3.items()}
+EVENT_TYPES: Final[dict[str, type]] = {kind: cls for kind, (cls, _) in _V3.items()}
 
 
 def event_name(event: object) -> str:

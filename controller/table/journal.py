@@ -34,8 +34,10 @@ SCHEMA_VERSION: Final = 1
 GENESIS_HASH: Final = "0" * 64
 EVENT_ENCODING_META_KEY: Final = "event_encoding"
 # A journal written with an older event encoding may take new rows in the current one when
-# the current one reads every old row alike (it only adds kinds): (old, new) pairs.
-_ENCODING_UPGRADES: Final = frozenset({(1, 2)})
+# the current one reads every old row alike (it only adds kinds, or a field whose default
+# is what an old row meant: encoding 3's ``ControllerStarted.gaps_visible``, which machine
+# revisions before 4 do not read): (old, new) pairs.
+_ENCODING_UPGRADES: Final = frozenset({(1, 2), (1, 3), (2, 3)})
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -99,12 +99,16 @@ NINTH_COPY: Final = "all 8 copies of that face were already drawn"
 # exactly the same whatever the hole card is (see TableMachine._hole_matters).
 HOLE_PLACEHOLDER: Final = Card("2", "S")
 HOLE_CANDIDATES: Final = tuple(Card(rank, "S") for rank in RANKS)
-MACHINE_REVISION: Final = 3
+MACHINE_REVISION: Final = 4
 """How the machine reads events, recorded in each journal so that a journal replays under
 the rules it was written with. 2: a shoe that goes offline while cards are due needs the
 supervisor's confirmation (``no_cards_drawn``) or the missing cards (``enter_card``).
 3: a dealer-idle pause while a card is due takes ``enter_card`` (a frame the shoe lost),
-and a gap in the shoe's numbering that cards entered by hand account for pauses nothing."""
+and a gap in the shoe's numbering that cards entered by hand account for pauses nothing.
+4: a restart during a round or a burn needs the same confirmation unless the shoe accounts
+for every card (``ControllerStarted.gaps_visible``); cards held after such a gap are not
+accepted before the gap's cards are entered (or none confirmed), and ``accept`` deals every
+card held, in the order they came."""
 
 
 Handler = Callable[["TableMachine", TableState, Any], list[Effect]]
@@ -735,12 +739,15 @@ class TableMachine:
         unread: str | None = None,
         by: str | None = None,
         uncounted: tuple[int, ...] = (),
+        offline_gap: bool = False,
     ) -> list[Effect]:
+        """Pause (or add ``reason`` to the pause in effect). ``offline_gap``: cards may have
+        left the shoe unseen (besides a shoe outage while cards are due, which always is)."""
         previous = state.pause
         resume_to = previous.resume_to if previous is not None else state.phase
         message = PAUSE_MESSAGES[reason] + (f": {detail}" if detail else "")
         since = at
-        offline_gap = (
+        offline_gap = offline_gap or (
             self.revision >= 2
             and reason is PauseReason.SHOE_OFFLINE
             and resume_to in DRAWING_PHASES
@@ -748,7 +755,12 @@ class TableMachine:
         idle_gap = (
             self.revision >= 3 and reason is PauseReason.DEALER_IDLE and resume_to is P.DEALING
         )
+        gap_before_held = offline_gap and not held
         if previous is not None:
+            if previous.offline_gap:
+                gap_before_held = previous.gap_before_held
+            else:
+                gap_before_held = gap_before_held and not previous.held
             uncounted = previous.uncounted + tuple(len(previous.held) + i for i in uncounted)
             held = previous.held + held
             unread = unread or previous.unread
@@ -756,7 +768,17 @@ class TableMachine:
             offline_gap = offline_gap or previous.offline_gap
             idle_gap = idle_gap or previous.idle_gap
         state.pause = Pause(
-            reason, message, resume_to, held, unread, by, since, offline_gap, idle_gap, uncounted
+            reason,
+            message,
+            resume_to,
+            held,
+            unread,
+            by,
+            since,
+            offline_gap,
+            idle_gap,
+            uncounted,
+            gap_before_held,
         )
         state.reading = None
         state.phase = P.PAUSED
@@ -941,8 +963,17 @@ class TableMachine:
         # shoe's gate. Ask again for the lock the phase needs.
         state.timers = {}
         lock: Effect = LockShoe() if state.shoe_locked else UnlockShoe()
+        # A card drawn while nobody read the shoe is gone unless the protocol resends it or
+        # names it lost: a person says whether one was (see MACHINE_REVISION 4).
+        unseen = self.revision >= 4 and not event.gaps_visible
         if state.phase in ACTIVE_PHASES:
-            return self._pause(state, PauseReason.RECOVERED, event.at, "resume or cancel")
+            return self._pause(
+                state, PauseReason.RECOVERED, event.at, "resume or cancel", offline_gap=unseen
+            )
+        if state.phase is P.PAUSED and unseen and state.pause.resume_to in ACTIVE_PHASES:  # type: ignore[union-attr]
+            return self._pause(
+                state, PauseReason.RECOVERED, event.at, "resume or cancel", offline_gap=True
+            )
         if state.phase is P.PAUSED:
             state.shoe_locked = True
             return [LockShoe(), self._publish(state)]
@@ -1330,6 +1361,8 @@ class TableMachine:
                 raise TransitionError("enter_card needs the card")
             dealt_card = event.card
             state.unannounced_entered += (event.card,)
+        elif resolution == "accept" and self.revision >= 4:
+            return self._accept_held(state, event, pause)
         elif resolution == "burn":
             if not held:
                 raise TransitionError("no card was drawn out of turn: nothing to burn")
@@ -1408,7 +1441,10 @@ class TableMachine:
         other card left (or enters the next)."""
         if event.card is None:
             raise TransitionError("enter_card needs the card")
-        if pause.held:
+        # Cards held that came before the gap are dealt (or burnt) first; those that came
+        # after it (revision 4) wait for the gap's cards, entered here.
+        held_after = self.revision >= 4 and pause.gap_before_held
+        if pause.held and not held_after:
             raise TransitionError("accept or burn the cards drawn out of turn first")
         if pause.resume_to is not P.DEALING:
             raise TransitionError(
@@ -1422,19 +1458,93 @@ class TableMachine:
         effects = self._deal(state, event.card, event.at, "supervisor")
         answer = self._answer(event, True, "card entered; the table stays paused")
         if state.phase is not P.DEALING:
-            # The card finished the round or asks for a decision: nothing more can be due.
+            # The card finished the round or asks for a decision: nothing more can be due;
+            # cards held after it came out of turn.
+            if pause.held:
+                effects += self._pause(
+                    state,
+                    PauseReason.CARD_OUT_OF_TURN,
+                    event.at,
+                    "after the cards entered by hand",
+                    held=pause.held,
+                    uncounted=pause.uncounted,
+                )
             return [answer, *effects]
-        return [
-            answer,
-            *effects,
-            *self._pause(
+        reason = pause.reason if self.revision >= 4 else PauseReason.SHOE_OFFLINE
+        effects += self._pause(
+            state,
+            reason,
+            event.at,
+            "cards entered by hand; confirm no other card left the shoe",
+            by=event.by,
+            held=pause.held,
+            uncounted=pause.uncounted,
+            offline_gap=True,
+        )
+        if pause.held:
+            state.pause = replace(state.pause, gap_before_held=True)  # type: ignore[arg-type]
+        return [answer, *effects]
+
+    def _accept_held(
+        self, state: TableState, event: SupervisorCommanded, pause: Pause
+    ) -> list[Effect]:
+        """Deal every card held, in the order they came, into the positions the round
+        expects (revision 4). Refused as a whole if the round takes fewer, or if cards that
+        may have left the shoe unseen before them are still to be entered."""
+        held = pause.held
+        if not held:
+            raise TransitionError("no card was drawn out of turn: nothing to accept")
+        if any(card is None for card in held):
+            raise TransitionError("a card held was not read: burn the cards held instead")
+        if pause.unread is not None:
+            raise TransitionError("enter the unread card first")
+        if pause.offline_gap and pause.gap_before_held:
+            raise TransitionError(
+                "cards may have left the shoe unseen before those held: enter_card each "
+                "of them first, or confirm none did (no_cards_drawn)"
+            )
+        if pause.resume_to is not P.DEALING:
+            raise TransitionError("the round expects no card now: burn it instead")
+        answer = self._answer(event, True, f"accepted {len(held)} card(s)")
+        resumed = PublishEvent(
+            "table_resumed",
+            {
+                "by": event.by,
+                "reason": pause.reason.value,
+                "resolution": "accept",
+                "round_id": state.round_id,
+                "shoe_id": state.shoe_id,
+            },
+        )
+        state.pause = None
+        state.phase = P.DEALING
+        effects: list[Effect] = []
+        for number, card in enumerate(held):
+            if state.phase is not P.DEALING:
+                raise TransitionError(
+                    f"the round took {number} of the {len(held)} cards held: burn them instead"
+                )
+            if number in pause.uncounted:  # another card of that face, not the late frame
+                try:
+                    self._count(state, card)  # type: ignore[arg-type]
+                except RulesError as error:
+                    raise TransitionError(
+                        f"cannot accept it: {NINTH_COPY}, so it is the late frame of the "
+                        "card entered by hand: burn it"
+                    ) from error
+            effects += self._deal(state, card, event.at, "supervisor")  # type: ignore[arg-type]
+        if pause.offline_gap and state.phase is P.DEALING:
+            # Held cards that came before the gap: dealt; the gap's cards are still to come.
+            effects += self._pause(
                 state,
-                PauseReason.SHOE_OFFLINE,
+                pause.reason,
                 event.at,
-                "cards entered by hand; confirm no other card left the shoe",
+                "cards accepted; confirm no other card left the shoe",
                 by=event.by,
-            ),
-        ]
+                offline_gap=True,
+            )
+            return [answer, *effects]
+        return [answer, resumed, *effects]
 
     def _count_entered(self, state: TableState, card: Card) -> None:
         try:

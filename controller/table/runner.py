@@ -70,9 +70,29 @@ def next_event(machine: TableMachine, seed: int, seq: int) -> object:
     if phase is Phase.AWAITING_SHUFFLE:
         return SupervisorCommanded(f"s{seq}", "new_shoe", "runner", "supervisor", at)
     if phase is Phase.PAUSED:
-        needs_burn = state.pause is not None and bool(state.pause.held)
-        resolution = "burn" if needs_burn else ""
-        return SupervisorCommanded(f"s{seq}", "resume", "runner", "supervisor", at, "", resolution)
+        pause = state.pause
+        assert pause is not None
+        if pause.held:
+            return SupervisorCommanded(f"s{seq}", "resume", "runner", "supervisor", at, "", "burn")
+        if pause.offline_gap:
+            # The dealer may have drawn cards while nobody read the shoe (the table was
+            # down or the cable out): the supervisor enters each from the felt, then says
+            # that no other card left the shoe.
+            if (
+                pause.resume_to is Phase.DEALING
+                and pause.unread is None
+                and state.count is not None
+                and state.shoe_id is not None
+                and chance.random() < 0.5
+            ):
+                card = shoe_order(seed, state.shoe_id)[state.count.cards_seen]
+                return SupervisorCommanded(
+                    f"s{seq}", "resume", "runner", "supervisor", at, "", "enter_card", card
+                )
+            return SupervisorCommanded(
+                f"s{seq}", "resume", "runner", "supervisor", at, "", "no_cards_drawn"
+            )
+        return SupervisorCommanded(f"s{seq}", "resume", "runner", "supervisor", at)
     if phase is Phase.SHOE_READY:
         return RoundRequested(f"r{seq}", "runner", at, 0)
     if phase is Phase.BETTING:

@@ -108,12 +108,19 @@ class Pause:
     # Indices in ``held`` of cards not counted out of the shoe: each has the face of a card
     # entered by hand, whose late frame it may be (that card is counted). ``accept`` counts it.
     uncounted: tuple[int, ...] = ()
+    # The cards ``offline_gap`` stands for left the shoe before every card in ``held`` (the
+    # held ones came after a restart or a reconnect): they are entered first, and a held
+    # card is not accepted into a place that one of them may have taken.
+    gap_before_held: bool = False
 
     def needs(self) -> list[str]:
         needs = []
         if self.offline_gap:
+            while_ = (
+                "the table was down" if self.reason is PauseReason.RECOVERED else "it was offline"
+            )
             needs.append(
-                "confirm no card left the shoe while it was offline (no_cards_drawn), or "
+                f"confirm no card left the shoe while {while_} (no_cards_drawn), or "
                 "enter_card each card that did"
             )
         if self.unread is not None:

@@ -122,6 +122,10 @@ class JournaledTable:
         self.config = config
         self.journal = journal
         self.machine = machine
+        self.gaps_visible = False
+        """Whether the table's shoe accounts for every card drawn while the table was down
+        (journaled with each start: see ``ControllerStarted``). The assembly sets it from
+        the shoe's protocol; a table with no shoe assumes it does not."""
         self.replayed_rows = journal.last_seq
         """The rows the journal held when the table was built on it (0: a new journal)."""
 
@@ -133,13 +137,15 @@ class JournaledTable:
         path: Path | None = None,
         observe: ReplayObserver | None = None,
         start: bool = True,
+        gaps_visible: bool = False,
     ) -> tuple[JournaledTable, list[Effect]]:
         """Open (or create) the journal, replay it, and record the start at time ``at``.
 
         Returns the table and the effects of the start (the state to publish, the shoe lock
         to ask for, a ``recovered`` pause when a round was in progress). ``observe`` sees
         every replayed row with its effects. With ``start=False`` nothing is journaled: the
-        caller puts :meth:`start_events` through its own loop.
+        caller puts :meth:`start_events` through its own loop. ``gaps_visible``: see the
+        attribute.
         """
         journal = Journal(path or config.journal_path)
         try:
@@ -155,6 +161,7 @@ class JournaledTable:
             machine.state.phase.name,
         )
         table = cls(config, journal, machine)
+        table.gaps_visible = gaps_visible
         if not start:
             return table, []
         effects: list[Effect] = []
@@ -170,7 +177,7 @@ class JournaledTable:
         if change is not None:
             logger.info("operational settings changed: %s", self.config.operational().to_dict())
             events.append(change)
-        events.append(ControllerStarted(at))
+        events.append(ControllerStarted(at, gaps_visible=self.gaps_visible))
         return events
 
     def awaits_timer(self, timer_id: int) -> bool:

@@ -146,6 +146,7 @@ def snapshot(state: TableState) -> dict[str, Any]:
             "offline_gap": pause.offline_gap,
             "idle_gap": pause.idle_gap,
             "uncounted": list(pause.uncounted),
+            "gap_before_held": pause.gap_before_held,
         },
         "unannounced_entered": [str(card) for card in state.unannounced_entered],
         "unannounced_gaps": state.unannounced_gaps,

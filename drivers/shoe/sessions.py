@@ -77,6 +77,10 @@ class ShoeSession(ABC):
     default_baudrate: ClassVar[int]
     sequenced: ClassVar[bool] = True
     """Whether frames carry sequence numbers: only then can a lost or repeated card be told."""
+    gaps_always_visible: ClassVar[bool] = False
+    """Whether the protocol accounts for every card whatever happens between two frames (a
+    restart of the table, a cable pulled): it resends each, or names each it lost. A
+    one-character SEQ that wraps every ten cards cannot; neither can unnumbered lines."""
     heartbeat_timeout_s: ClassVar[float | None] = None
     """Silence after which the shoe counts as offline; ``None``: the protocol has no
     heartbeat, the shoe is online as soon as its port is open."""
@@ -437,6 +441,7 @@ class NativeSession(ShoeSession):
 
     name = "native"
     default_baudrate = 115200
+    gaps_always_visible = True
     heartbeat_timeout_s = NATIVE_SILENCE_S
     supported_commands = frozenset(_NATIVE_COMMANDS)
 

@@ -172,3 +172,12 @@ def test_sigkill_at_200_random_points_loses_no_acknowledged_event(tmp_path: Path
     assert restarts_compared >= 150 and killed_during_start >= 5
     assert shadow.machine.state.rounds_started >= 10
     assert len(acknowledged) >= 300
+    # Restarts in mid-deal: the dealer drew cards while the table was down, which the
+    # supervisor entered by hand (or confirmed that none was drawn) before the round went on.
+    with Journal(path, read_only=True) as journal:
+        resolutions = [
+            entry.event().resolution  # type: ignore[attr-defined]
+            for entry in journal.entries()
+            if entry.kind == "SupervisorCommanded"
+        ]
+    assert resolutions.count("enter_card") >= 5 and resolutions.count("no_cards_drawn") >= 5

@@ -165,13 +165,14 @@ def test_an_idle_pause_survives_a_restart_and_replays(tmp_path: Path) -> None:
     driver.draw("9S", "TD")
     driver.expire("dealer_idle")
     table.close()
-    table, _ = JournaledTable.open(config, at=driver.tick())
+    # A shoe that accounts for every card across the restart: nothing more to confirm.
+    table, _ = JournaledTable.open(config, at=driver.tick(), gaps_visible=True)
     driver.target = table
     pause = table.machine.state.pause
     assert pause.reason.value == "dealer_idle" and pause.idle_gap  # not "recovered"
     assert driver.command("resume", resolution="enter_card", card="KC").ok
     assert table.machine.state.unannounced_entered == (parse_card("KC"),)
-    driver.send(ControllerStarted(driver.tick()))  # recovered: this pause takes no card
+    driver.send(ControllerStarted(driver.tick(), gaps_visible=True))  # recovered: no card
     pause = table.machine.state.pause
     assert pause.reason.value == "recovered" and not pause.idle_gap
     assert not driver.command("resume", resolution="enter_card", card="3H").ok
@@ -189,12 +190,12 @@ def test_an_idle_pause_survives_a_restart_and_replays(tmp_path: Path) -> None:
 
 def test_a_burn_then_a_card_entered_for_the_offline_gap(dealing: Driver) -> None:
     """Held card and offline gap (two resolutions): burn, then enter the card the shoe lost
-    while offline, then confirm nothing else left. The entered card's gap is news."""
+    while offline, then confirm nothing else left. The entered card's gap is news.
+    (Revision 4 also takes them the other way round: the held card came after the outage,
+    so the card drawn while the shoe was offline may be entered first, see below.)"""
     dealing.send(ShoeOffline("p", "unplugged", dealing.tick()))
     dealing.send(ShoeOnline("p", dealing.tick()))
     dealing.draw("5D")  # held while paused
-    answer = dealing.command("resume", resolution="enter_card", card="KC")
-    assert not answer.ok and "burn" in answer.message  # the held card first
     assert dealing.command("resume", resolution="burn").ok
     assert dealing.phase is Phase.PAUSED and dealing.machine.state.pause.offline_gap
     assert dealing.command("resume", resolution="enter_card", card="KC").ok
@@ -208,12 +209,31 @@ def test_a_burn_then_a_card_entered_for_the_offline_gap(dealing: Driver) -> None
     assert cards_drawn(dealing) == BURNT_AT_START + 5
 
 
+def test_a_card_entered_for_the_offline_gap_before_the_held_card_is_burnt(
+    dealing: Driver,
+) -> None:
+    """Revision 4: the card drawn while the shoe was offline left it before the card held
+    once it was back: it is entered first (into its place), then the held card burnt."""
+    dealing.send(ShoeOffline("p", "unplugged", dealing.tick()))
+    dealing.send(ShoeOnline("p", dealing.tick()))
+    dealing.draw("5D")  # held while paused
+    assert dealing.command("resume", resolution="enter_card", card="KC").ok
+    assert dealing.machine.state.pause.held == (parse_card("5D"),)
+    assert dealing.command("resume", resolution="burn").ok
+    assert dealing.command("resume", resolution="no_cards_drawn").ok
+    dealing.send(CardsLost((7,), dealing.tick()))
+    dealing.draw("3H")
+    settled = dealing.published_events("round_settled")[-1]["result"]
+    assert settled["player"] == ["9S", "KC"] and settled["banker"] == ["TD", "3H"]
+
+
 def test_no_cards_drawn_then_accept(dealing: Driver) -> None:
     dealing.send(ShoeOffline("p", "unplugged", dealing.tick()))
     dealing.send(ShoeOnline("p", dealing.tick()))
     dealing.draw("KC")  # the player's third card, drawn once the shoe was back
     answer = dealing.command("resume", resolution="accept")
-    assert not answer.ok and "still needed" in answer.message
+    # Not into the place of a card that may have been drawn while the shoe was offline.
+    assert not answer.ok and "no_cards_drawn" in answer.message
     answer = dealing.command("resume", resolution="no_cards_drawn")
     assert answer.ok and "still needed" in answer.message
     assert dealing.command("resume", resolution="accept").ok
@@ -437,7 +457,10 @@ class Model:
                 )
             return self.send(TimerExpired(timer_id, at))
         if action == "restart":
-            return self.send(ControllerStarted(at))
+            # This model's shoe keeps every frame across a restart of the table (frames are
+            # late or lost, never dropped by the restart): a shoe that accounts for every
+            # card. A restart with one that does not is tested in test_restart_gaps.py.
+            return self.send(ControllerStarted(at, gaps_visible=True))
         assert action == "supervisor"
         return self.supervise(at)
 

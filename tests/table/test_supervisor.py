@@ -79,7 +79,7 @@ def test_pause_between_rounds_and_resume(dealing: Driver) -> None:
 @pytest.mark.parametrize(
     ("resolution", "card", "phrase"),
     [
-        ("accept", None, "exactly one card"),
+        ("accept", None, "nothing to accept"),
         ("burn", None, "nothing to burn"),
         ("enter_card", "KC", "no card is waiting"),
         ("shred", None, "unknown resolution"),
