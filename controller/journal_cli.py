@@ -380,7 +380,12 @@ def _describe_published(name: str, payload: Mapping[str, Any]) -> str:
     if name == "table_paused":
         return f"table_paused {payload.get('reason')}: {payload.get('message')}"
     if name == "round_settled":
-        return f"round_settled {_compact(payload.get('result'))}"
+        from controller.wire import finished_hands  # the result as it was published
+
+        result = payload.get("result")
+        if isinstance(result, dict):
+            result = finished_hands(result)
+        return f"round_settled {_compact(result)}"
     if name == "round_opened":
         return (
             f"round_opened (round {payload.get('round_number')} of the shoe, "

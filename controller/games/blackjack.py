@@ -33,7 +33,6 @@ from controller.games.blackjack_hand import (
     MORE_CARDS,
     NO,
     PLAY,
-    PLAYING,
     PRESETS,
     RANK_VALUE,
     STOOD,
@@ -298,11 +297,6 @@ class BlackjackRound:
     def _after_offers(self) -> None:
         if self.dealer_blackjack:
             # Boundless ends at once; classic and 21 peek (up card A or ten) and end too.
-            # No hand plays on: each one not already finished stands as dealt, so that
-            # the view and the settlement never show a settled hand as still playing.
-            for hand in self.initial_hands:
-                if hand.state == PLAYING:
-                    hand.state = STOOD
             self.hole_revealed = True
             self._finish()
             return

@@ -158,33 +158,55 @@ def test_the_settings_are_always_an_object() -> None:
         validate_message(f"{BASE}/state", encode({**state, "settings": None}))
 
 
-def dealer_blackjack_messages() -> list[tuple[str, bytes]]:
-    """A classic round of two boxes that a dealer blackjack (ten up, the peek) settles."""
+# The initial deal of two boxes in each game's deal order, the dealer holding a blackjack
+# (hole and up card as given): box 1 a 16, box 2 a blackjack.
+DEALS = {
+    # each box's first card, the hole card, each box's second card, the up card
+    "blackjack-classic": ("9S", "AC", "{hole}", "7D", "QH", "{up}"),
+    # each seat's first card, the up card, each seat's second card, the hole card
+    "blackjack-21": ("9S", "AC", "{up}", "7D", "QH", "{hole}"),
+}
+
+
+def dealer_blackjack_round(game: str, up: str, hole: str) -> dict[str, Any]:
+    """The round_settled message of a boxed round that a dealer blackjack ends (every
+    insurance or even money offer declined at its deadline)."""
     wire = Wire()
     try:
-        driver = wired_driver("blackjack-classic", wire)
+        driver = wired_driver(game, wire)
         driver.new_shoe()
         driver.open_and_close_betting(boxes=2)
-        driver.draw("9S", "8S", "AH", "7D", "TC", "KH")  # box 1, box 2, hole, 1, 2, up
+        driver.draw(*(face.format(up=up, hole=hole) for face in DEALS[game]))
+        while driver.phase is Phase.DECIDING:
+            driver.expire("decision")
         assert driver.phase is Phase.SHOE_READY, driver.phase
-        return wire.messages
+        for topic, payload in wire.messages:
+            validate_message(topic, payload)
+        (settled,) = [
+            message
+            for topic, payload in wire.messages
+            if topic.endswith("/events")
+            and (message := json.loads(payload))["type"] == "round_settled"
+        ]
+        return settled  # type: ignore[no-any-return]
     finally:
         wire.close()
 
 
-def test_a_hand_settled_by_a_dealer_blackjack_is_published_as_stood() -> None:
-    (settled,) = [
-        json.loads(payload)
-        for topic, payload in dealer_blackjack_messages()
-        if topic.endswith("/events") and json.loads(payload)["type"] == "round_settled"
-    ]
-    validate_message(f"{BASE}/events", encode(settled))
+@pytest.mark.parametrize("game", sorted(DEALS))
+@pytest.mark.parametrize(("up", "hole"), [("KH", "AH"), ("AH", "KH")])
+def test_a_hand_a_dealer_blackjack_ended_is_published_as_stood(
+    game: str, up: str, hole: str
+) -> None:
+    """docs/mqtt-api.md, round.view: every hand of a complete round is finished; the hands
+    a dealer blackjack ends stand as dealt."""
+    settled = dealer_blackjack_round(game, up, hole)
     result = settled["data"]["result"]
     assert result["dealer"]["blackjack"] is True
-    hands = [hand for box in result["boxes"] for hand in box["hands"]]
-    assert [(hand["state"], hand["result"]) for hand in hands] == [("stood", "lose")] * 2
+    hands = [(h["state"], h["result"], h["net"]) for box in result["boxes"] for h in box["hands"]]
+    assert hands == [("stood", "lose", -1.0), ("blackjack", "push", 0.0)], hands
     # A settled hand that says it is still playing breaks the contract.
-    hands[0]["state"] = "playing"
+    result["boxes"][0]["hands"][0]["state"] = "playing"
     with pytest.raises(AssertionError, match="state"):
         validate_message(f"{BASE}/events", encode(settled))
 
