@@ -12,6 +12,10 @@ reports :class:`ShoeOnline` when the shoe is back, possibly as a new tty behind 
 link. A port held by another program and a link that fails as soon as it opens are retried
 with a doubling delay instead. ``serial.SerialException`` never leaves this module: it
 becomes :class:`DeviceError` or a :class:`ShoeOffline` event.
+
+A restarted table hands the driver its *resume point* (``resume_after``: the last shoe
+sequence number in the table's journal), so that the session numbers on from it and the first
+frame after the restart shows a gap across the downtime (see ``docs/shoe-protocol.md``).
 """
 
 from __future__ import annotations
@@ -214,7 +218,9 @@ class ShoeDriver:
     timers use :func:`time.monotonic`. ``on_result`` is called on the reader thread with each
     hand result the shoe reports itself (Angel Eye ``G``), after the events that came before
     it went to ``sink``: the table's settlement can be cross-checked with it (see
-    :mod:`controller.shoe_results`).
+    :mod:`controller.shoe_results`). ``resume_after`` is the resume point of a restarted
+    table, the last shoe sequence number in its journal (None: a table that has none): the
+    session numbers on from it, so the first frame shows what was sent while no one read.
     """
 
     def __init__(
@@ -223,6 +229,7 @@ class ShoeDriver:
         sink: EventSink,
         clock: Callable[[], float] = time.time,
         on_result: Callable[[ShoeResult], None] | None = None,
+        resume_after: int | None = None,
     ) -> None:
         self.config = config
         self._sink = sink
@@ -231,6 +238,8 @@ class ShoeDriver:
         """The last hand result the shoe reported (Angel Eye ``G``)."""
         self.ever_online = False
         self.session = config.make_session()
+        if resume_after is not None:
+            self.session.resume(resume_after)
         self._clock = clock
         self._stop = threading.Event()
         self._commands: queue.SimpleQueue[HostCommand] = queue.SimpleQueue()
