@@ -10,6 +10,10 @@ assembly; neither builds a table by hand.
 
 Every producer puts its events through :meth:`TableRuntime.submit`, the drivers too (it is
 the sink they are given): nothing reaches the table another way.
+
+A restarted table's shoe driver is handed the last shoe sequence number in the journal
+(:func:`last_shoe_sequence`), so that the shoe's numbering survives the restart: a card drawn
+while the daemon was down shows as a gap at the first frame after it.
 """
 
 from __future__ import annotations
@@ -19,16 +23,47 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from controller.config import LivetableConfig
 from controller.runtime import EffectHandler, Published, RuntimeTask, TableRuntime
 from controller.shoe_results import ShoeResultCheck
 from controller.table.effects import AskCamera, Effect, PublishEvent, TellDealer
-from controller.table.events import CameraRead
+from controller.table.events import (
+    ENCODINGS,
+    CameraRead,
+    CardDrawn,
+    CardMisread,
+    CardsLost,
+    CutCardDrawn,
+)
+from controller.table.journal import Journal
 from controller.table.table import JournaledTable, ReplayObserver
 
 logger = logging.getLogger(__name__)
+
+
+_NUMBERED_BY_THE_SHOE: Final = (CardDrawn, CutCardDrawn, CardMisread, CardsLost)
+_NUMBERED_KINDS: Final = frozenset(
+    kind
+    for encoding in ENCODINGS.values()
+    for kind, (cls, _fields) in encoding.items()
+    if cls in _NUMBERED_BY_THE_SHOE
+)
+
+
+def last_shoe_sequence(journal: Journal) -> int | None:
+    """The last shoe sequence number the journal holds (a card's, a cut card's, a misread's,
+    or the last of a gap's), in journal order; None if it holds none (a new table, a shoe
+    protocol without numbers). What a restarted table's shoe driver numbers on from."""
+    for entry in journal.newest_first(_NUMBERED_KINDS):
+        event = entry.event()
+        if isinstance(event, CardsLost):
+            if event.sequences:
+                return event.sequences[-1]
+        elif isinstance(event, _NUMBERED_BY_THE_SHOE) and event.sequence is not None:
+            return event.sequence
+    return None
 
 
 class DeviceEffects:
@@ -188,8 +223,17 @@ def assemble(
         if shoe and config.shoe is not None:
             from drivers.shoe.driver import ShoeDriver
 
+            resume_after = last_shoe_sequence(table.journal)
+            if resume_after is not None:
+                logger.info(
+                    "the shoe's numbering resumes after %d (the journal's last)", resume_after
+                )
             devices.shoe_driver = ShoeDriver(
-                config.shoe, runtime.submit, clock, on_result=devices.shoe_result
+                config.shoe,
+                runtime.submit,
+                clock,
+                on_result=devices.shoe_result,
+                resume_after=resume_after,
             )
             assembled.parts.append(devices.shoe_driver)
         source = camera_source

@@ -22,7 +22,7 @@ import hashlib
 import json
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -278,6 +278,24 @@ class Journal:
             cursor = self._db.execute(
                 "SELECT seq, kind, body, prev_hash, hash FROM events WHERE seq > ? ORDER BY seq",
                 (after,),
+            )
+            for row in cursor:
+                yield JournalEntry(*row, encoding=self.event_encoding)
+        except sqlite3.Error as error:
+            raise JournalError(f"cannot read the journal {self.path}: {error}") from error
+
+    def newest_first(self, kinds: Collection[str]) -> Iterator[JournalEntry]:
+        """The rows of these kinds, newest first, as stored: a look back from the end (a
+        restarted table's shoe driver resumes from the last shoe sequence number)."""
+        wanted = sorted(kinds)
+        if not wanted:
+            return
+        marks = ", ".join("?" * len(wanted))
+        try:
+            cursor = self._db.execute(
+                "SELECT seq, kind, body, prev_hash, hash FROM events "
+                f"WHERE kind IN ({marks}) ORDER BY seq DESC",
+                wanted,
             )
             for row in cursor:
                 yield JournalEntry(*row, encoding=self.event_encoding)

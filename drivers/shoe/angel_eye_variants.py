@@ -197,6 +197,25 @@ class SequenceCounter:
         detection.decided_at_frame = self.frames
         return reason
 
+    def resume(self, last_sequence: int) -> None:
+        """Number on from ``last_sequence``, the last number an earlier run gave (a table's
+        journal): the next frame's SEQ is read against the symbol that number has under the
+        rule in effect, so frames sent while nobody read the line show as a gap.
+
+        Under ``auto`` the profile is not known yet and the rule in effect is ``mod10``: the
+        count an undecided (or ``mod10``) run kept agrees with it. After a run that had
+        decided ``wrap9`` it does not, and the first step may be misread; a fixed variant
+        has no such risk. Under ``any-seq`` there is no symbol to compare: the next frame is
+        the next number.
+        """
+        rule = self.rule
+        self.last_sequence = last_sequence
+        self._last_frame = None
+        if rule.modulus is None or rule.lowest is None:
+            self._last_symbol = None
+        else:
+            self._last_symbol = rule.lowest + (last_sequence - rule.lowest) % rule.modulus
+
     def count(self, frame: EventFrame) -> Counted:
         self.frames += 1
         symbol = frame.sequence
@@ -250,9 +269,12 @@ class SequenceCounter:
 
         if signal and not rule.signals_numbered:
             return Counted(None, decision=decision, contradiction=contradiction)
-        if previous_symbol is None or self.last_sequence is None:
+        if self.last_sequence is None:
             sequence = rule.first_number(symbol) if rule.modulus else 1
             lost: tuple[int, ...] = ()
+        elif previous_symbol is None:
+            # Resumed with no symbol to compare (any byte as SEQ): the next number.
+            sequence, lost = self.last_sequence + 1, ()
         else:
             step = rule.step(previous_symbol, symbol)
             if (

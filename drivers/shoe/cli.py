@@ -1,11 +1,12 @@
 """The shoe's commissioning tools: ``shoe monitor`` prints every event a shoe sends, ``shoe
 ports`` lists this machine's serial ports with their stable names.
 
-The monitor opens the port exactly as the table does (same driver, same reconnects) and
-prints one line an event, or one JSON object a line with ``--json``. At the end it writes its
-statistics and, for an Angel Eye shoe, a commissioning report (the variant it saw and the
-``[shoe]`` lines that fix it) to stderr. A port that cannot be opened ends the run at once
-with one line (exit status 1) unless ``--wait`` is given; a run that never saw the shoe online
+The monitor opens the port exactly as the table does (same driver, same reconnects, the
+port held exclusively) and prints one line an event, or one JSON object a line with
+``--json``. At the end it writes its statistics and, for an Angel Eye shoe, a commissioning
+report (the variant it saw and the ``[shoe]`` lines that fix it) to stderr. A port that
+cannot be opened, or that another program holds (a running table), ends the run at once with
+one line (exit status 1) unless ``--wait`` is given; a run that never saw the shoe online
 exits 1.
 """
 
@@ -32,7 +33,7 @@ from controller.cli_support import (
 from controller.errors import DeviceError
 from drivers.shoe.angel_eye_variants import BIT7_SETTINGS, VARIANT_NAMES
 from drivers.shoe.commissioning import angel_eye_report, statistics
-from drivers.shoe.driver import PARITIES, ShoeConfig, ShoeDriver, open_port
+from drivers.shoe.driver import PARITIES, PortBusy, ShoeConfig, ShoeDriver, open_port
 from drivers.shoe.events import ShoeEvent, event_kind
 from drivers.shoe.sessions import PROTOCOL_NAMES, AngelEyeSession
 
@@ -44,8 +45,9 @@ MONITOR_HELP = """Print every event a card shoe sends, decoded by the table's ow
 The port is opened exactly as the table opens it (same driver, same reconnects). At the end
 the monitor prints its statistics and, for an Angel Eye shoe, a commissioning report: the
 variant it saw and the [shoe] lines that fix it in the table's configuration. A port that
-cannot be opened ends the run at once with one line (exit status 1) unless --wait is given;
-a run that never saw the shoe online exits 1."""
+cannot be opened, or that another program (a running table) holds, ends the run at once with
+one line (exit status 1) unless --wait is given; a run that never saw the shoe online exits
+1."""
 
 PORTS_HELP = """List this machine's serial ports, one a line: the stable name under
 /dev/serial/by-id (the one to put in the table's [shoe] port, as it survives a re-plug and a
@@ -162,6 +164,12 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         open_port(config).close()
+    except PortBusy as error:
+        # Two readers would split the shoe's bytes: never start beside one.
+        if not args.wait:
+            print(f"livetable: error: {error}", file=sys.stderr)
+            return 1
+        print(f"{error}; waiting for it (Ctrl-C to stop)", file=sys.stderr, flush=True)
     except DeviceError as error:
         if not args.wait:
             print(f"livetable: error: {error} (give --wait to wait for it)", file=sys.stderr)

@@ -2,18 +2,27 @@
 
 Thin on purpose: it opens the port with :func:`serial.serial_for_url` (a device path, a
 ``/dev/serial/by-id/...`` link, or ``socket://host:port`` for a serial-to-Ethernet server),
-feeds what it reads to the protocol session and hands the session's events to the caller's
-sink (the table's ``TableRuntime.submit``, or a queue's ``put``). When the port vanishes
-(cable pulled) it reports :class:`ShoeOffline` at once, retries with a doubling delay, and
+exclusively (an advisory ``flock``: a second program that asks the same, ``livetable shoe
+monitor`` included, is refused with :class:`PortBusy`), feeds what it reads to the protocol
+session and hands the session's events to the caller's sink (the table's
+``TableRuntime.submit``, or a queue's ``put``). When the port vanishes (cable pulled) it
+reports :class:`ShoeOffline` at once, watches for the device at a short fixed interval
+(``reconnect_watch_s``) so that the port is open again as soon as the cable is back, and
 reports :class:`ShoeOnline` when the shoe is back, possibly as a new tty behind the same
-link. ``serial.SerialException`` never leaves this module: it becomes :class:`DeviceError`
-or a :class:`ShoeOffline` event.
+link. A port held by another program and a link that fails as soon as it opens are retried
+with a doubling delay instead. ``serial.SerialException`` never leaves this module: it
+becomes :class:`DeviceError` or a :class:`ShoeOffline` event.
+
+A restarted table hands the driver its *resume point* (``resume_after``: the last shoe
+sequence number in the table's journal), so that the session numbers on from it and the first
+frame after the restart shows a gap across the downtime (see ``docs/shoe-protocol.md``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import logging
 import queue
 import threading
@@ -66,7 +75,12 @@ class ShoeConfig:
     read_timeout_s: float = 0.05
     """How long one read waits: bounds how late a command is sent and how long stop takes."""
     reconnect_initial_s: float = 0.1
+    """The first wait before opening again a port that another program holds or that failed
+    as soon as it opened; it doubles up to ``reconnect_max_s``."""
     reconnect_max_s: float = 5.0
+    reconnect_watch_s: float = 0.1
+    """How often a port that is not there (cable pulled, shoe not yet plugged) is looked for:
+    a fixed interval, so the port is open again within this of the device coming back."""
     command_bcc_includes_stx: bool = True
     """Angel Eye only: whether the host-command BCC covers STX (see docs/shoe-protocol.md)."""
     variant: str = "auto"
@@ -102,6 +116,10 @@ class ShoeConfig:
             raise ConfigurationError("read timeout must be in (0, 0.5] s to report offline in 1 s")
         if not 0 < self.reconnect_initial_s <= self.reconnect_max_s:
             raise ConfigurationError("reconnect delays must satisfy 0 < initial <= max")
+        if not 0 < self.reconnect_watch_s <= 0.4:
+            # What the shoe sends before the port is open again is gone: the driver must be
+            # reading within half a second of the cable coming back.
+            raise ConfigurationError("reconnect_watch_s must be in (0, 0.4] s")
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any]) -> ShoeConfig:
@@ -124,6 +142,7 @@ class ShoeConfig:
             "read_timeout_s": (int, float),
             "reconnect_initial_s": (int, float),
             "reconnect_max_s": (int, float),
+            "reconnect_watch_s": (int, float),
             "command_bcc_includes_stx": (bool,),
             "variant": (str,),
             "data_bit7": (str,),
@@ -149,8 +168,28 @@ class ShoeConfig:
         return self.baudrate or session_class(self.protocol).default_baudrate
 
 
+class PortBusy(DeviceError):
+    """Another program holds the shoe's port: two readers would split its bytes."""
+
+
+# First reminder that the shoe is still offline, then at a doubling interval up to the cap.
+OFFLINE_REMINDER_S: Final = 10.0
+OFFLINE_REMINDER_MAX_S: Final = 600.0
+FLAP_S: Final = 1.0
+"""A connection that ends within this, having heard nothing, is a flapping link: the next
+open waits the doubling delay instead of at once."""
+
+
 def open_port(config: ShoeConfig) -> serial.SerialBase:
-    """Open the configured port; :class:`DeviceError` if it cannot be opened."""
+    """Open the configured port exclusively; :class:`PortBusy` if another program holds it,
+    :class:`DeviceError` if it cannot be opened.
+
+    Exclusive is pyserial's ``flock(LOCK_EX | LOCK_NB)`` on POSIX: advisory, so it keeps out
+    every program that asks for the port the same way (this driver, ``shoe monitor``, any
+    pyserial program opening with ``exclusive=True``), not one that ignores locks. ``TIOCEXCL``
+    is not used: it does not stop root, and on a tty that stays open elsewhere (a pty, a
+    serial server) it outlives a killed daemon and would lock out its own restart.
+    """
     try:
         return serial.serial_for_url(
             config.port,
@@ -160,8 +199,14 @@ def open_port(config: ShoeConfig) -> serial.SerialBase:
             stopbits=STOP_BITS[config.stopbits],
             timeout=config.read_timeout_s,
             write_timeout=1.0,
+            exclusive=True,
         )
     except (serial.SerialException, OSError, ValueError) as error:
+        if getattr(error, "errno", None) in (errno.EAGAIN, errno.EWOULDBLOCK):
+            raise PortBusy(
+                f"shoe port {config.port} is in use by another program (it is opened "
+                "exclusively: stop the other reader, a table daemon or a shoe monitor)"
+            ) from error
         raise DeviceError(f"cannot open shoe port {config.port}: {error}") from error
 
 
@@ -173,7 +218,9 @@ class ShoeDriver:
     timers use :func:`time.monotonic`. ``on_result`` is called on the reader thread with each
     hand result the shoe reports itself (Angel Eye ``G``), after the events that came before
     it went to ``sink``: the table's settlement can be cross-checked with it (see
-    :mod:`controller.shoe_results`).
+    :mod:`controller.shoe_results`). ``resume_after`` is the resume point of a restarted
+    table, the last shoe sequence number in its journal (None: a table that has none): the
+    session numbers on from it, so the first frame shows what was sent while no one read.
     """
 
     def __init__(
@@ -182,6 +229,7 @@ class ShoeDriver:
         sink: EventSink,
         clock: Callable[[], float] = time.time,
         on_result: Callable[[ShoeResult], None] | None = None,
+        resume_after: int | None = None,
     ) -> None:
         self.config = config
         self._sink = sink
@@ -190,16 +238,22 @@ class ShoeDriver:
         """The last hand result the shoe reported (Angel Eye ``G``)."""
         self.ever_online = False
         self.session = config.make_session()
+        if resume_after is not None:
+            self.session.resume(resume_after)
         self._clock = clock
         self._stop = threading.Event()
         self._commands: queue.SimpleQueue[HostCommand] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._online: bool | None = None
         self._delay = config.reconnect_initial_s
+        self._heard = False
+        self._offline_since: float | None = None
+        self._reminder_at = 0.0
         self.connects = 0
         """Times the port was opened."""
         self.failed_opens = 0
-        """Times opening the port failed (each followed by a doubling wait)."""
+        """Times opening the port failed (each followed by a wait: the watch interval for a
+        port that is not there, a doubling delay for one another program holds)."""
 
     @property
     def online(self) -> bool:
@@ -285,14 +339,26 @@ class ShoeDriver:
         while not self._stop.is_set():
             try:
                 port = open_port(self.config)
-            except DeviceError as error:
+            except PortBusy as error:
+                # Not a cable: a person must act, so every attempt says so, ever less often.
                 self.failed_opens += 1
                 self._set_online(False, str(error))
-                logger.debug("retrying %s in %.2f s", self.config.port, self._delay)
+                logger.error("%s; retrying in %.2f s", error, self._delay)
                 self._stop.wait(self._delay)
                 self._delay = min(self._delay * 2, self.config.reconnect_max_s)
                 continue
+            except DeviceError as error:
+                # The device is not there: look again soon, at a fixed interval, because what
+                # the shoe sends before the port is open again is gone.
+                self.failed_opens += 1
+                self._set_online(False, str(error))
+                self._still_offline(str(error))
+                self._stop.wait(self.config.reconnect_watch_s)
+                continue
             self.connects += 1
+            self._offline_since = None
+            opened = time.monotonic()
+            self._heard = False
             try:
                 self._serve(port)
             except Exception as error:
@@ -301,12 +367,37 @@ class ShoeDriver:
                 # the driver starts again on a fresh connection.
                 logger.exception("shoe driver failed on %s", self.config.port)
                 self._set_online(False, f"driver error: {error!r}")
-                self._stop.wait(self._delay)
-                self._delay = min(self._delay * 2, self.config.reconnect_max_s)
+                self._back_off()
+            else:
+                if not self._heard and time.monotonic() - opened < FLAP_S:
+                    # A link that opens and fails at once, saying nothing: do not hammer it.
+                    self._back_off()
+                elif not self._stop.is_set():
+                    self._delay = self.config.reconnect_initial_s
             finally:
                 self.session.closed()
                 with contextlib.suppress(serial.SerialException, OSError):
                     port.close()  # the port may already be gone
+
+    def _back_off(self) -> None:
+        self._stop.wait(self._delay)
+        self._delay = min(self._delay * 2, self.config.reconnect_max_s)
+
+    def _still_offline(self, reason: str) -> None:
+        """Each retry at DEBUG; a reminder at a slowing pace (the offline event said it once)."""
+        now = time.monotonic()
+        if self._offline_since is None:
+            self._offline_since, self._reminder_at = now, now + OFFLINE_REMINDER_S
+        logger.debug("%s; looking again in %.2f s", reason, self.config.reconnect_watch_s)
+        if now >= self._reminder_at:
+            offline_for = now - self._offline_since
+            logger.warning(
+                "the shoe on %s is still offline after %.0f s: %s",
+                self.config.port,
+                offline_for,
+                reason,
+            )
+            self._reminder_at = now + min(offline_for, OFFLINE_REMINDER_MAX_S)
 
     def _write(self, port: serial.SerialBase, data: bytes) -> None:
         if data:
@@ -344,9 +435,7 @@ class ShoeDriver:
                     reaction = session.receive(data, self._clock(), now)
                     if reaction.frames:
                         last_heard = now
-                        # Only a talking shoe resets the back-off: a port that opens and
-                        # fails at once (a flapping link) keeps doubling the delay.
-                        self._delay = self.config.reconnect_initial_s
+                        self._heard = True
                         if not self._online:
                             self._set_online(True)
                     results = iter(reaction.results)
@@ -367,6 +456,5 @@ class ShoeDriver:
                         # Reopen: a serial-to-Ethernet link can be dead without an error.
                         return
         except (serial.SerialException, OSError) as error:
+            # Straight back to opening it: if the device is gone, the watch looks for it.
             self._set_online(False, f"port lost: {error}")
-            self._stop.wait(self._delay)
-            self._delay = min(self._delay * 2, self.config.reconnect_max_s)

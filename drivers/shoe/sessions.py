@@ -93,6 +93,13 @@ class ShoeSession(ABC):
     @abstractmethod
     def decoder_stats(self) -> DecoderStats: ...
 
+    def resume(self, last_sequence: int) -> None:
+        """Number on from ``last_sequence``, the last shoe sequence number an earlier run
+        delivered (a restarted table's journal), before the port is first opened: the first
+        frame then shows what the shoe sent while nobody read it. A protocol without
+        numbers has nothing to resume."""
+        return None
+
     def opened(self, now: float) -> bytes:
         """The port has just been (re)opened; returns bytes to send first."""
         return b""
@@ -167,7 +174,7 @@ class AngelEyeSession(ShoeSession):
     a repeated SEQ is a duplicate (the shoe's triple transmission) and dropped. A gap of a
     whole cycle or more looks like a smaller one: the protocol cannot tell, see the docs.
     The count is kept across reconnects, because taking a repeat for a new card would invent
-    one. A card frame with an impossible field (Player card 0 or 4, suit 0, rank 14) is a
+    one, and across a restart of the table from the journal's last number (:meth:`resume`). A card frame with an impossible field (Player card 0 or 4, suit 0, rank 14) is a
     :class:`CardMisread` with the reason in the log, never a card.
     """
 
@@ -207,6 +214,9 @@ class AngelEyeSession(ShoeSession):
     @property
     def last_sequence(self) -> int | None:
         return self.counter.last_sequence
+
+    def resume(self, last_sequence: int) -> None:
+        self.counter.resume(last_sequence)
 
     @property
     def variant(self) -> str:
@@ -436,7 +446,8 @@ class NativeSession(ShoeSession):
     Events are delivered only in sequence; anything after a gap is discarded and the shoe is
     asked to resend from the gap (go-back-N), so a frame lost to noise or a cable pull is
     recovered. The shoe reports events it can no longer resend with ``N``; those become
-    :class:`CardsLost`. Every batch delivered is acknowledged so the shoe can forget it.
+    :class:`CardsLost` once the numbering is this table's (a resume point, or a delivery).
+    Every batch delivered is acknowledged so the shoe can forget it.
     """
 
     name = "native"
@@ -450,6 +461,10 @@ class NativeSession(ShoeSession):
         self.decoder = native.NativeDecoder()
         self.delivered = 0
         """Every event up to this sequence number has been delivered (or reported lost)."""
+        self._claimed = False
+        """Whether the events up to ``delivered`` are this table's: a resume point or a
+        delivery says so. Until then an ``N`` (events the shoe no longer holds) is where
+        this table's numbering starts, not a loss: someone else took those."""
         self._command_number = 0
         self._last_request: float | None = None
         self._request_due = False
@@ -457,6 +472,12 @@ class NativeSession(ShoeSession):
     @property
     def decoder_stats(self) -> DecoderStats:
         return self.decoder.stats
+
+    def resume(self, last_sequence: int) -> None:
+        # Ask the shoe from the first event the journal does not hold: it resends what it
+        # kept for nobody, or says with N that it dropped it (then those are lost).
+        self.delivered = last_sequence
+        self._claimed = True
 
     def opened(self, now: float) -> bytes:
         self._request_due = True
@@ -496,7 +517,7 @@ class NativeSession(ShoeSession):
                 self._gone(frame.sequence, at, reaction)
             else:
                 logger.info("ignoring host-side frame from the shoe: %r", frame)
-        if self.delivered != delivered_before:
+        if self.delivered > delivered_before:  # not after following a restarted count
             reaction.to_send += native.NativeFrame(native.ACKNOWLEDGE, self.delivered).to_bytes()
         reaction.to_send += self.poll(now)
         return reaction
@@ -505,17 +526,28 @@ class NativeSession(ShoeSession):
         if last_sent > self.delivered:
             self._request_due = True  # the last event(s) were lost with no later frame
         elif last_sent < self.delivered:
+            # A new count: what the shoe sent since it restarted (held, as nobody
+            # acknowledged it) is asked for from its first number, not skipped.
             logger.warning(
-                "shoe restarted its count at %d (had %d): following it", last_sent, self.delivered
+                "shoe restarted its count at %d (had %d): following it from 1",
+                last_sent,
+                self.delivered,
             )
-            self.delivered = last_sent
+            self.delivered = 0
+            self._claimed = False
+            self._request_due = last_sent > 0
 
     def _gone(self, oldest_held: int, at: float, reaction: Reaction) -> None:
-        if oldest_held > self.delivered + 1:
+        if oldest_held <= self.delivered + 1:
+            return
+        if not self._claimed:
+            logger.info("the shoe's events before %d are not this table's", oldest_held)
+        else:
             lost = tuple(range(self.delivered + 1, oldest_held))
             self.session_stats.sequences_lost += len(lost)
             reaction.events.append(CardsLost(lost, at))
-            self.delivered = oldest_held - 1
+        self.delivered = oldest_held - 1
+        self._claimed = True
 
     def _event(self, frame: native.NativeFrame, at: float, reaction: Reaction) -> None:
         sequence = frame.sequence
@@ -526,6 +558,7 @@ class NativeSession(ShoeSession):
             self._request_due = True
             return
         self.delivered = sequence
+        self._claimed = True
         events = reaction.events
         kind = frame.kind
         if kind == native.CARD:

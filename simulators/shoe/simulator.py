@@ -193,7 +193,6 @@ class ShoeSimulator:
         self._command_decoder = angel_eye.HostCommandDecoder(bcc_includes_stx)
         self._native_decoder = native.NativeDecoder()
         self._held: OrderedDict[int, bytes] = OrderedDict()
-        self._released_up_to = 0  # events forgotten without an acknowledgement
         self.new_shoe()
 
     # -- life cycle -------------------------------------------------------------------------
@@ -468,8 +467,7 @@ class ShoeSimulator:
             if self.protocol == "native":
                 self._held[record.sequence] = raw
                 if len(self._held) > NATIVE_HOLD_MAX:
-                    released, _ = self._held.popitem(last=False)
-                    self._released_up_to = released
+                    self._held.popitem(last=False)  # forgotten unacknowledged: N says so
             self._transmit(raw, record.sequence)
         return record
 
@@ -650,8 +648,11 @@ class ShoeSimulator:
                     self._held.popitem(last=False)
         elif frame.kind == native.RESEND:
             with self._write_lock:
-                if frame.sequence <= self._released_up_to:
-                    oldest = next(iter(self._held), self._sequence + 1)
+                oldest = next(iter(self._held), self._sequence + 1)
+                if frame.sequence < oldest and frame.sequence <= self._sequence:
+                    # Asked for events it no longer holds (acknowledged, or released when
+                    # the buffer was full): N says where what it can resend starts, so the
+                    # host never waits for them.
                     self._write(native.NativeFrame(native.GONE, oldest).to_bytes(), False)
                 for sequence, raw in list(self._held.items()):
                     if sequence >= frame.sequence:

@@ -122,3 +122,46 @@ def test_ascii_session_and_unknown_protocols() -> None:
         session.command(HostCommand.LOCK)
     with pytest.raises(ConfigurationError):
         session_class("angel-ear")
+
+
+def test_native_resume_asks_from_the_first_event_after_the_resume_point() -> None:
+    session = NativeSession()
+    session.resume(41)
+    assert native.NativeDecoder().feed(session.opened(0.0)) == [
+        native.NativeFrame(native.RESEND, 42)
+    ]
+    card = native.NativeFrame(native.CARD, 42, "2C").to_bytes()
+    assert session.receive(card, AT, 0.0).events == [CardDrawn(parse_card("2C"), 42, AT)]
+
+
+def test_native_gone_before_anything_is_this_tables_is_where_it_starts() -> None:
+    """No resume point and nothing delivered: events the shoe dropped were someone else's."""
+    session = NativeSession()
+    gone = native.NativeFrame(native.GONE, 7).to_bytes()
+    card = native.NativeFrame(native.CARD, 7, "2C").to_bytes()
+    assert session.receive(gone + card, AT, 0.0).events == [CardDrawn(parse_card("2C"), 7, AT)]
+
+
+def test_native_shoe_that_restarted_its_count_is_asked_from_1() -> None:
+    session = NativeSession()
+    session.resume(50)
+    session.opened(0.0)
+    reaction = session.receive(native.NativeFrame(native.HEARTBEAT, 2).to_bytes(), AT, 1.0)
+    assert native.NativeDecoder().feed(reaction.to_send) == [native.NativeFrame(native.RESEND, 1)]
+    cards = b"".join(native.NativeFrame(native.CARD, n, "2C").to_bytes() for n in (1, 2))
+    assert [e.sequence for e in session.receive(cards, AT, 1.1).events] == [1, 2]
+
+
+def test_angel_eye_resume_reads_the_next_seq_against_the_resume_point() -> None:
+    session = AngelEyeSession(variant="mod10")
+    session.resume(22)
+    events = session.receive(ae_card(25), AT, 0.0).events
+    assert events == [CardsLost((23, 24), AT), CardDrawn(parse_card("AS"), 25, AT, "player")]
+    wrap9 = AngelEyeSession(variant="wrap9")
+    wrap9.resume(18)  # SEQ '9' under wrap9
+    frame = angel_eye.EventFrame.card(1, parse_card("AS")).to_bytes()
+    assert [e.sequence for e in wrap9.receive(frame, AT, 0.0).events] == [19]
+    letters = AngelEyeSession(variant="any-seq")
+    letters.resume(30)
+    frame = angel_eye.EventFrame.card(ord("Q"), parse_card("AS")).to_bytes()
+    assert [e.sequence for e in letters.receive(frame, AT, 0.0).events] == [31]
