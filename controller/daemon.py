@@ -162,7 +162,7 @@ class MqttLink:
         # Requests: when each arrived on this connection, and how many drops each preceded.
         self._last_request: tuple[bytes, float] | None = None
         self._drops: OrderedDict[bytes, int] = OrderedDict()
-        self._poisoned: OrderedDict[bytes, None] = OrderedDict()
+        self._poisoned: OrderedDict[bytes, int] = OrderedDict()  # digest -> its drops
         self.on_poisoned: Callable[[str, bytes, Any, int], None] | None = None
         self._lock = threading.Lock()
         self.connected = threading.Event()
@@ -346,6 +346,7 @@ class MqttLink:
     def _poison(
         self, digest: bytes, topic: str, payload: bytes, properties: Any, drops: int
     ) -> None:
+        drops = self._poisoned.get(digest) or drops
         if digest not in self._poisoned:
             logger.error(
                 "request on %r dropped unhandled: the link to the broker dropped %d times "
@@ -353,7 +354,7 @@ class MqttLink:
                 topic[:200],
                 drops,
             )
-            self._poisoned[digest] = None
+            self._poisoned[digest] = drops
             while len(self._poisoned) > POISON_MEMORY:
                 self._poisoned.popitem(last=False)
         self._drops.pop(digest, None)

@@ -38,6 +38,7 @@ import argparse
 import contextlib
 import dataclasses
 import json
+import logging
 import os
 import sys
 import tempfile
@@ -50,6 +51,8 @@ from urllib.parse import unquote, urlsplit
 
 from controller.errors import ConfigurationError
 from controller.table_config import GAME_IDS
+
+logger = logging.getLogger(__name__)
 
 # The demo's deck is enrolled as a studio enrols its own (`livetable camera enrol`): pictures
 # of every card laid in a slot, taken by the table camera (here the camera simulator), 20 of
@@ -378,16 +381,27 @@ class Watcher:
         self.printer = printer
         self.as_json = as_json
         self.subscribed = threading.Event()
+        client_id = f"livetable-demo-view-{os.getpid()}"
         self.client = mqtt.Client(
-            mqtt.CallbackAPIVersion.VERSION2,
-            client_id=f"livetable-demo-view-{os.getpid()}",
-            protocol=mqtt.MQTTv311,
+            mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=mqtt.MQTTv311
         )
         if broker.login is not None:
             self.client.username_pw_set(*broker.login)
         self.client.on_connect = self._on_connect
         self.client.on_subscribe = lambda *_args: self.subscribed.set()
         self.client.on_message = self._on_message
+        from controller.mqtt_connection import watch_connection
+
+        watch_connection(
+            self.client,
+            broker.host,
+            broker.port,
+            protocol="3.1.1",
+            username=None if broker.login is None else broker.login[0],
+            client_id=client_id,
+            log=logger,
+            name="livetable demo",
+        )
         self.client.connect_async(broker.host, broker.port, keepalive=30)
         self.client.loop_start()
 

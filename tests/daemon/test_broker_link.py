@@ -8,6 +8,7 @@ production ACL), ``livetable run`` as a subprocess, its log read as an operator 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
 import time
@@ -441,3 +442,29 @@ def test_a_lasting_problem_is_said_again_at_a_slowing_pace(
     assert "(still: " in lines[1], lines
     attempts = int(re.search(r"still: (\d+) attempts", lines[1]).group(1))  # type: ignore[union-attr]
     assert attempts > 2, lines[1]
+
+
+def test_the_api_client_names_a_refused_login_and_a_closed_port_at_once(
+    secure_mqtt_broker: BrokerProcess, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The project's API client (the demo's and the bench's connections are watched the
+    same way) says what is wrong within seconds, at error level."""
+    caplog.set_level(logging.ERROR, logger="simulators.mqtt_bots")
+    port = free_port()
+    closed = ApiClient("127.0.0.1", port, "t1", Account("viewer", "viewer", "x"))
+    refused = ApiClient(
+        "127.0.0.1", secure_mqtt_broker.port, "t1", Account("viewer", "viewer", "wrong")
+    )
+    try:
+
+        def said(text: str) -> bool:
+            return any(
+                text in record.getMessage() and record.levelno == logging.ERROR
+                for record in caplog.records
+            )
+
+        wait_until(lambda: said(f"127.0.0.1:{port} cannot be reached"), 5.0, "the closed port")
+        wait_until(lambda: said(f"127.0.0.1:{secure_mqtt_broker.port} refused"), 5.0, "the refusal")
+    finally:
+        closed.close()
+        refused.close()
