@@ -468,3 +468,53 @@ def test_the_api_client_names_a_refused_login_and_a_closed_port_at_once(
     finally:
         closed.close()
         refused.close()
+
+
+def test_the_demo_against_a_broker_refusing_mqtt_5_says_so_at_once_and_stops(
+    tmp_path: Path,
+) -> None:
+    """The demo's daemons speak MQTT 5 to a broker given by --broker; one that speaks only
+    3.1.1 (amqtt here) is named in the first seconds, and the demo stops, well before its
+    timeout, saying which table never came online."""
+    import subprocess
+    import sys
+
+    from simulators.embedded_broker import EmbeddedBroker
+    from tests.support.daemon import REPO_ROOT
+
+    with EmbeddedBroker() as broker:
+        started = time.monotonic()
+        demo = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "controller.cli",
+                "demo",
+                "--plain",
+                "--rounds",
+                "1",
+                "--broker",
+                f"mqtt://{broker.username}:{broker.password}@{broker.host}:{broker.port}",
+            ],
+            cwd=REPO_ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        lines: list[tuple[float, str]] = []
+        try:
+            assert demo.stderr is not None
+            for line in demo.stderr:
+                lines.append((time.monotonic() - started, line.rstrip()))
+            code = demo.wait(120)
+        finally:
+            if demo.poll() is None:
+                demo.kill()
+                demo.wait()
+    elapsed = time.monotonic() - started
+    said = [(at, line) for at, line in lines if " ERROR " in line and "MQTT 5" in line]
+    assert said, "\n".join(line for _at, line in lines)
+    assert said[0][0] < 15.0, said[0]  # the demo's own start (imports, the shoe) included
+    assert code == 1
+    assert any("never came online" in line for _at, line in lines), lines
+    assert elapsed < 90.0, elapsed
