@@ -11,8 +11,8 @@ watcher, the latency bench's connections). It:
   a broker that cannot be reached (refused, unknown host, timed out, TLS), one that refuses
   the credentials, the client id or the protocol version, and one that takes the connection
   but never answers the CONNECT (a broker that speaks only MQTT 3.1.1 does that to an MQTT 5
-  client) within :data:`CONNACK_TIMEOUT_S`, after which the connection is dropped and tried
-  again (paho itself would wait a whole keepalive).
+  client) within :data:`CONNACK_TIMEOUT_S`; after :data:`CONNACK_GIVE_UP_S` that connection
+  is dropped and tried again (paho itself would wait a whole keepalive).
 
 paho's own reconnect delay decides when the next attempt is; this only decides what is said.
 :func:`publish_packet_bytes` is the size of a PUBLISH packet on the wire, which a broker's
@@ -31,8 +31,11 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
-# How long the broker has to answer the CONNECT once the socket is open.
+# How long the broker has to answer the CONNECT once the socket is open before it is said...
 CONNACK_TIMEOUT_S: Final = 3.0
+# ... and before the connection is dropped and tried again: a broker that is only slow (a
+# large persistent store, a slow authentication) still gets its chance.
+CONNACK_GIVE_UP_S: Final = 10.0
 # The first repeat of the same problem, doubled each time up to the longest.
 FIRST_REPEAT_S: Final = 5.0
 LONGEST_REPEAT_S: Final = 300.0
@@ -187,7 +190,13 @@ class ConnectionWatch:
         with self._lock:
             if self._accepted or self._timer is None:
                 return
-            self._timer = None
+            timer = threading.Timer(
+                max(0.0, CONNACK_GIVE_UP_S - self.connack_timeout_s), self._give_up, args=(sock,)
+            )
+            timer.daemon = True
+            timer.name = "mqtt-connack-watch"
+            self._timer = timer
+        timer.start()
         self.problem(
             "no-connack",
             f"took the connection but did not answer the MQTT {self.protocol} CONNECT within "
@@ -198,6 +207,12 @@ class ConnectionWatch:
                 else ""
             ),
         )
+
+    def _give_up(self, sock: Any) -> None:
+        with self._lock:
+            if self._accepted or self._timer is None:
+                return
+            self._timer = None
         # Closing our end makes paho see the connection lost and try again, as it would for
         # any other drop (its own check waits a whole keepalive).
         with contextlib.suppress(OSError):
@@ -231,6 +246,7 @@ class ConnectionWatch:
     def wrap_disconnect(self, inner: Callable[..., None] | None) -> Callable[..., None]:
         def on_disconnect(client: Any, userdata: Any, flags: Any, reason: Any, props: Any) -> None:
             with self._lock:
+                # A drop before any CONNACK that our own give-up did not cause.
                 never_accepted = not self._accepted and self._timer is not None
                 self._cancel_timer()
             if never_accepted and getattr(reason, "value", 0) != 0:
