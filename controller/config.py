@@ -14,6 +14,7 @@ password_file = "/etc/livetable/t1.mqtt-password"   # or password = "..."
 protocol = "5"                   # "3.1.1" or "5"
 keepalive_s = 30
 topic_prefix = "livetable"
+max_packet_bytes = 65536         # the broker's max_packet_size (MQTT 5 brokers also say it)
 [mqtt.tls]
 ca_file = "/etc/livetable/ca.pem"
 cert_file = "/etc/livetable/t1.pem"   # client certificate, optional
@@ -46,6 +47,11 @@ if TYPE_CHECKING:
     from drivers.shoe.driver import ShoeConfig
 
 MQTT_PROTOCOLS: Final = ("3.1.1", "5")
+# The shipped broker's max_packet_size (systemd/mosquitto/livetable.conf).
+DEFAULT_MAX_PACKET_BYTES: Final = 65536
+# Below this not even a state fits; MQTT's own ceiling is 256 MiB.
+MIN_MAX_PACKET_BYTES: Final = 4096
+MQTT_MAX_PACKET_BYTES: Final = 268_435_455
 _TOPIC_FORBIDDEN: Final = frozenset("+#/\0")
 
 
@@ -71,6 +77,9 @@ class MqttConfig:
     keepalive_s: int = 30
     topic_prefix: str = "livetable"
     tls: TlsConfig | None = None
+    max_packet_bytes: int = DEFAULT_MAX_PACKET_BYTES
+    """The largest packet the broker takes: nothing larger is published (an MQTT 5 broker's
+    CONNACK may lower it; a bridged broker's link may need it lower than the local one)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.host, str) or not self.host:
@@ -93,6 +102,15 @@ class MqttConfig:
             raise ConfigurationError(
                 f"[mqtt] keepalive_s must be a whole number of seconds from 5 to 3600, "
                 f"not {self.keepalive_s!r}"
+            )
+        if (
+            isinstance(self.max_packet_bytes, bool)
+            or not isinstance(self.max_packet_bytes, int)
+            or not (MIN_MAX_PACKET_BYTES <= self.max_packet_bytes <= MQTT_MAX_PACKET_BYTES)
+        ):
+            raise ConfigurationError(
+                f"[mqtt] max_packet_bytes must be a whole number of bytes from "
+                f"{MIN_MAX_PACKET_BYTES} to {MQTT_MAX_PACKET_BYTES}, not {self.max_packet_bytes!r}"
             )
         prefix = self.topic_prefix
         if not isinstance(prefix, str) or not prefix or _TOPIC_FORBIDDEN & set(prefix):
@@ -136,6 +154,7 @@ _MQTT_KEYS: Final = {
     "keepalive_s",
     "topic_prefix",
     "tls",
+    "max_packet_bytes",
 }
 _TLS_KEYS: Final = ("ca_file", "cert_file", "key_file")
 

@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import logging
 import signal
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,7 @@ from controller.mqtt_api import (
     parse_request,
     table_event,
 )
+from controller.mqtt_connection import publish_packet_bytes, watch_connection
 from controller.outbox import Outbox, open_outbox, outbox_path
 from controller.publishing import Publications, command_key, decision_key
 from controller.runtime import Published, RuntimeTask
@@ -63,6 +66,14 @@ STOP_FLUSH_S = 1.0
 # MQTT 5 session expiry: the broker keeps the daemon's subscription to requests (and the
 # requests sent meanwhile) across a restart of the daemon or a short network outage.
 SESSION_EXPIRY_S = 3600
+# A request that was the last to arrive before the link dropped this many times is not
+# handled again: answered "poisoned", acknowledged, logged once (it would take the table off
+# the broker at every reconnect otherwise).
+POISON_AFTER_DROPS = 3
+# A drop this long after a request arrived is not blamed on it.
+POISON_BLAME_S = 10.0
+# Requests remembered for that (their digests): the most recent ones.
+POISON_MEMORY = 256
 
 
 class Route:
@@ -117,6 +128,8 @@ class MqttLink:
             client_id=config.client_id,
             protocol=mqtt.MQTTv5 if v5 else mqtt.MQTTv311,
             clean_session=None if v5 else False,
+            # A request is acknowledged by us, before its answer goes out (see _on_message).
+            manual_ack=True,
         )
         if config.username is not None:
             self.client.username_pw_set(config.username, config.password)
@@ -133,6 +146,24 @@ class MqttLink:
         self.client.on_disconnect = self._on_disconnect
         self.client.on_publish = self._on_publish
         self.client.on_message = self._on_message
+        self.watch = watch_connection(
+            self.client,
+            config.host,
+            config.port,
+            protocol=config.protocol,
+            username=config.username,
+            client_id=config.client_id,
+            log=logger,
+        )
+        # The largest packet the broker takes: the configured one, lowered by an MQTT 5
+        # broker's CONNACK (a bridged broker's limit further on is not in it).
+        self.max_packet = config.max_packet_bytes
+        self._too_large: set[tuple[str, int]] = set()  # what was already logged as such
+        # Requests: when each arrived on this connection, and how many drops each preceded.
+        self._last_request: tuple[bytes, float] | None = None
+        self._drops: OrderedDict[bytes, int] = OrderedDict()
+        self._poisoned: OrderedDict[bytes, int] = OrderedDict()  # digest -> its drops
+        self.on_poisoned: Callable[[str, bytes, Any, int], None] | None = None
         self._lock = threading.Lock()
         self.connected = threading.Event()
         self._stopping = threading.Event()
@@ -189,6 +220,7 @@ class MqttLink:
                 info.wait_for_publish(max(0.1, deadline - time.monotonic()))
         self.client.disconnect()
         self.client.loop_stop()
+        self.watch.close()
 
     def _drained(self) -> bool:
         with self._lock:
@@ -199,13 +231,19 @@ class MqttLink:
     # -- MQTT callbacks (the client's thread) -----------------------------------------------
 
     def _on_connect(
-        self, client: Any, _userdata: Any, _flags: Any, reason: Any, _props: Any
+        self, client: Any, _userdata: Any, _flags: Any, reason: Any, props: Any
     ) -> None:
         if reason.is_failure:
-            logger.warning("the broker refused the connection: %s", reason)
-            return
+            return  # said by the connection's watch, at error level
         self.connects += 1
-        logger.info("connected to the broker %s:%d", self.config.host, self.config.port)
+        told = getattr(props, "MaximumPacketSize", None) if props is not None else None
+        self.max_packet = min(self.config.max_packet_bytes, told or self.config.max_packet_bytes)
+        logger.info(
+            "connected to the broker %s:%d (packets up to %d bytes)",
+            self.config.host,
+            self.config.port,
+            self.max_packet,
+        )
         client.subscribe(self.topics.requests, qos=1)
         info = client.publish(self.topics.availability, "online", qos=1, retain=True)
         self._register(info.mid, None)
@@ -226,7 +264,18 @@ class MqttLink:
             logger.info("disconnected from the broker")
         elif self.connected.is_set():
             logger.warning("lost the broker: %s; the table goes on and the events wait", reason)
+            self._blame_drop()
         self.connected.clear()
+
+    def _blame_drop(self) -> None:
+        """The link dropped: the request that arrived last, if just before, is counted."""
+        last, self._last_request = self._last_request, None
+        if last is None or time.monotonic() - last[1] > POISON_BLAME_S:
+            return
+        digest = last[0]
+        self._drops[digest] = self._drops.pop(digest, 0) + 1
+        while len(self._drops) > POISON_MEMORY:
+            self._drops.popitem(last=False)
 
     def _on_publish(
         self, _client: Any, _userdata: Any, mid: int, _reason: Any, _props: Any
@@ -273,13 +322,44 @@ class MqttLink:
             self._delivered = advanced
             self.outbox.note_delivered(advanced)
 
-    def _on_message(self, _client: Any, _userdata: Any, message: Any) -> None:
+    def _on_message(self, client: Any, _userdata: Any, message: Any) -> None:
+        payload = bytes(message.payload)
+        properties = getattr(message, "properties", None)
+        digest = hashlib.sha256(message.topic.encode() + b"\0" + payload).digest()[:16]
+        # Taken, so acknowledged now, before its answer: an answer that costs the link (or
+        # a crash while it is handled) must not bring the request back at every reconnect.
+        if message.qos > 0:
+            client.ack(message.mid, message.qos)
+        previous, self._last_request = self._last_request, (digest, time.monotonic())
+        if previous is not None and previous[0] != digest:
+            self._drops.pop(previous[0], None)  # the link outlived it
+        drops = self._drops.get(digest, 0)
         try:
-            self.on_request(
-                message.topic, bytes(message.payload), getattr(message, "properties", None)
-            )
+            if drops >= POISON_AFTER_DROPS or digest in self._poisoned:
+                self._last_request = None
+                self._poison(digest, message.topic, payload, properties, drops)
+                return
+            self.on_request(message.topic, payload, properties)
         except Exception:  # a bug must not stop the client's thread
             logger.exception("a request could not be handled")
+
+    def _poison(
+        self, digest: bytes, topic: str, payload: bytes, properties: Any, drops: int
+    ) -> None:
+        drops = self._poisoned.get(digest) or drops
+        if digest not in self._poisoned:
+            logger.error(
+                "request on %r dropped unhandled: the link to the broker dropped %d times "
+                "right after it arrived (answered 'poisoned')",
+                topic[:200],
+                drops,
+            )
+            self._poisoned[digest] = drops
+            while len(self._poisoned) > POISON_MEMORY:
+                self._poisoned.popitem(last=False)
+        self._drops.pop(digest, None)
+        if self.on_poisoned is not None:
+            self.on_poisoned(topic, payload, properties, drops)
 
     # -- publishing (the publisher thread) ---------------------------------------------------
 
@@ -297,16 +377,66 @@ class MqttLink:
         except (ValueError, TypeError, OSError) as error:
             logger.warning("could not answer on %r: %s", route.topic[:200], error)
 
-    def _respond(self, route: Route, response: dict[str, Any]) -> None:
-        properties = None
-        if self.v5 and route.correlation is not None:
-            from paho.mqtt.packettypes import PacketTypes
-            from paho.mqtt.properties import Properties
+    def _properties(self, route: Route) -> Any:
+        if not (self.v5 and route.correlation is not None):
+            return None
+        from paho.mqtt.packettypes import PacketTypes
+        from paho.mqtt.properties import Properties
 
-            properties = Properties(PacketTypes.PUBLISH)
-            properties.CorrelationData = route.correlation
-        info = self.client.publish(route.topic, encode(response), qos=1, properties=properties)
+        properties = Properties(PacketTypes.PUBLISH)
+        properties.CorrelationData = route.correlation
+        return properties
+
+    def packet_bytes(self, topic: str, body: bytes, properties: Any = None) -> int:
+        return publish_packet_bytes(topic, body, properties, self.v5)
+
+    def answer_room(self, route: Route) -> int:
+        """How many bytes an answer's JSON may have on ``route`` under the broker's limit."""
+        return self.max_packet - self.packet_bytes(route.topic, b"", self._properties(route))
+
+    def _respond(self, route: Route, response: dict[str, Any]) -> None:
+        properties = self._properties(route)
+        body = encode(response)
+        size = self.packet_bytes(route.topic, body, properties)
+        if size > self.max_packet:
+            # The broker would drop the link for it: say so instead, in a few hundred bytes.
+            logger.warning(
+                "an answer to %s on %r is %d bytes, more than the broker takes (%d): answered "
+                "too_large instead",
+                response.get("command"),
+                route.topic[:200],
+                size,
+                self.max_packet,
+            )
+            body = encode(
+                response_message(
+                    response.get("transaction"),
+                    str(response.get("command", "")),
+                    False,
+                    f"the answer would be {size} bytes, more than the broker takes "
+                    f"({self.max_packet})",
+                    code="too_large",
+                )
+            )
+        info = self.client.publish(route.topic, body, qos=1, properties=properties)
         self._register(info.mid, None)
+
+    def _fits(self, what: str, number: int, topic: str, body: bytes) -> bool:
+        """Whether a message fits the broker's limit; one that does not is logged once and
+        not sent (the broker would drop the link for it, again at every reconnect)."""
+        size = self.packet_bytes(topic, body)
+        if size <= self.max_packet:
+            return True
+        if (what, number) not in self._too_large:
+            self._too_large.add((what, number))
+            logger.error(
+                "%s %d is %d bytes, more than the broker takes (%d): not published",
+                what,
+                number,
+                size,
+                self.max_packet,
+            )
+        return False
 
     def send_now(self) -> bool:
         """On the table's thread, right after a journal row's messages went into the outbox:
@@ -370,6 +500,11 @@ class MqttLink:
             body = self.outbox.get(seq)
             if body is None:  # pragma: no cover - the outbox is written before it is read
                 return
+            if not self._fits("event", seq, self.topics.events, body):
+                with self._lock:
+                    self._next_seq = seq + 1
+                    self._ack(seq)  # as delivered as it can be: `events` answers for it
+                continue
             info = self.client.publish(self.topics.events, body, qos=1)
             if info.rc != self._mqtt.MQTT_ERR_SUCCESS:
                 # Not connected after all: the client queued it and sends it on reconnect.
@@ -385,15 +520,18 @@ class MqttLink:
         with self._lock:
             if self._next_seq <= state["seq"]:
                 return  # the events that led to this state go first
-        info = self.client.publish(self.topics.state, encode(state), qos=1, retain=True)
-        self._register(info.mid, None)
+        body = encode(state)
+        if self._fits("state", version, self.topics.state, body):
+            info = self.client.publish(self.topics.state, body, qos=1, retain=True)
+            self._register(info.mid, None)
         self._sent_state_version = version
 
     def _send_dealer(self) -> None:
         body = self._dealer
         if body is not None and body != self._dealer_sent:
-            info = self.client.publish(self.topics.dealer, body, qos=1, retain=True)
-            self._register(info.mid, None)
+            if self._fits("dealer line", len(body), self.topics.dealer, body):
+                info = self.client.publish(self.topics.dealer, body, qos=1, retain=True)
+                self._register(info.mid, None)
             self._dealer_sent = body
 
 
@@ -440,6 +578,7 @@ class TableDaemon:
             self.outbox,
             self.handle_request,
         )
+        self.link.on_poisoned = self._answer_poisoned
 
     def _assemble(self, shoe: bool, camera_source: Any) -> AssembledTable:
         def handler(devices: DeviceEffects) -> Effects:
@@ -536,7 +675,7 @@ class TableDaemon:
             )
             return
         if request.command == "events":
-            self.link.respond(route, self._events_since(request))  # type: ignore[arg-type]
+            self.link.respond(route, self._events_since(request, route))  # type: ignore[arg-type]
             return
         if self.runtime.events.qsize() > MAX_QUEUED_REQUESTS:
             self.link.respond(
@@ -552,19 +691,78 @@ class TableDaemon:
             return
         self.runtime.submit(RuntimeTask(lambda: self._execute(request, route)))  # type: ignore[arg-type]
 
-    def _events_since(self, request: Request) -> dict[str, Any]:
+    def _answer_poisoned(self, topic: str, payload: bytes, properties: Any, drops: int) -> None:
+        route = self._route(topic, properties)
+        if route is None:
+            return
+        try:
+            request = parse_request(
+                topic, payload, self.topics.base.split("/")[0], self.config.table.table_id
+            )
+            transaction, command = request.transaction, request.command
+        except RequestError as error:
+            transaction, command = error.transaction, error.command
+        self.link.respond(
+            route,
+            response_message(
+                transaction,
+                command,
+                False,
+                f"not handled: the table's link to the broker dropped {drops} times right after "
+                "this request arrived; it is dropped (send it again with a new transaction if "
+                "it is still wanted)",
+                code="poisoned",
+            ),
+        )
+
+    def _events_since(self, request: Request, route: Route) -> dict[str, Any]:
+        """Up to ``limit`` events after ``since``, and no more than one answer can carry
+        under the broker's packet limit (``more`` says whether others follow)."""
         since = int(request.args["since"])
         limit = int(request.args.get("limit", EVENTS_PAGE_MAX))
         rows = self.outbox.since(since, limit)
-        events = [json.loads(body) for _seq, body in rows]
         last = self.outbox.last_seq
-        return response_message(
-            request.transaction,
-            "events",
-            True,
-            f"{len(events)} event(s) after {since}",
-            data={"events": events, "last_seq": last, "more": bool(rows) and rows[-1][0] < last},
-        )
+        room = self.link.answer_room(route)
+
+        def answer(count: int) -> dict[str, Any]:
+            taken = rows[:count]
+            return response_message(
+                request.transaction,
+                "events",
+                True,
+                f"{count} event(s) after {since}",
+                data={
+                    "events": [json.loads(body) for _seq, body in taken],
+                    "last_seq": last,
+                    "more": (taken[-1][0] if taken else since) < last,
+                },
+            )
+
+        # The events are re-encoded as they were stored (the same encoder): each adds its
+        # stored bytes and a comma to the answer's empty envelope.
+        size = len(encode(answer(0))) + len(str(len(rows)))
+        count = 0
+        for _seq, body in rows:
+            if size + len(body) + 1 > room:
+                break
+            size += len(body) + 1
+            count += 1
+        reply = answer(count)
+        while count > 0 and len(encode(reply)) > room:  # pragma: no cover - the sum is exact
+            count -= 1
+            reply = answer(count)
+        if count == 0 and rows:
+            seq, body = rows[0]
+            return response_message(
+                request.transaction,
+                "events",
+                False,
+                f"event {seq} alone ({len(body)} bytes) is more than an answer can carry under "
+                f"the broker's packet limit ({self.link.max_packet} bytes); the events after it "
+                f"are answered from since={seq}",
+                code="too_large",
+            )
+        return reply
 
     def _execute(self, request: Request, route: Route) -> None:
         """Run a table command on the table's thread: once per key, answered every time."""

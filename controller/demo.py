@@ -38,6 +38,7 @@ import argparse
 import contextlib
 import dataclasses
 import json
+import logging
 import os
 import sys
 import tempfile
@@ -50,6 +51,8 @@ from urllib.parse import unquote, urlsplit
 
 from controller.errors import ConfigurationError
 from controller.table_config import GAME_IDS
+
+logger = logging.getLogger(__name__)
 
 # The demo's deck is enrolled as a studio enrols its own (`livetable camera enrol`): pictures
 # of every card laid in a slot, taken by the table camera (here the camera simulator), 20 of
@@ -73,6 +76,9 @@ DEFAULT_MISTAKE_RATE = 0.1
 DEFAULT_RESOLVE_DELAY_S = 1.5
 # How long the demo waits for the last messages and for its daemons to stop.
 SETTLE_S = 5.0
+# A table whose daemon has not said "online" this long after it started cannot reach the
+# broker (its daemon logs why, at once): the demo stops instead of waiting for its timeout.
+ONLINE_WITHIN_S = 30.0
 # The live view's redraws per second (the decision countdown moves in tenths).
 REFRESH_PER_S = 8
 MAX_TABLES = 8
@@ -378,16 +384,27 @@ class Watcher:
         self.printer = printer
         self.as_json = as_json
         self.subscribed = threading.Event()
+        client_id = f"livetable-demo-view-{os.getpid()}"
         self.client = mqtt.Client(
-            mqtt.CallbackAPIVersion.VERSION2,
-            client_id=f"livetable-demo-view-{os.getpid()}",
-            protocol=mqtt.MQTTv311,
+            mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=mqtt.MQTTv311
         )
         if broker.login is not None:
             self.client.username_pw_set(*broker.login)
         self.client.on_connect = self._on_connect
         self.client.on_subscribe = lambda *_args: self.subscribed.set()
         self.client.on_message = self._on_message
+        from controller.mqtt_connection import watch_connection
+
+        watch_connection(
+            self.client,
+            broker.host,
+            broker.port,
+            protocol="3.1.1",
+            username=None if broker.login is None else broker.login[0],
+            client_id=client_id,
+            log=logger,
+            name="livetable demo",
+        )
         self.client.connect_async(broker.host, broker.port, keepalive=30)
         self.client.loop_start()
 
@@ -534,6 +551,7 @@ def run_demo(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         )
         finished = _play(args, tables, watch, header, out, live, work)
         elapsed = time.monotonic() - started
+        unreached = [] if finished else _never_online(tables, watch)
         failed = [t for t in tables if not t.daemon.alive()]
         _settle(tables, watch)
     # Every table is stopped now (availability offline), the broker too.
@@ -552,10 +570,19 @@ def run_demo(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         print(
             f"livetable demo: table {table.table_id} stopped: {table.daemon.why()}", file=sys.stderr
         )
+    for table in unreached:
+        logged = table.daemon.log() if hasattr(table.daemon, "log") else ""
+        said = [line for line in logged.splitlines() if " ERROR " in line][-1:]
+        print(
+            f"livetable demo: table {table.table_id} never came online in {ONLINE_WITHIN_S:g} s: "
+            "its daemon cannot reach the broker"
+            + (f" ({said[0].split(': ', 1)[-1]})" if said else " (its error is logged above)"),
+            file=sys.stderr,
+        )
     for table in tables:
         for error in table.bots.errors[:5]:
             print(f"livetable demo: table {table.table_id}: {error}", file=sys.stderr)
-    return 0 if finished and not failed else 1
+    return 0 if finished and not failed and not unreached else 1
 
 
 def verbosity(args: argparse.Namespace) -> int:
@@ -575,12 +602,14 @@ def _play(
 ) -> bool:
     """Until every table has played its rounds (True), a daemon stops or time runs out."""
     deadline = time.monotonic() + args.timeout_s
+    online_by = time.monotonic() + ONLINE_WITHIN_S
 
     def playing() -> bool:
         return (
             not all(t.bots.done for t in tables)
             and all(t.daemon.alive() for t in tables)
             and time.monotonic() < deadline
+            and not (time.monotonic() > online_by and _never_online(tables, watch))
         )
 
     try:
@@ -592,6 +621,11 @@ def _play(
     except KeyboardInterrupt:
         return False
     return all(t.bots.done for t in tables)
+
+
+def _never_online(tables: list[DemoTable], watch: Any) -> list[DemoTable]:
+    with watch.lock:
+        return [t for t in tables if watch.tables[t.table_id].availability is None]
 
 
 def _live(

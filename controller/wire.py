@@ -67,12 +67,14 @@ EVENT_TYPES: Final[dict[str, str]] = {
 # Error codes of responses (``error.code``).
 ERROR_CODES: Final[dict[str, str]] = {
     "malformed": "the payload is not a JSON object of the documented shape",
-    "too_large": "the payload is larger than the API accepts",
+    "too_large": "the payload is larger than the API accepts, or the answer than the broker takes",
     "unknown_command": "no such command",
     "forbidden": "this role may not give this command",
     "refused": "the table's state does not allow it now (the message says why)",
     "stale": "the decision answers a request that is no longer awaited",
     "unavailable": "the table cannot take requests now (starting or stopping)",
+    "poisoned": "the link to the broker dropped again and again right after this request came: "
+    "it was dropped, not handled",
 }
 
 

@@ -19,6 +19,8 @@ message arrives (``time.monotonic()``, first thing in the MQTT client's callback
   of the daemon, then as many of the floor, and so on, so that both see the same moments of
   a shared machine; at each turn the bench pauses :data:`SETTLE_S`, so that neither
   pipeline's aftermath (acknowledgements, bookkeeping) falls into the other's cards.
+- **request → answer**: every request the bench sends (``open_round``, ``new_shoe``,
+  ``resume``), from its publish to the arrival of its answer (stamped as the states are).
 - **resident memory** of the daemon (``VmRSS``, ``VmHWM``) after the cards, and its **idle
   CPU**: CPU seconds from ``/proc/<pid>/stat`` over ``--idle-s`` seconds with nothing
   happening (the floor stopped), as a percentage of one core.
@@ -31,6 +33,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import os
 import platform
 import sqlite3
@@ -53,9 +56,12 @@ from controller.cli_support import (
     positive_int,
     positive_seconds,
 )
+from controller.mqtt_connection import watch_connection
 from controller.stats import percentile
 from simulators.daemon_process import DaemonProcess
 from simulators.table_config import write_table_config
+
+logger = logging.getLogger(__name__)
 
 RATIO_TARGET = 2.0
 RSS_TARGET_MB = 80.0
@@ -67,6 +73,10 @@ TABLE_ID = "t1"
 PREFIX = "livetable"
 DRAW_PHASES = frozenset({"BURN_REVEAL", "BURNING", "DEALING"})
 FRAME_BYTES = 8  # an Angel Eye card frame: ENQ SEQ 'D' D1 D2 ETX BCC BCC
+# The broker as the shipped livetable.conf sets what matters to latency: Nagle's algorithm
+# off on its sockets (without it, an answer sent to a client right after the PUBACK of its
+# request waits for the client's delayed ACK, some 40 ms).
+BROKER_CONFIG = "allow_anonymous true\nset_tcp_nodelay true\n"
 # The two pipelines take turns in blocks of this many cards, so that both see the same
 # moments of the machine (a block lasts tens of milliseconds) ...
 BLOCK_CARDS = 10
@@ -121,14 +131,23 @@ class Link:
         self._cond = threading.Condition()
         self._subscribed = threading.Event()
         self._topics = topics
+        client_id = f"bench-{account}-{uuid.uuid4().hex[:8]}"
         self.client = mqtt.Client(
-            mqtt.CallbackAPIVersion.VERSION2,
-            client_id=f"bench-{account}-{uuid.uuid4().hex[:8]}",
-            protocol=mqtt.MQTTv311,
+            mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=mqtt.MQTTv311
         )
         self.client.on_connect = self._on_connect
         self.client.on_subscribe = self._on_subscribe
         self.client.on_message = self._on_message
+        watch_connection(
+            self.client,
+            host,
+            port,
+            protocol="3.1.1",
+            username=None,
+            client_id=client_id,
+            log=logger,
+            name="livetable bench",
+        )
         # No keepalive ping during a run: after a PINGRESP that the bench's side has not
         # acknowledged yet (TCP's delayed acknowledgement), mosquitto's next message waits
         # for it behind Nagle's algorithm, some 40 ms, which would be the bench's own delay.
@@ -181,6 +200,9 @@ class Table:
     state: dict[str, Any] | None = None
     state_at: float = 0.0
     responses: dict[str, dict[str, Any]] = field(default_factory=dict)
+    answered_at: dict[str, float] = field(default_factory=dict)
+    # Each request's round trip (seconds): published to its answer's arrival.
+    request_latencies: list[float] = field(default_factory=list)
 
     def pump(self, until: Callable[[], bool], what: str, timeout: float = WAIT_S) -> None:
         """Read messages until ``until()`` holds (checked before each)."""
@@ -194,13 +216,16 @@ class Table:
             elif topic.startswith(f"{self.base}/response/"):
                 body = json.loads(payload)
                 self.responses[str(body.get("transaction"))] = body
+                self.answered_at[str(body.get("transaction"))] = at
 
     def request(self, role: str, command: str, **args: Any) -> dict[str, Any]:
         transaction = uuid.uuid4().hex
         topic = f"{self.base}/request/{role}/{self.link.account}/{command}"
+        sent = time.monotonic()
         self.link.publish(topic, {"transaction": transaction, **args})
         self.pump(lambda: transaction in self.responses, f"the answer to {command}")
         answer = self.responses.pop(transaction)
+        self.request_latencies.append(self.answered_at.pop(transaction) - sent)
         if not answer["ok"]:
             raise RuntimeError(f"{command} refused: {answer['message']}")
         return answer
@@ -535,7 +560,7 @@ def measure(cards: int, idle_s: float, directory: Path | None, seed: int) -> dic
     with tempfile.TemporaryDirectory(prefix="livetable-latency-", dir=directory) as folder:
         workdir = Path(folder)
         with (
-            start_broker(workdir / "broker") as broker,
+            start_broker(workdir / "broker", extra_config=BROKER_CONFIG) as broker,
             running_daemon(workdir, broker.host, broker.port, seed) as daemon,
         ):
             # A bar on a terminal (stderr) only, advanced once per timed card, outside it.
@@ -563,8 +588,11 @@ def measure(cards: int, idle_s: float, directory: Path | None, seed: int) -> dic
             idle = idle_cpu_percent(daemon.pid, idle_s)
             memory = rss_kb(daemon.pid)
     timed, floor = summary(latencies), summary(floor_latencies)
+    requests = summary(daemon.table.request_latencies)
+    requests["requests"] = requests.pop("cards")
     return {
         "cards": cards,
+        "requests": requests,
         "interleaved": {"block_cards": BLOCK_CARDS, "settle_s": SETTLE_S},
         "daemon": {
             **timed,
@@ -608,6 +636,12 @@ def run(args: argparse.Namespace) -> int:
             f"max {row['max_ms']:.3f} ms  mean {row['mean_ms']:.3f} ms"
         )
     ratio = results["p99_ratio"]
+    asked = results["requests"]
+    print(
+        f"request -> answer: {asked['requests']} requests (open_round, new_shoe, resume): "
+        f"p50 {asked['p50_ms']:.3f} ms  p99 {asked['p99_ms']:.3f} ms  "
+        f"max {asked['max_ms']:.3f} ms  mean {asked['mean_ms']:.3f} ms"
+    )
     print(f"p99 / p99 floor: {ratio:.2f} ({_verdict(ratio <= RATIO_TARGET)} <= {RATIO_TARGET})")
     print(
         f"daemon resident memory: {daemon['rss_mb']} MB, peak {daemon['peak_rss_mb']} MB "

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import paho.mqtt.client as mqtt
 
+from controller.mqtt_connection import watch_connection
+
 if TYPE_CHECKING:
     from simulators.shoe.simulator import Emitted
 
@@ -62,7 +64,9 @@ def start_client(
     reconnect_delay_s: tuple[int, int] | None = None,
 ) -> mqtt.Client:
     """A paho client (callback API 2) with these callbacks, connecting to ``host:port`` in
-    the background (keepalive 30 s), its network thread started.
+    the background (keepalive 30 s), its network thread started. Its connection is watched
+    (:func:`controller.mqtt_connection.watch_connection`): every connection problem is one
+    error line at once and again at a slowing pace, and its socket sets ``TCP_NODELAY``.
 
     ``clean``: MQTT 3.1.1's clean session (off: the broker keeps the session's QoS 1
     messages while it is away; MQTT 5 has no such flag here). ``login``: (username,
@@ -83,6 +87,16 @@ def start_client(
     client.on_message = on_message
     if on_disconnect is not None:
         client.on_disconnect = on_disconnect
+    watch_connection(
+        client,
+        host,
+        port,
+        protocol="5" if protocol == mqtt.MQTTv5 else "3.1.1",
+        username=None if login is None else login[0],
+        client_id=client_id,
+        log=logger,
+        name=client_id,
+    )
     client.connect_async(host, port, keepalive=30)
     client.loop_start()
     return client

@@ -17,6 +17,17 @@ from tests.support.broker import BrokerProcess, start_broker, write_password_fil
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PRODUCTION_ACL = REPO_ROOT / "systemd" / "mosquitto" / "livetable.acl"
+PRODUCTION_CONF = REPO_ROOT / "systemd" / "mosquitto" / "livetable.conf"
+# The shipped broker's settings of who may connect as whom that a test broker takes as they
+# are (the rest of livetable.conf names system paths and ports: test_broker_config.py runs
+# the whole file).
+IDENTITY_SETTINGS = ("use_username_as_clientid",)
+
+
+def production_identity_settings() -> str:
+    lines = PRODUCTION_CONF.read_text().splitlines()
+    return "".join(line + "\n" for line in lines if line.split(" ")[0] in IDENTITY_SETTINGS)
+
 
 # Threads and processes get this long to wind down after a test before they count as leaked.
 LEAK_GRACE_S = 3.0
@@ -70,7 +81,8 @@ SECURE_USERS: dict[str, tuple[str, str]] = {
 def secure_mqtt_broker(
     tmp_path: Path, start_mosquitto: Callable[..., BrokerProcess]
 ) -> BrokerProcess:
-    """mosquitto with anonymous access refused, a password file and the production ACL.
+    """mosquitto with anonymous access refused, a password file, the production ACL and the
+    production rule that a client's id is its account's name.
 
     ``broker.users`` maps each role (table, platform, supervisor, viewer) to (user, password).
     """
@@ -82,6 +94,7 @@ def secure_mqtt_broker(
         workdir,
         extra_config=(
             f"allow_anonymous false\npassword_file {password_file}\nacl_file {PRODUCTION_ACL}\n"
+            + production_identity_settings()
         ),
         users=SECURE_USERS,
     )

@@ -317,6 +317,29 @@ def test_a_packet_over_64_kib_is_refused(studio_broker: StudioBroker) -> None:
         viewer.close()
 
 
+def test_no_other_account_can_connect_as_the_tables_client_id(
+    studio_broker: StudioBroker,
+) -> None:
+    """The table's connection survives a viewer and the platform connecting with its client
+    id (each gets its own account's name), and still receives what is sent to it."""
+    disconnects: queue.Queue[str] = queue.Queue()
+    table = Client(studio_broker, "livetable-t1", client_id="livetable-t1", persistent=True)
+    table.mqtt.on_disconnect = lambda _c, _u, _f, reason, _p: disconnects.put(str(reason))
+    impostors = []
+    try:
+        assert table.subscribe("livetable/t1/request/#")
+        for account in ("viewer", "platform"):
+            impostors.append(Client(studio_broker, account, client_id="livetable-t1"))
+        platform = impostors[-1]
+        platform.publish("livetable/t1/request/platform/platform/status", b"{}")
+        assert table.next() == ("livetable/t1/request/platform/platform/status", b"{}")
+        assert disconnects.empty(), disconnects.get()
+    finally:
+        for impostor in impostors:
+            impostor.close()
+        table.close()
+
+
 def test_a_slow_consumer_loses_no_qos1_message_beyond_the_default_queue(
     studio_broker: StudioBroker,
 ) -> None:

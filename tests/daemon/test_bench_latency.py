@@ -36,6 +36,10 @@ def test_json_has_every_figure() -> None:
         for figure in ("p50_ms", "p99_ms", "max_ms", "mean_ms"):
             assert isinstance(row[figure], float) and row[figure] > 0, (part, figure, row)
         assert row["p50_ms"] <= row["p99_ms"] <= row["max_ms"]
+    requests = results["requests"]
+    assert requests["requests"] >= 1
+    for figure in ("p50_ms", "p99_ms", "max_ms", "mean_ms"):
+        assert isinstance(requests[figure], float) and requests[figure] > 0, (figure, requests)
     daemon = results["daemon"]
     assert results["p99_ratio"] == round(daemon["p99_ms"] / results["floor"]["p99_ms"], 2)
     assert daemon["rounds"] >= 1
@@ -56,6 +60,7 @@ def test_text_report_names_every_figure() -> None:
         row = next(line for line in lines if line.strip().startswith(f"{part}:"))
         for figure in ("p50", "p99", "max"):
             assert f" {figure} " in row, row
+    assert any(line.startswith("request -> answer: ") for line in lines), lines
     assert any(line.startswith("p99 / p99 floor: ") for line in lines), lines
     assert any(line.startswith("daemon resident memory: ") for line in lines), lines
     assert any(line.startswith("daemon idle CPU: ") for line in lines), lines
