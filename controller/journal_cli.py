@@ -21,6 +21,7 @@ import csv
 import json
 import re
 import sys
+import unicodedata
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -236,16 +237,21 @@ def run_rounds(args: argparse.Namespace) -> int:
         return 0
     header = ("round", "shoe", "game", "opened", "outcome", "at", "by", "pauses", "rows")
     rows = [
-        (
-            str(summary["round_id"]),
-            _text(summary["shoe_id"]),
-            summary["game"],
-            time_text(summary["opened_at"]),
-            summary["outcome"],
-            time_text(summary["settled_at"] or summary["cancelled_at"]),
-            _text(summary["cancelled_by"]),
-            ", ".join(summary["pauses"]) or "-",
-            "{}-{}".format(*summary["rows"]),
+        tuple(
+            map(
+                printable,
+                (
+                    str(summary["round_id"]),
+                    _text(summary["shoe_id"]),
+                    summary["game"],
+                    time_text(summary["opened_at"]),
+                    summary["outcome"],
+                    time_text(summary["settled_at"] or summary["cancelled_at"]),
+                    _text(summary["cancelled_by"]),
+                    ", ".join(summary["pauses"]) or "-",
+                    "{}-{}".format(*summary["rows"]),
+                ),
+            )
         )
         for summary in summaries
     ]
@@ -278,16 +284,22 @@ def run_export(args: argparse.Namespace) -> int:
         (
             time_text(line["event"].get("at")),
             str(line["seq"]),
-            describe_event(line["kind"], line["event"]),
-            who(line["kind"], line["event"]),
-            "\n".join(filter(None, map(describe_effect, line["effects"]))) or "no effect",
+            printable(describe_event(line["kind"], line["event"])),
+            printable(who(line["kind"], line["event"])),
+            # One effect a line: the line breaks are the output's, any other is escaped.
+            "\n".join(map(printable, filter(None, map(describe_effect, line["effects"]))))
+            or "no effect",
         )
         for line in lines
     ]
     if args.format == "csv":
         _write_csv(header, rows)
         return 0
-    print(f"round {args.round_id} ({config.game}, table {config.table_id}), from {args.journal}")
+    print(
+        printable(
+            f"round {args.round_id} ({config.game}, table {config.table_id}), from {args.journal}"
+        )
+    )
     _write_columns(header, rows)
     return 0
 
@@ -368,7 +380,12 @@ def _describe_published(name: str, payload: Mapping[str, Any]) -> str:
     if name == "table_paused":
         return f"table_paused {payload.get('reason')}: {payload.get('message')}"
     if name == "round_settled":
-        return f"round_settled {_compact(payload.get('result'))}"
+        from controller.wire import finished_hands  # the result as it was published
+
+        result = payload.get("result")
+        if isinstance(result, dict):
+            result = finished_hands(result)
+        return f"round_settled {_compact(result)}"
     if name == "round_opened":
         return (
             f"round_opened (round {payload.get('round_number')} of the shoe, "
@@ -387,6 +404,34 @@ def _compact(value: object) -> str:
 
 
 # -- output ---------------------------------------------------------------------------------
+
+# Characters a terminal (or a spreadsheet) may act on instead of showing: C0 and C1
+# controls (ESC starts the sequences that clear a screen or set a title), formats such as
+# the bidi overrides that reorder what follows, line and paragraph separators, surrogates.
+_UNSAFE_CATEGORIES = frozenset(("Cc", "Cf", "Zl", "Zp", "Cs"))
+_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
+
+
+def printable(text: str) -> str:
+    """``text`` with every character a terminal could act on written as an escape
+    (``\\x1b``, ``\\u202e``, ``\\n``), and ``\\`` as ``\\\\`` so an escape is never
+    ambiguous: the reasons, accounts and device messages in a journal came from outside,
+    and an auditor must see them, not have the terminal obey them."""
+    if text.isprintable() and "\\" not in text:
+        return text  # the usual case, at C speed
+    return "".join(_escape(char) for char in text)
+
+
+def _escape(char: str) -> str:
+    short = _SHORT_ESCAPES.get(char)
+    if short is not None:
+        return short
+    if unicodedata.category(char) not in _UNSAFE_CATEGORIES:
+        return char
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def _text(value: object) -> str:

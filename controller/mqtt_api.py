@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -25,6 +26,9 @@ from controller.table.events import PlatformDecided, RoundRequested, SupervisorC
 MAX_REQUEST_BYTES: Final = 16 * 1024
 MAX_TRANSACTION_CHARS: Final = 128
 MAX_TEXT_CHARS: Final = 500
+# Arrays and objects inside one another, at most: a request is one flat object, and deeper
+# JSON would make the decoder recurse (Python stops it with a RecursionError).
+MAX_JSON_DEPTH: Final = 32
 EVENTS_PAGE_MAX: Final = 500
 
 ROLES: Final = ("platform", "supervisor", "viewer")
@@ -102,10 +106,7 @@ def parse_request(topic: str, payload: bytes, prefix: str, table_id: str) -> Req
             f"the request has {len(payload)} bytes; at most {MAX_REQUEST_BYTES} are accepted",
             command_name,
         )
-    try:
-        body = json.loads(payload.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as error:
-        raise RequestError("malformed", f"not JSON: {error}"[:200], command_name) from None
+    body = _decode(payload, command_name)
     if not isinstance(body, dict):
         raise RequestError("malformed", "the request must be a JSON object", command_name)
     transaction = body.get("transaction")
@@ -134,9 +135,8 @@ def parse_request(topic: str, payload: bytes, prefix: str, table_id: str) -> Req
     args = {key: value for key, value in body.items() if key != "transaction"}
     unknown = sorted(set(args) - set(spec))
     if unknown:
-        raise RequestError(
-            "malformed", f"{command} takes no {', '.join(unknown)[:200]}", command, transaction
-        )
+        names = ", ".join(_shown(name) for name in unknown)
+        raise RequestError("malformed", f"{command} takes no {names}"[:200], command, transaction)
     for name, (kind, required) in spec.items():
         if name not in args:
             if required:
@@ -144,8 +144,10 @@ def parse_request(topic: str, payload: bytes, prefix: str, table_id: str) -> Req
             continue
         value = args[name]
         if isinstance(value, bool) or not isinstance(value, kind):
-            expected = kind.__name__ if isinstance(kind, type) else "value"
-            raise RequestError("malformed", f"{name} must be a {expected}", command, transaction)
+            expected = _KIND_NAMES.get(kind, "a value")  # type: ignore[call-overload]
+            raise RequestError(
+                "malformed", f"{name} must be {expected}, not {_shown(value)}", command, transaction
+            )
         if isinstance(value, str) and len(value) > MAX_TEXT_CHARS:
             raise RequestError(
                 "malformed",
@@ -157,6 +159,74 @@ def parse_request(topic: str, payload: bytes, prefix: str, table_id: str) -> Req
             raise RequestError("malformed", f"{name} is out of range", command, transaction)
     _check_values(command, args, transaction)
     return Request(role, account, command, transaction, args)
+
+
+_KIND_NAMES: Final[dict[type, str]] = {int: "an integer", str: "a string"}
+# A JSON string (escapes included), to be skipped when counting how deep brackets nest.
+_JSON_STRING: Final = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKET: Final = re.compile(r"[\[\]{}]")
+
+
+def _decode(payload: bytes, command_name: str) -> Any:
+    """The payload's JSON value; RequestError in plain words if it is not UTF-8 JSON of at
+    most :data:`MAX_JSON_DEPTH` levels whose every string is Unicode text."""
+    try:
+        text = payload.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise RequestError(
+            "malformed",
+            f"the request is not UTF-8 text: byte {error.start} is not valid UTF-8",
+            command_name,
+        ) from None
+    # Counting brackets is cheap; only a payload with many is scanned for its depth.
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth(text) > MAX_JSON_DEPTH:
+        raise RequestError(
+            "malformed",
+            f"the request is nested more than {MAX_JSON_DEPTH} levels deep",
+            command_name,
+        )
+    try:
+        body = json.loads(text)
+    except RecursionError:  # deep nesting the scan did not see: never a traceback
+        raise RequestError("malformed", "the request is nested too deeply", command_name) from None
+    except ValueError as error:
+        raise RequestError("malformed", f"not JSON: {error}"[:200], command_name) from None
+    try:
+        # JSON may escape half a UTF-16 surrogate pair ("\ud800"), which no UTF-8 text
+        # holds: such a string could neither be answered (the transaction is echoed) nor
+        # journaled.
+        json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise RequestError(
+            "malformed",
+            "the request is not valid Unicode: a string holds half a surrogate pair",
+            command_name,
+        ) from None
+    return body
+
+
+def _depth(text: str) -> int:
+    """How deep arrays and objects nest in JSON ``text`` (brackets in strings ignored)."""
+    depth = deepest = 0
+    for bracket in _BRACKET.findall(_JSON_STRING.sub("", text)):
+        if bracket in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def _shown(value: object) -> str:
+    """A value as JSON, short and printable (control characters escaped), for a message
+    that must not echo much of what it was sent."""
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, str) and len(value) > 30:
+        return json.dumps(value[:30])[:-1] + '..."'
+    return json.dumps(value)[:40]
 
 
 def _check_values(command: str, args: dict[str, Any], transaction: str) -> None:

@@ -27,6 +27,8 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+from controller.games.blackjack_hand import PLAYING as _PLAYING
+from controller.games.blackjack_hand import STOOD as _STOOD
 from controller.table.effects import EventRejected, PublishEvent
 
 API_VERSION: Final = 1
@@ -82,6 +84,8 @@ def event_message(
         event_type, data = "event_rejected", {"event": effect.event, "reason": effect.reason}
     else:
         event_type, data = effect.name, dict(effect.payload)
+        if event_type == "round_settled" and isinstance(data.get("result"), dict):
+            data["result"] = finished_hands(data["result"])
     return {
         "api": API_VERSION,
         "seq": seq,
@@ -89,6 +93,36 @@ def event_message(
         "type": event_type,
         "at": at,
         "data": data,
+    }
+
+
+def finished_hands(view: dict[str, Any]) -> dict[str, Any]:
+    """A boxed blackjack round's result (``round_settled.result``) with every hand finished.
+
+    The rules end a round at a dealer blackjack without playing the other hands, which keep
+    their ``playing`` state inside the rules engine (and in the journal's replays, which
+    must give what they always gave). On the wire a hand is ``playing`` only while it may
+    still take a card or a decision: a hand the round ended without playing it stood as
+    dealt. Anything else (baccarat, Boundless, a finished hand) is returned as it is. (The
+    state's ``round.view`` is never of a complete round: the round is null once settled.)
+    """
+    boxes = view.get("boxes")
+    if not isinstance(boxes, list) or not any(
+        hand.get("state") == _PLAYING for box in boxes for hand in box.get("hands", ())
+    ):
+        return view
+    return {
+        **view,
+        "boxes": [
+            {
+                **box,
+                "hands": [
+                    {**hand, "state": _STOOD} if hand.get("state") == _PLAYING else hand
+                    for hand in box.get("hands", ())
+                ],
+            }
+            for box in boxes
+        ],
     }
 
 

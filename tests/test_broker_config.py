@@ -358,3 +358,20 @@ def test_the_tls_listener_authenticates_too(studio_broker: StudioBroker) -> None
         assert alice.subscribe("livetable/+/state")
     finally:
         alice.close()
+
+
+def test_supervisors_and_viewers_read_the_dealers_line_and_the_platform_does_not(
+    clients: dict[str, Client],
+) -> None:
+    """docs/mqtt-api.md, Accounts: the dealer's line names no card, so a console or a
+    dealer display (a viewer) may read it; the platform has no use for it."""
+    for account in ("platform", "alice", "bob", "viewer"):
+        clients[account].subscribe("livetable/t1/dealer")  # the platform's may be refused
+        assert clients[account].subscribe("livetable/t1/state"), account
+    table = clients["livetable-t1"]
+    table.publish("livetable/t1/dealer", b"dealer line")
+    table.publish("livetable/t1/state", b"state")  # after the line: absence is shown by it
+    for account in ("alice", "bob", "viewer"):
+        got = [clients[account].next(), clients[account].next()]
+        assert got == [("livetable/t1/dealer", b"dealer line"), ("livetable/t1/state", b"state")]
+    assert clients["platform"].next() == ("livetable/t1/state", b"state")

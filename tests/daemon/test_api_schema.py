@@ -76,6 +76,9 @@ class Wire:
         self.messages: list[tuple[str, bytes]] = []
         self.requests: list[tuple[str, bytes]] = []
         self.event_types: set[str] = set()
+        # account/transaction -> the command the request's topic named, which the daemon's
+        # answer echoes (the table names open_round "round" and enter_card "resume").
+        self.commands: dict[str, str] = {}
         self._state_version = 0
 
     def publish(self, topic: str, message: dict[str, Any] | str) -> None:
@@ -89,6 +92,7 @@ class Wire:
         payload = encode({"transaction": transaction, **fields})
         parse_request(topic, payload, PREFIX, TABLE)  # RequestError if the API refuses it
         self.requests.append((topic, payload))
+        self.commands[f"{account}/{transaction}"] = command
         return transaction
 
     def record(self, effects: list[Effect], at: float | None) -> list[tuple[str, bytes]]:
@@ -107,8 +111,11 @@ class Wire:
             self._state_version = version
             self.publish(f"{BASE}/state", state)
         for response, answered in answers:
+            command = self.commands.get(answered.command_id)
+            if command is None:
+                continue  # no client sent it: the daemon has nobody to answer
             account, _transaction = split_command_key(answered.command_id)
-            self.publish(f"{BASE}/response/{account}", response)
+            self.publish(f"{BASE}/response/{account}", {**response, "command": command})
         for effect in effects:
             if isinstance(effect, TellDealer):
                 line = {k: v for k, v in effect.to_dict().items() if k != "effect"}

@@ -97,6 +97,7 @@ def _check_round(
     spec: Any, variant: str | None, played: dict[str, Any], result: dict[str, Any], round_id: int
 ) -> None:
     from controller.games.cards import parse_card
+    from controller.wire import finished_hands
 
     steps = played["steps"]
     dealer_faces = list(result.get("dealer", {}).get("cards", []))
@@ -114,7 +115,8 @@ def _check_round(
         else:
             live.decide(data["box"], data["hand"], data["decision"])
     assert live.complete, f"round {round_id}: the published cards do not finish the round"
-    expected = dict(live.settlement())
+    # As the wire publishes it: a hand a dealer blackjack ended unplayed is stood there.
+    expected = finished_hands(dict(live.settlement()))
     side_bets = expected.get("side_bets")
     if isinstance(side_bets, dict):
         offered = set(spec.available_bets(played["number"]))
