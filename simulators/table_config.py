@@ -31,6 +31,7 @@ def write_table_config(
     broker_port: int,
     broker_host: str = "127.0.0.1",
     protocol: str = "angel-eye",
+    shoe_variant: str | None = None,
     mqtt_protocol: str = "5",
     betting_s: float | None = None,
     decision_s: float | None = None,
@@ -45,7 +46,8 @@ def write_table_config(
 ) -> Path:
     """Write the configuration of table ``table_id`` to ``path`` and return ``path``.
 
-    ``protocol`` is the shoe's, ``mqtt_protocol`` the broker connection's. ``password`` is
+    ``protocol`` is the shoe's (``shoe_variant``: its Angel Eye numbering), ``mqtt_protocol``
+    the broker connection's. ``password`` is
     written to ``<table_id>.mqtt-password`` beside ``path`` (mode 0600) and named by
     ``password_file``. ``extra``: TOML text appended as it is (e.g. another section).
     """
@@ -67,6 +69,7 @@ def write_table_config(
         "[shoe]",
         f"port = {_text(shoe_port)}",
         f"protocol = {_text(protocol)}",
+        *([f"variant = {_text(shoe_variant)}"] if shoe_variant is not None else []),
         "[mqtt]",
         f"host = {_text(broker_host)}",
         f"port = {broker_port}",

@@ -1460,6 +1460,8 @@ class TableMachine:
         if state.phase is not P.DEALING:
             # The card finished the round or asks for a decision: nothing more can be due;
             # cards held after it came out of turn.
+            if not pause.held and state.phase is not P.PAUSED:
+                answer = self._answer(event, True, "card entered; the round goes on")
             if pause.held:
                 effects += self._pause(
                     state,
