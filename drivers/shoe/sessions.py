@@ -174,7 +174,8 @@ class AngelEyeSession(ShoeSession):
     a repeated SEQ is a duplicate (the shoe's triple transmission) and dropped. A gap of a
     whole cycle or more looks like a smaller one: the protocol cannot tell, see the docs.
     The count is kept across reconnects, because taking a repeat for a new card would invent
-    one, and across a restart of the table from the journal's last number (:meth:`resume`). A card frame with an impossible field (Player card 0 or 4, suit 0, rank 14) is a
+    one, and across a restart of the table from the journal's last number (:meth:`resume`).
+    A card frame with an impossible field (Player card 0 or 4, suit 0, rank 14) is a
     :class:`CardMisread` with the reason in the log, never a card.
     """
 
