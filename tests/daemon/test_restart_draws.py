@@ -139,6 +139,8 @@ def test_cards_drawn_while_the_daemon_is_down_are_never_misplaced(
         viewer = ApiClient(host, port, "t1", Account("viewer", "watcher"))
         platform = ApiClient(host, port, "t1", Account("platform", "platform"))
         supervisor = ApiClient(host, port, "t1", Account("supervisor", "alice"))
+        for client in (viewer, platform, supervisor):
+            assert client.wait_connected(), "the broker refused a client"
         viewer.client.subscribe("livetable/t1/events", qos=1)
         felt = Felt(shoe)
         try:
