@@ -67,12 +67,23 @@ class Felt:
     def __init__(self, shoe: ShoeSimulator) -> None:
         self.shoe = shoe
         self.round_faces: list[str] = []
+        self.drawn = 0
+        """Cards out of this shoe (burn included): a state that counts fewer has not seen
+        the last of them yet, so it asks for a card the dealer already drew."""
+
+    def new_shoe(self) -> None:
+        self.shoe.new_shoe()
+        self.drawn = 0
+
+    def caught_up(self, state: dict[str, Any]) -> bool:
+        return (state["shoe"]["cards_drawn"] or 0) == self.drawn
 
     def draw(self, position: str | None, round_card: bool) -> str:
         emitted = self.shoe.draw(shoe_target(position))
         if emitted.event == "cut_card":
             emitted = self.shoe.draw(shoe_target(position))
         assert emitted.card is not None
+        self.drawn += 1
         if round_card:
             self.round_faces.append(emitted.card)
         return emitted.card
@@ -101,8 +112,12 @@ def play(
             continue
         acted = key
         phase, awaiting = state["phase"], state["awaiting"] or {}
+        if phase in ("BURN_REVEAL", "BURNING", "DEALING") and not felt.caught_up(state):
+            acted = None  # the table has not seen the last card yet: look again
+            time.sleep(0.01)
+            continue
         if phase == "AWAITING_SHUFFLE":
-            felt.shoe.new_shoe()
+            felt.new_shoe()
             assert supervisor.request("new_shoe")["ok"]
         elif phase == "SHOE_READY":
             assert platform.request("open_round", boxes=BOXES)["ok"]
