@@ -239,7 +239,7 @@ def read_only_uri(path: Path, immutable: bool | None = None) -> str:
     return base
 
 
-def _write_failure(error: sqlite3.Error) -> bool:
+def is_write_failure(error: sqlite3.Error) -> bool:
     """Whether SQLite failed for want of room or of a working disk (not a damaged file)."""
     code = getattr(error, "sqlite_errorcode", None)
     return code is not None and code & 0xFF in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR)
@@ -332,7 +332,7 @@ class Journal:
             self.event_encoding = self._open_encoding(last is None)
             self.epoch: str = self._open_epoch()
         except sqlite3.Error as error:
-            if _write_failure(error):
+            if is_write_failure(error):
                 raise JournalWriteError("open the journal", self.path, error) from error
             raise JournalError(f"cannot open the journal {self.path}: {error}") from error
         self._last_seq, self._last_hash = (0, GENESIS_HASH) if last is None else last
@@ -356,9 +356,7 @@ class Journal:
             ).fetchone()
             epoch = derived_epoch(None if config is None else str(config[0]), str(first[0]))
         if not self.read_only:
-            self._db.execute(
-                "INSERT INTO meta (key, value) VALUES (?, ?)", (EPOCH_META_KEY, epoch)
-            )
+            self._db.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (EPOCH_META_KEY, epoch))
         return epoch
 
     def _open_encoding(self, empty: bool) -> int:
