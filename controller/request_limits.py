@@ -30,8 +30,8 @@ from typing import Final
 
 REFUSED_BURST: Final = 20
 REFUSED_PER_S: Final = 0.5
-SUPERVISOR_BURST: Final = 50
-SUPERVISOR_PER_S: Final = 5.0
+SUPERVISOR_BURST: Final = 30
+SUPERVISOR_PER_S: Final = 2.0
 # Buckets kept before the full ones are forgotten (a full bucket is the same as none).
 _KEEP: Final = 1024
 
