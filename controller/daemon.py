@@ -449,63 +449,62 @@ class TableDaemon:
             epoch = journal.epoch  # a new journal gets its epoch here
         self.outbox = open_outbox(outbox_path(config.table.journal_path))
         try:
-            self._open_table(table_id, epoch, shoe, camera_source)
+            if self.outbox.journal_epoch not in (None, epoch):
+                logger.warning(
+                    "the outbox %s follows from another journal (epoch %s, the journal's is "
+                    "%s): rebuilding it",
+                    self.outbox.path,
+                    self.outbox.journal_epoch,
+                    epoch,
+                )
+                self.outbox.reset()
+            self.outbox.bind_epoch(epoch)
+            self.publications = Publications(table_id, self.outbox, epoch)
+            self._pending: list[Published] = []
+            self._routes: dict[str, Route] = {}
+            self.limits = CommandLimits()
+            self.assembled = self._assemble(shoe, camera_source)
         except BaseException:
             self.outbox.close()
             raise
-
-    def _open_table(self, table_id: str, epoch: str, shoe: bool, camera_source: Any) -> None:
-        if self.outbox.journal_epoch not in (None, epoch):
-            logger.warning(
-                "the outbox %s follows from another journal (epoch %s, the journal's is %s): "
-                "rebuilding it",
-                self.outbox.path,
-                self.outbox.journal_epoch,
-                epoch,
-            )
-            self.outbox.reset()
-        self.outbox.bind_epoch(epoch)
-        self.publications = Publications(table_id, self.outbox, epoch)
-        self._pending: list[Published] = []
-        self._routes: dict[str, Route] = {}
-        self.limits = CommandLimits()
-        self.assembled = self._assemble(shoe, camera_source)
-        if self.publications.seq != self.outbox.last_seq:
-            # The outbox holds more events than the journal gives: it belongs to another
-            # journal (restored from elsewhere). Rebuild it from this journal.
-            logger.warning(
-                "the outbox %s does not match the journal (%d events, the journal gives %d): "
-                "rebuilding it",
-                self.outbox.path,
-                self.outbox.last_seq,
-                self.publications.seq,
-            )
-            self.assembled.close()
-            self.outbox.reset()
-            self.outbox.bind_epoch(epoch)
-            self.publications = Publications(table_id, self.outbox, epoch)
-            self.assembled = self._assemble(shoe, camera_source)
-        self.publications.live()
         try:
+            if self.publications.seq != self.outbox.last_seq:
+                # The outbox holds more events than the journal gives: it belongs to another
+                # journal (restored from elsewhere). Rebuild it from this journal.
+                logger.warning(
+                    "the outbox %s does not match the journal (%d events, the journal gives "
+                    "%d): rebuilding it",
+                    self.outbox.path,
+                    self.outbox.last_seq,
+                    self.publications.seq,
+                )
+                self.assembled.close()
+                self.outbox.reset()
+                self.outbox.bind_epoch(epoch)
+                self.publications = Publications(table_id, self.outbox, epoch)
+                self.assembled = self._assemble(shoe, camera_source)
+            self.publications.live()
             self.link = MqttLink(
-                self.config.mqtt,  # type: ignore[arg-type]
+                config.mqtt,  # type: ignore[arg-type]
                 self.topics,
                 self.publications,
                 self.outbox,
                 self.handle_request,
             )
         except BaseException:
-            self.assembled.close()
+            self.close()
             raise
 
     def close(self) -> None:
-        """Close the table, its outbox and let the journal go, without running it (what
+        """Close the table and its outbox and let the journal go, without running it (what
         :meth:`run` does when it ends)."""
         try:
             self.assembled.close()
-            self.outbox.close()
         finally:
-            self.lock.release()
+            try:
+                self.outbox.close()
+            finally:
+                self.lock.release()
 
     def _assemble(self, shoe: bool, camera_source: Any) -> AssembledTable:
         def handler(devices: DeviceEffects) -> Effects:
@@ -755,7 +754,8 @@ class TableDaemon:
 
     def failure(self) -> JournalError | None:
         """Why the table stopped taking input (its journal or outbox cannot be written)."""
-        return self.runtime.failure  # type: ignore[no-any-return]
+        failure: JournalError | None = self.runtime.failure
+        return failure
 
     def run(self, stop: threading.Event) -> int:
         """Run the table until ``stop`` is set (0), or until its journal or outbox cannot be
@@ -802,8 +802,8 @@ class TableDaemon:
 
     def _answer_waiting(self) -> None:
         """After a failure: take nothing more, and answer the requests that wait in the
-        queue (each ``unavailable``). The queued device events are not taken: a card among
-        them is a gap that the shoe's numbering shows at the next start."""
+        queue (each ``unavailable``). The queued device events are not taken, as none that
+        would come while the table is stopped."""
         if self.failure() is None:
             return
         while True:
