@@ -34,6 +34,7 @@ from controller.games.cards import parse_card
 from controller.outbox import outbox_path
 from controller.table.events import CardDrawn, SupervisorCommanded
 from controller.table.journal import Journal, JournalWriteError
+from controller.table.table import config_of, replay
 from controller.table_config import TableConfig
 from tests.support.api_schema import validate_message
 from tests.support.daemon import REPO_ROOT, DaemonProcess, SimulatedTable
@@ -51,23 +52,38 @@ SMALL_DISK = "16m"
 
 
 @pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A tmpfs of :data:`SMALL_DISK`, mounted for the test and unmounted after it."""
-    mount = tmp_path / "small-disk"
-    mount.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs for the journal needs root")
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={SMALL_DISK}", "tmpfs", str(mount)],
-        capture_output=True,
-        text=True,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip() or mounted.returncode}")
+def small_disk(tmp_path: Path) -> Iterator[Any]:
+    """``small_disk(size)``: a tmpfs of ``size`` (``"1m"``), mounted for the test and
+    unmounted after it; skipped where mounting is not allowed."""
+    mounts: list[Path] = []
+
+    def mount(size: str) -> Path:
+        folder = tmp_path / f"small-disk-{len(mounts)}"
+        folder.mkdir()
+        if os.geteuid() != 0:
+            pytest.skip("mounting a small tmpfs for the journal needs root")
+        mounted = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+            capture_output=True,
+            text=True,
+        )
+        if mounted.returncode != 0:
+            pytest.skip(
+                f"cannot mount a tmpfs here: {mounted.stderr.strip() or mounted.returncode}"
+            )
+        mounts.append(folder)
+        return folder
+
     try:
         yield mount
     finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False, capture_output=True)
+        for folder in mounts:
+            subprocess.run(["umount", "-l", str(folder)], check=False, capture_output=True)
+
+
+def grow(folder: Path, size: str) -> None:
+    """Give the tmpfs at ``folder`` more room (space freed, as far as the table can tell)."""
+    subprocess.run(["mount", "-o", f"remount,size={size}", str(folder)], check=True)
 
 
 def fill(folder: Path) -> Path:
@@ -104,6 +120,14 @@ def storage_lines(log: str) -> list[str]:
 def rows(journal: Path) -> int:
     with Journal(journal, read_only=True) as opened:
         return opened.last_seq
+
+
+def round_in_progress(journal: Path) -> bool:
+    """Whether the journal ends inside a round (as its replay says)."""
+    with Journal(journal, read_only=True) as opened:
+        config = config_of(opened)
+        machine = replay(opened, config, config.operational())
+    return machine.round_in_progress() is not None
 
 
 def responses(table: SimulatedTable, account: str) -> dict[str, dict[str, Any]]:
@@ -153,29 +177,35 @@ def journal_tool(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("how", ["filled-in-a-round", "a-1-MiB-disk"])
 def test_a_full_disk_stops_the_table_with_one_line_and_after_space_is_freed_it_resumes(
-    tmp_path: Path, small_disk: Path, mqtt_broker: tuple[str, int]
+    tmp_path: Path, small_disk: Any, mqtt_broker: tuple[str, int], how: str
 ) -> None:
-    table = SimulatedTable(
-        small_disk / "table", *mqtt_broker, "baccarat", rounds=1000, betting_s=1.0
-    )
+    """``filled-in-a-round``: a roomy disk filled by another file while betting is open, then
+    that file removed. ``a-1-MiB-disk``: the journal on 1 MiB, which play fills by itself
+    wherever it happens to be; then the disk is made larger."""
+    disk = small_disk(SMALL_DISK if how == "filled-in-a-round" else "1m")
+    table = SimulatedTable(disk / "table", *mqtt_broker, "baccarat", rounds=1000, betting_s=1.0)
     # The log is not on the small disk: what the daemon says there must reach the test.
     table.daemon.log_path = tmp_path / "daemon.log"
-    journal = small_disk / "table" / "t1.journal"
+    journal = disk / "table" / "t1.journal"
     try:
         table.daemon.start()
         table.bots.start()
-        wait_until(lambda: table.bots.rounds_settled >= 2, 90, "two rounds settled")
-        # Betting is open: the next thing the table journals (betting closing) is in a round.
-        wait_until(lambda: (table.viewer.state or {}).get("phase") == "BETTING", 30, "betting open")
-        filler = fill(small_disk)
-        status = ended(table.daemon, 30, "the daemon to stop on the full disk")
+        if how == "filled-in-a-round":
+            wait_until(lambda: table.bots.rounds_settled >= 2, 90, "two rounds settled")
+            # Betting is open: what the table journals next (betting closing) is in a round.
+            wait_until(
+                lambda: (table.viewer.state or {}).get("phase") == "BETTING", 30, "betting open"
+            )
+            filler = fill(disk)
+        status = ended(table.daemon, 120, "the daemon to stop on the full disk")
         table.bots.stop()
         assert status != 0
         log = table.daemon.log()
         lines = storage_lines(log)
         assert len(lines) == 1, log[-3000:]
-        assert "disk is full" in lines[0] and str(small_disk) in lines[0], lines
+        assert "disk is full" in lines[0] and str(disk) in lines[0], lines
         for bad in ("Traceback", "internal error", "cannot rollback"):
             assert bad not in log, log[-3000:]
         wait_until(lambda: table.viewer.availability == "offline", 10, "availability offline")
@@ -187,6 +217,8 @@ def test_a_full_disk_stops_the_table_with_one_line_and_after_space_is_freed_it_r
             if answer["ok"]
         }
         assert answered, "the bots had commands taken before the disk filled"
+        in_round = round_in_progress(journal)
+        assert in_round or how != "filled-in-a-round"
 
         # Started again on the full disk: the same line, the same clean exit, every time.
         for attempt in range(2):
@@ -198,20 +230,26 @@ def test_a_full_disk_stops_the_table_with_one_line_and_after_space_is_freed_it_r
             for bad in ("Traceback", "internal error", "cannot rollback"):
                 assert bad not in again, again[-3000:]
 
-        # Space freed: the table resumes with all it acknowledged, the round paused.
-        filler.unlink()
+        # Space freed: the table resumes with all it acknowledged, a round paused.
+        if how == "filled-in-a-round":
+            filler.unlink()
+        else:
+            grow(disk, SMALL_DISK)
+        rows_at_failure = rows(journal)
         before = len(table.daemon.log())
         table.daemon.start()
         wait_until(
             lambda: (
-                (table.viewer.state or {}).get("phase") == "PAUSED"
-                and table.viewer.state["pause"]["reason"] == "recovered"
-                and table.viewer.availability == "online"
+                table.viewer.availability == "online"
+                and (table.viewer.state or {}).get("journal", {}).get("seq", 0) > rows_at_failure
             ),
             30,
-            "the table back, its round paused as recovered",
+            "the table back, its start journaled",
         )
-        assert table.daemon.alive(), table.daemon.log()[before:][-3000:]
+        state = table.viewer.state
+        assert state is not None and table.daemon.alive(), table.daemon.log()[before:][-3000:]
+        if in_round:
+            assert state["phase"] == "PAUSED" and state["pause"]["reason"] == "recovered", state
         held, _epochs = catch_up(table.supervisor)
         by_seq = {event["seq"]: event for event in held}
         assert [seq for seq in seen if by_seq.get(seq) != seen[seq]] == []
