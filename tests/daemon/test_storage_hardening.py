@@ -36,7 +36,16 @@ from controller.table.events import CardDrawn, SupervisorCommanded
 from controller.table.journal import Journal, JournalWriteError
 from controller.table.table import config_of, replay
 from controller.table_config import TableConfig
+from tests.daemon.test_security import (
+    BASE,
+    Peer,
+    Table,
+    request_topic,
+    response_topic,
+    wait_online,
+)
 from tests.support.api_schema import validate_message
+from tests.support.broker import BrokerProcess
 from tests.support.daemon import REPO_ROOT, DaemonProcess, SimulatedTable
 from tests.support.wait import wait_until
 
@@ -79,6 +88,17 @@ def small_disk(tmp_path: Path) -> Iterator[Any]:
     finally:
         for folder in mounts:
             subprocess.run(["umount", "-l", str(folder)], check=False, capture_output=True)
+
+
+@pytest.fixture
+def roomy_broker(tmp_path: Path, start_mosquitto: Any) -> tuple[str, int]:
+    """An open broker that queues for a slow subscriber as many messages as the shipped
+    configuration does (``max_queued_messages``): the test's tap reads every answer of a
+    flood, which mosquitto's default of 1000 would drop."""
+    broker = start_mosquitto(
+        tmp_path / "broker", extra_config="allow_anonymous true\nmax_queued_messages 200000\n"
+    )
+    return broker.host, broker.port
 
 
 def grow(folder: Path, size: str) -> None:
@@ -357,9 +377,9 @@ def _flood(table: SimulatedTable, client: Any, requests: list[tuple[str, dict[st
 
 @pytest.mark.slow
 def test_a_flood_of_refused_requests_adds_few_journal_rows_and_others_are_still_answered(
-    tmp_path: Path, mqtt_broker: tuple[str, int]
+    tmp_path: Path, roomy_broker: tuple[str, int]
 ) -> None:
-    table = SimulatedTable(tmp_path / "table", *mqtt_broker, "baccarat", rounds=0)
+    table = SimulatedTable(tmp_path / "table", *roomy_broker, "baccarat", rounds=0)
     journal = tmp_path / "table" / "t1.journal"
     try:
         table.daemon.start()
@@ -394,9 +414,9 @@ def test_a_flood_of_refused_requests_adds_few_journal_rows_and_others_are_still_
 
 @pytest.mark.slow
 def test_a_flood_of_accepted_supervisor_commands_adds_few_journal_rows(
-    tmp_path: Path, mqtt_broker: tuple[str, int]
+    tmp_path: Path, roomy_broker: tuple[str, int]
 ) -> None:
-    table = SimulatedTable(tmp_path / "table", *mqtt_broker, "baccarat", rounds=0)
+    table = SimulatedTable(tmp_path / "table", *roomy_broker, "baccarat", rounds=0)
     journal = tmp_path / "table" / "t1.journal"
     try:
         table.daemon.start()
@@ -419,6 +439,80 @@ def test_a_flood_of_accepted_supervisor_commands_adds_few_journal_rows(
         assert added <= FLOOD_ROWS_MAX, f"{added} journal rows for a flood of {FLOOD}"
     finally:
         table.close()
+
+
+@pytest.mark.slow
+def test_with_the_shipped_acl_a_flood_from_the_platform_is_bounded_and_others_answered(
+    tmp_path: Path, secure_mqtt_broker: BrokerProcess
+) -> None:
+    """The same flood against the locked-down broker (password file and the shipped ACL):
+    the platform's own account, its own answers; a supervisor and a viewer beside it."""
+    users = secure_mqtt_broker.users
+    port = secure_mqtt_broker.port
+    table = Table(tmp_path / "table", port, account=users["table"])
+    platform = Peer(
+        port,
+        username=users["platform"][0],
+        password=users["platform"][1],
+        subscribe=(response_topic("platform"),),
+    )
+    supervisor = Peer(
+        port,
+        username=users["supervisor"][0],
+        password=users["supervisor"][1],
+        subscribe=(response_topic("alice"),),
+    )
+    viewer = Peer(
+        port,
+        username=users["viewer"][0],
+        password=users["viewer"][1],
+        subscribe=(f"{BASE}/state", f"{BASE}/availability", response_topic("viewer")),
+    )
+    try:
+        for peer in (platform, supervisor, viewer):
+            peer.wait_ready()
+        table.daemon.start()
+        wait_online(table, viewer)
+        paused = supervisor.ask(
+            request_topic("supervisor", "alice", "pause"),
+            {"transaction": "p-1", "reason": "a flood comes"},
+            answer_on=response_topic("alice"),
+        ).json()
+        assert paused["ok"], paused
+        before = rows(table.journal_path)
+        topic = request_topic("platform", "platform", "open_round")
+        # In batches, each answered before the next: the broker's default queue for a
+        # client (1000 messages) would drop answers the test must count.
+        for start in range(0, FLOOD, 500):
+            infos = [
+                platform.client.publish(topic, json.dumps({"transaction": f"f-{n}"}), qos=1)
+                for n in range(start, start + 500)
+            ]
+            for info in infos:
+                info.wait_for_publish(30)
+            platform.wait_for(
+                lambda messages, n=start + 500: len(messages) >= n,
+                f"answers to {start + 500} requests of the flood",
+                60,
+            )
+            if start == FLOOD // 2:
+                resumed = supervisor.ask(
+                    request_topic("supervisor", "alice", "resume"),
+                    {"transaction": "r-1"},
+                    answer_on=response_topic("alice"),
+                ).json()
+                assert resumed["ok"], resumed
+        answers = platform.received()
+        assert len(answers) == FLOOD
+        codes = {m.json().get("error", {}).get("code") for m in answers}
+        assert "rate_limited" in codes and codes <= {None, "refused", "rate_limited"}, codes
+        added = rows(table.journal_path) - before
+        assert added <= FLOOD_ROWS_MAX, f"{added} journal rows for a flood of {FLOOD}"
+        assert table.daemon.alive()
+    finally:
+        table.close()
+        for peer in (platform, supervisor, viewer):
+            peer.close()
 
 
 # -- the epoch -------------------------------------------------------------------------------
