@@ -15,6 +15,15 @@ driver, camera) plus an MQTT link:
 
 The main thread runs the table's loop, feeds systemd's watchdog and stops cleanly on SIGTERM
 (availability ``offline``, journal closed) well within 2 s.
+
+One daemon per journal: it holds the journal's lock (:class:`~controller.table.journal.
+JournalLock`) from before it opens anything, and a second one on the same journal fails at
+once naming the first. A journal or outbox that cannot be written (a full disk) stops the
+table: no further input is taken, the requests that wait are answered ``unavailable``,
+availability goes ``offline``, and ``run`` raises the one-line error (file, SQLite's words,
+free space), so the process exits non-zero; a start on a disk still full fails with the
+same line. Table commands are counted per account (:mod:`controller.request_limits`): a
+flood is answered ``rate_limited`` and costs the journal nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import queue
 import signal
 import threading
 import time
@@ -36,9 +46,10 @@ from controller import sd_notify
 from controller.assembly import AssembledTable, DeviceEffects, Effects, assemble
 from controller.cli_support import examples
 from controller.config import LivetableConfig, MqttConfig, load_config
-from controller.errors import ConfigurationError, TableError
+from controller.errors import ConfigurationError, JournalError, TableError
 from controller.mqtt_api import (
     EVENTS_PAGE_MAX,
+    TABLE_COMMANDS,
     Request,
     RequestError,
     parse_request,
@@ -47,9 +58,10 @@ from controller.mqtt_api import (
 from controller.mqtt_connection import publish_packet_bytes, watch_connection
 from controller.outbox import Outbox, open_outbox, outbox_path
 from controller.publishing import Publications, command_key, decision_key
+from controller.request_limits import CommandLimits
 from controller.runtime import Published, RuntimeTask
-from controller.table.effects import Effect, PublishEvent, TellDealer
-from controller.table.journal import JournalEntry
+from controller.table.effects import CommandAnswered, Effect, PublishEvent, TellDealer
+from controller.table.journal import Journal, JournalEntry, JournalLock
 from controller.table.table import log_reused_journal
 from controller.wire import API_VERSION, encode, response_message
 
@@ -213,7 +225,7 @@ class MqttLink:
             self.publications.changed.notify_all()
         if self._thread is not None:
             self._thread.join(2.0)
-        self.outbox.save_delivered()
+        self._save_delivered()
         if self.connected.is_set():
             info = self.client.publish(self.topics.availability, "offline", qos=1, retain=True)
             with contextlib.suppress(RuntimeError, ValueError):
@@ -480,16 +492,26 @@ class MqttLink:
                 if not signalled:
                     # At rest: write down how far the broker acknowledged (during play,
                     # that goes with the outbox's commits).
-                    self.outbox.save_delivered()
+                    self._save_delivered()
                 if not self.connected.is_set():
                     continue
                 with self._round:
                     self._send_round()
                 # A long catch-up commits nothing: write the mark down as it goes.
-                self.outbox.save_delivered(behind=PUBLISH_WINDOW)
+                self._save_delivered(behind=PUBLISH_WINDOW)
             except Exception:
                 logger.exception("publishing failed; retrying")
                 time.sleep(0.2)
+
+    def _save_delivered(self, behind: int = 1) -> None:
+        """Write the delivery mark down. One that cannot be written (a full disk) is left:
+        it only costs resending events the broker already has. The table's next input,
+        whose row or messages cannot be written either, stops the table with the line that
+        names the disk's trouble (and a start on that disk fails with the same line)."""
+        try:
+            self.outbox.save_delivered(behind)
+        except JournalError as error:
+            logger.debug("the delivery mark was not written: %s", error)
 
     def _send_events(self) -> None:
         while self.connected.is_set() and not self._stopping.is_set():
@@ -549,36 +571,79 @@ class TableDaemon:
         config.require("mqtt")
         self.config = config
         self.clock = clock
+        # Before anything is opened: a second daemon on this journal stops here.
+        self.lock = JournalLock.acquire(config.table.journal_path)
+        try:
+            self._open(shoe, camera_source)
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _open(self, shoe: bool, camera_source: Any) -> None:
+        config = self.config
         table_id = config.table.table_id
         self.topics = Topics(config.mqtt.topic_prefix, table_id)  # type: ignore[union-attr]
+        with Journal(config.table.journal_path) as journal:
+            epoch = journal.epoch  # a new journal gets its epoch here
         self.outbox = open_outbox(outbox_path(config.table.journal_path))
-        self.publications = Publications(table_id, self.outbox)
-        self._pending: list[Published] = []
-        self._routes: dict[str, Route] = {}
-        self.assembled = self._assemble(shoe, camera_source)
-        if self.publications.seq != self.outbox.last_seq:
-            # The outbox holds more events than the journal gives: it belongs to another
-            # journal (restored from elsewhere). Rebuild it from this journal.
-            logger.warning(
-                "the outbox %s does not match the journal (%d events, the journal gives %d): "
-                "rebuilding it",
-                self.outbox.path,
-                self.outbox.last_seq,
-                self.publications.seq,
-            )
-            self.assembled.close()
-            self.outbox.reset()
-            self.publications = Publications(table_id, self.outbox)
+        try:
+            if self.outbox.journal_epoch not in (None, epoch):
+                logger.warning(
+                    "the outbox %s follows from another journal (epoch %s, the journal's is "
+                    "%s): rebuilding it",
+                    self.outbox.path,
+                    self.outbox.journal_epoch,
+                    epoch,
+                )
+                self.outbox.reset()
+            self.outbox.bind_epoch(epoch)
+            self.publications = Publications(table_id, self.outbox, epoch)
+            self._pending: list[Published] = []
+            self._routes: dict[str, Route] = {}
+            self.limits = CommandLimits()
             self.assembled = self._assemble(shoe, camera_source)
-        self.publications.live()
-        self.link = MqttLink(
-            config.mqtt,  # type: ignore[arg-type]
-            self.topics,
-            self.publications,
-            self.outbox,
-            self.handle_request,
-        )
-        self.link.on_poisoned = self._answer_poisoned
+        except BaseException:
+            self.outbox.close()
+            raise
+        try:
+            if self.publications.seq != self.outbox.last_seq:
+                # The outbox holds more events than the journal gives: it belongs to another
+                # journal (restored from elsewhere). Rebuild it from this journal.
+                logger.warning(
+                    "the outbox %s does not match the journal (%d events, the journal gives "
+                    "%d): rebuilding it",
+                    self.outbox.path,
+                    self.outbox.last_seq,
+                    self.publications.seq,
+                )
+                self.assembled.close()
+                self.outbox.reset()
+                self.outbox.bind_epoch(epoch)
+                self.publications = Publications(table_id, self.outbox, epoch)
+                self.assembled = self._assemble(shoe, camera_source)
+            self.publications.live()
+            self.link = MqttLink(
+                config.mqtt,  # type: ignore[arg-type]
+                self.topics,
+                self.publications,
+                self.outbox,
+                self.handle_request,
+            )
+            self.link.on_poisoned = self._answer_poisoned
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Close the table and its outbox and let the journal go, without running it (what
+        :meth:`run` does when it ends)."""
+        try:
+            self.assembled.close()
+        finally:
+            try:
+                self.outbox.close()
+            finally:
+                self.lock.release()
 
     def _assemble(self, shoe: bool, camera_source: Any) -> AssembledTable:
         def handler(devices: DeviceEffects) -> Effects:
@@ -677,6 +742,12 @@ class TableDaemon:
         if request.command == "events":
             self.link.respond(route, self._events_since(request, route))  # type: ignore[arg-type]
             return
+        limited = self._over_budget(request)
+        if limited is not None:
+            # Answered here, so that a flood neither waits in the table's queue nor delays
+            # the other accounts' requests; the table's thread checks again (_execute).
+            self.link.respond(route, limited)  # type: ignore[arg-type]
+            return
         if self.runtime.events.qsize() > MAX_QUEUED_REQUESTS:
             self.link.respond(
                 route,  # type: ignore[arg-type]
@@ -715,6 +786,29 @@ class TableDaemon:
             ),
         )
 
+    def _over_budget(self, request: Request) -> dict[str, Any] | None:
+        """The ``rate_limited`` answer for a table command over its account's budget
+        (:mod:`controller.request_limits`), or None. A repeat of a request already answered
+        is not counted: its stored answer costs the journal nothing."""
+        if request.command not in TABLE_COMMANDS:
+            return None
+        why = self.limits.refusal(request.account, request.role)
+        if why is None or self.outbox.answer(command_key(request.account, request.transaction)):
+            return None
+        return response_message(
+            request.transaction, request.command, False, why, code="rate_limited"
+        )
+
+    def _unavailable(self, request: Request) -> dict[str, Any]:
+        """The answer to a request the stopped table can no longer take (see :meth:`run`)."""
+        return response_message(
+            request.transaction,
+            request.command,
+            False,
+            f"the table stopped: {self.runtime.failure}",
+            code="unavailable",
+        )
+
     def _events_since(self, request: Request, route: Route) -> dict[str, Any]:
         """Up to ``limit`` events after ``since``, and no more than one answer can carry
         under the broker's packet limit (``more`` says whether others follow)."""
@@ -732,6 +826,7 @@ class TableDaemon:
                 True,
                 f"{count} event(s) after {since}",
                 data={
+                    "epoch": self.publications.epoch,
                     "events": [json.loads(body) for _seq, body in taken],
                     "last_seq": last,
                     "more": (taken[-1][0] if taken else since) < last,
@@ -772,12 +867,33 @@ class TableDaemon:
         if known is not None:
             self.link.respond(route, {**json.loads(known), "command": request.command})
             return
+        if self.runtime.failure is not None:
+            self.link.respond(route, self._unavailable(request))
+            return
+        limited = self._over_budget(request)
+        if limited is not None:
+            self.link.respond(route, limited)
+            return
         if request.command == "decide":
             self._decide(request, route, key)
             return
         self._routes[key] = route
-        self.runtime.handle(table_event(request, key, self.clock()))
-        self._routes.pop(key, None)
+        effects = self.runtime.handle(table_event(request, key, self.clock()))
+        if self._routes.pop(key, None) is not None and self.runtime.failure is not None:
+            # Not taken, or taken but its answer not kept: the same request, sent again
+            # after the restart, gets the table's answer.
+            self.link.respond(route, self._unavailable(request))
+        self._count(request, effects, key)
+
+    def _count(self, request: Request, effects: list[Effect], key: str) -> None:
+        """Charge a journaled command to its account's budget (refused or not)."""
+        if self.runtime.journal_seq is None:
+            return  # not journaled: it cost nothing
+        refused = any(
+            isinstance(effect, CommandAnswered) and effect.command_id == key and not effect.ok
+            for effect in effects
+        )
+        self.limits.taken(request.account, request.role, refused)
 
     def _decide(self, request: Request, route: Route, key: str) -> None:
         args = request.args
@@ -806,7 +922,12 @@ class TableDaemon:
             )
             return
         effects = self.runtime.handle(table_event(request, key, self.clock()))
+        if self.runtime.failure is not None:
+            self.link.respond(route, self._unavailable(request))
+            return
         taken = [e for e in effects if isinstance(e, PublishEvent) and e.name == "decision_taken"]
+        if self.runtime.journal_seq is not None:
+            self.limits.taken(request.account, request.role, refused=not taken)
         if taken:
             response = response_message(
                 request.transaction, "decide", True, "decision taken", data=dict(taken[0].payload)
@@ -825,7 +946,15 @@ class TableDaemon:
 
     # -- the loop ---------------------------------------------------------------------------
 
+    def failure(self) -> JournalError | None:
+        """Why the table stopped taking input (its journal or outbox cannot be written)."""
+        failure: JournalError | None = self.runtime.failure
+        return failure
+
     def run(self, stop: threading.Event) -> int:
+        """Run the table until ``stop`` is set (0), or until its journal or outbox cannot be
+        written: then the requests that wait are answered ``unavailable``, the table is
+        closed and availability goes ``offline``, and the error is raised."""
         watchdog = sd_notify.watchdog_interval_s()
         ping_every = None if watchdog is None else watchdog / 2
         last_ping = 0.0
@@ -834,28 +963,50 @@ class TableDaemon:
             # A table that carries on an old journal says so (its numbers carry on too).
             log_reused_journal(self.assembled.table, logging.WARNING)
             self.assembled.start()
-            sd_notify.ready(f"table {self.config.table.table_id} running")
-            logger.info(
-                "table %s running: %s, journal %s (%d rows), %d event(s) published so far",
-                self.config.table.table_id,
-                self.config.table.game,
-                self.config.table.journal_path,
-                self.assembled.table.journal.last_seq,
-                self.publications.seq,
-            )
-            while not stop.is_set():
+            if self.failure() is None:
+                sd_notify.ready(f"table {self.config.table.table_id} running")
+                logger.info(
+                    "table %s running: %s, journal %s (%d rows), %d event(s) published so far",
+                    self.config.table.table_id,
+                    self.config.table.game,
+                    self.config.table.journal_path,
+                    self.assembled.table.journal.last_seq,
+                    self.publications.seq,
+                )
+            while not stop.is_set() and self.failure() is None:
                 self.runtime.step()
                 if ping_every is not None and time.monotonic() - last_ping >= ping_every:
                     sd_notify.watchdog_ping()
                     last_ping = time.monotonic()
+            self._answer_waiting()
         finally:
             sd_notify.stopping()
             try:
                 self.assembled.close()
             finally:
-                self.link.stop()
-                self.outbox.close()
+                try:
+                    self.link.stop()
+                    self.outbox.close()
+                finally:
+                    self.lock.release()
+        failure = self.failure()
+        if failure is not None:
+            raise failure
         return 0
+
+    def _answer_waiting(self) -> None:
+        """After a failure: take nothing more, and answer the requests that wait in the
+        queue (each ``unavailable``). The queued device events are not taken, as none that
+        would come while the table is stopped."""
+        if self.failure() is None:
+            return
+        while True:
+            try:
+                waiting = self.runtime.events.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(waiting, RuntimeTask):
+                self.runtime.handle(waiting)
 
 
 def run_daemon(args: argparse.Namespace) -> int:

@@ -16,13 +16,17 @@ in the same order, so the same numbers), which is what makes the outbox safe:
   which consumers drop by ``seq``.
 
 It lives beside the journal (``t1.journal`` → ``t1.outbox``) in its own SQLite file: the
-journal stays the regulator's evidence, and this is delivery bookkeeping. One writer of
-messages (the table's thread); the publisher writes the delivery mark at rest; readers on
-other threads (the publisher, catch-up requests) share its lock.
+journal stays the regulator's evidence, and this is delivery bookkeeping. It records the
+journal's epoch (:meth:`Outbox.bind_epoch`): an outbox found beside another journal is
+rebuilt from that journal. A write that fails (a full disk) raises
+:class:`~controller.table.journal.JournalWriteError`, as the journal's do: the daemon stops.
+One writer of messages (the table's thread); the publisher writes the delivery mark at rest;
+readers on other threads (the publisher, catch-up requests) share its lock.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 import threading
@@ -30,6 +34,7 @@ from pathlib import Path
 from typing import Final
 
 from controller.errors import JournalError
+from controller.table.journal import JournalWriteError, is_write_failure
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -57,6 +62,8 @@ def open_outbox(path: Path) -> Outbox:
         outbox = Outbox(path)
         outbox.check()
         return outbox
+    except JournalWriteError:
+        raise  # a full disk is no damage: moving the file aside would not make room
     except JournalError as error:
         aside = path.with_name(path.name + ".damaged")
         logger.warning(
@@ -92,6 +99,8 @@ class Outbox:
             row = self._db.execute("SELECT MAX(seq), MAX(journal_seq) FROM messages").fetchone()
             answered = self._db.execute("SELECT MAX(journal_seq) FROM answers").fetchone()
         except sqlite3.Error as error:
+            if is_write_failure(error):
+                raise JournalWriteError("open the outbox", self.path, error) from error
             raise JournalError(f"cannot open the outbox {self.path}: {error}") from error
         self.last_seq: int = row[0] or 0
         self.last_journal_seq: int = max(
@@ -118,6 +127,25 @@ class Outbox:
 
     def _set_meta(self, key: str, value: str) -> None:
         self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    def _write_failed(self, error: sqlite3.Error) -> JournalWriteError:
+        return JournalWriteError("write the outbox", self.path, error)
+
+    @property
+    def journal_epoch(self) -> str | None:
+        """The epoch of the journal these messages follow from (None: not recorded yet)."""
+        with self._lock:
+            return self._meta("journal_epoch")
+
+    def bind_epoch(self, epoch: str) -> None:
+        """Record that this outbox follows from the journal of ``epoch``."""
+        with self._lock:
+            if self._meta("journal_epoch") == epoch:
+                return
+            try:
+                self._set_meta("journal_epoch", epoch)
+            except sqlite3.Error as error:
+                raise self._write_failed(error) from error
 
     # -- writing (the table's thread) ---------------------------------------------------
 
@@ -152,8 +180,12 @@ class Outbox:
                     self._set_meta("delivered_seq", str(delivered))
                 self._db.execute("COMMIT")
             except sqlite3.Error as error:
-                self._db.execute("ROLLBACK")
-                raise JournalError(f"cannot write the outbox {self.path}: {error}") from error
+                # SQLite may have rolled back already (a full disk does): a ROLLBACK then
+                # fails too, and must not hide the error that matters.
+                if self._db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._db.execute("ROLLBACK")
+                raise self._write_failed(error) from error
             self._delivered_saved = delivered
         if self._batch:
             self.last_seq = self._batch[-1][0]
@@ -170,14 +202,17 @@ class Outbox:
                     (key, journal_seq, body),
                 )
             except sqlite3.Error as error:
-                raise JournalError(f"cannot write the outbox {self.path}: {error}") from error
+                raise self._write_failed(error) from error
 
     def reset(self) -> None:
         """Forget everything (the outbox belongs to another journal): rebuilt by replay."""
         with self._lock:
-            self._db.execute("DELETE FROM messages")
-            self._db.execute("DELETE FROM answers")
-            self._db.execute("DELETE FROM meta WHERE key != 'format'")
+            try:
+                self._db.execute("DELETE FROM messages")
+                self._db.execute("DELETE FROM answers")
+                self._db.execute("DELETE FROM meta WHERE key != 'format'")
+            except sqlite3.Error as error:
+                raise self._write_failed(error) from error
         self.last_seq = self.last_journal_seq = self._delivered = self._delivered_saved = 0
 
     # -- reading (any thread) ---------------------------------------------------------------
@@ -218,9 +253,13 @@ class Outbox:
             delivered = self._delivered
             if delivered - self._delivered_saved < behind:
                 return
-            self._set_meta("delivered_seq", str(delivered))
+            try:
+                self._set_meta("delivered_seq", str(delivered))
+            except sqlite3.Error as error:
+                raise self._write_failed(error) from error
             self._delivered_saved = delivered
 
     def close(self) -> None:
-        with self._lock:
+        with self._lock, contextlib.suppress(sqlite3.Error):
+            # On a full disk SQLite keeps the write-ahead log for the next open: no error.
             self._db.close()

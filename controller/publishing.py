@@ -75,9 +75,11 @@ class ChangeSignal(threading.Condition):
 class Publications:
     """Effects in, numbered messages out (to the outbox), plus what requests need to know."""
 
-    def __init__(self, table_id: str, outbox: Outbox) -> None:
+    def __init__(self, table_id: str, outbox: Outbox, epoch: str) -> None:
         self.table_id = table_id
         self.outbox = outbox
+        self.epoch = epoch
+        """The journal's epoch, in every state message (the series' id)."""
         self._lock = threading.Lock()
         self.changed = ChangeSignal(self._lock)
         self.state: dict[str, Any] | None = None
@@ -139,7 +141,7 @@ class Publications:
         with self._lock:
             self.seq = self.outbox.last_seq if self._writing else self.seq
             if state is not None:
-                self.state = state_message(self.seq, state, at, journal_head)
+                self.state = state_message(self.seq, state, at, journal_head, epoch=self.epoch)
                 self.state_version += 1
             elif self.state is not None and journal_seq is not None:
                 # Nothing public changed but the journal grew: the state carries its head.

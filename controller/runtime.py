@@ -9,6 +9,11 @@ dealer, lock the shoe, ask the camera. Timers are kept here, in a heap, and beco
 ``TimerExpired`` events on the same queue: there is no timer thread, and the machine never
 reads a clock.
 
+A journal (or outbox) that cannot be written stops the table: the runtime keeps the error
+as :attr:`TableRuntime.failure` and takes no further input (an event it cannot record must
+not take effect, and none after it may either); the daemon sees it, answers what waits, and
+exits with that error's one line.
+
 ``livetable run`` and the demo both get it from :func:`controller.assembly.assemble`, with
 the real or the simulated devices plugged in.
 """
@@ -23,7 +28,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from controller.errors import TableError
+from controller.errors import JournalError, TableError
 from controller.table.effects import (
     AskCamera,
     CommandAnswered,
@@ -91,6 +96,9 @@ class TableRuntime:
         self.journal_seq: int | None = None
         """The journal row of the event whose effects are being carried out; None while
         carrying out the effects of an event that was refused before the journal."""
+        self.failure: JournalError | None = None
+        """Why the table stopped taking input: its journal or outbox could not be written.
+        Set once; from then on :meth:`handle` takes nothing."""
 
     def submit(self, event: object) -> None:
         """Put an event on the table's queue; safe from any thread."""
@@ -119,21 +127,30 @@ class TableRuntime:
             raise TypeError(f"no handler for effect {effect!r}")
 
     def handle(self, event: object) -> list[Effect]:
-        """Journal and apply one event, carry out its effects, and return them."""
+        """Journal and apply one event, carry out its effects, and return them. After a
+        :attr:`failure`, nothing: the event is not taken (tasks still run, so that requests
+        are answered)."""
         if isinstance(event, RuntimeTask):
             try:
                 event.work()
+            except JournalError as error:
+                self.fail(error)
             except Exception:
                 # A request's handling failed (a bug, or an answer that could not go out):
                 # what it journaled stands; the table goes on.
                 logger.exception("a task on the table's thread failed")
             return []
+        if self.failure is not None:
+            return []
         self.current_event = event
         before = self.table.journal.last_seq
         try:
             effects = self.table.handle(event)
+        except JournalError as error:
+            # Not recorded, so not taken: nothing changed, and nothing more may.
+            self.fail(error)
+            return []
         except TableError as error:
-            # The journal could not take it (disk full, ...): nothing changed; say so loudly.
             logger.error("%s event not taken: %s", type(event).__name__, error)
             effects = [EventRejected(event_name(event), str(error))]
         after = self.table.journal.last_seq
@@ -142,8 +159,18 @@ class TableRuntime:
         self.carry_out(effects)
         done = getattr(self.handler, "effects_done", None)
         if done is not None:
-            done(self.journal_seq)
+            try:
+                done(self.journal_seq)
+            except JournalError as error:
+                # What the row said could not be kept (the outbox): the row stands, and the
+                # next start rebuilds its messages from it; the table stops here.
+                self.fail(error)
         return effects
+
+    def fail(self, error: JournalError) -> None:
+        """Stop taking input, for ``error`` (the first one is kept)."""
+        if self.failure is None:
+            self.failure = error
 
     def _fire_due_timers(self) -> None:
         now = self.clock()
@@ -170,6 +197,6 @@ class TableRuntime:
         self.handle(event)
 
     def run(self, stop: threading.Event) -> None:
-        """Loop until ``stop`` is set."""
-        while not stop.is_set():
+        """Loop until ``stop`` is set or the table fails (:attr:`failure`)."""
+        while not stop.is_set() and self.failure is None:
             self.step()

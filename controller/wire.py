@@ -75,6 +75,7 @@ ERROR_CODES: Final[dict[str, str]] = {
     "unavailable": "the table cannot take requests now (starting or stopping)",
     "poisoned": "the link to the broker dropped again and again right after this request came: "
     "it was dropped, not handled",
+    "rate_limited": "this account sent more table commands than the table takes from it",
 }
 
 
@@ -133,18 +134,23 @@ def state_message(
     public: dict[str, Any],
     at: float | None,
     journal_head: tuple[int, str],
+    *,
+    epoch: str,
 ) -> dict[str, Any]:
     """The retained ``.../state`` message from the machine's public state.
 
     ``seq`` is the number of the last event published before this state (so it only grows,
     and a state never runs ahead of the events that led to it). ``journal`` is the head of
     the table's hash-chained journal: an anchor a platform can keep outside the table PC.
+    ``epoch`` is that journal's id: ``seq`` and ``round.id`` count within it, so a new one
+    (a journal started afresh) tells a consumer that both series started again at 1.
     Whether the daemon itself is up is ``.../availability`` (its Last Will), not this.
     """
     pause = public.get("paused")
     round_view = public.get("round")
     return {
         "api": API_VERSION,
+        "epoch": epoch,
         "seq": seq,
         "table": public["table_id"],
         "at": at,

@@ -178,7 +178,13 @@ class ApiClient:
             return
         if topic == f"{self.base}/state":
             with self._lock:
-                if self.state is None or body["seq"] >= self.state["seq"]:
+                # By seq within one journal; another epoch is a new journal, whose seq
+                # started again at 1.
+                if (
+                    self.state is None
+                    or body.get("epoch") != self.state.get("epoch")
+                    or body["seq"] >= self.state["seq"]
+                ):
                     self.state = body
                 self._lock.notify_all()
             if self.on_state is not None:

@@ -10,6 +10,20 @@ Row hash: ``sha256(f"{seq}\\n{kind}\\n{body}\\n{prev_hash}")`` where ``body`` is
 fields as canonical JSON (sorted keys, no spaces) and the first row's ``prev_hash`` is 64
 zeros.
 
+Every journal has an **epoch**, an id given when it is created and stored in its ``meta``
+table: the daemon publishes it with its state, so that a consumer who stored a ``seq`` or a
+``round.id`` sees that a new journal started both series again at 1. A journal written
+before epochs existed gets one at its first writable open, derived from its first rows and
+the table it was bound to (:func:`derived_epoch`), so that read-only tools give the same one
+before it is stored, and it never changes afterwards.
+
+A daemon holds its journal with :class:`JournalLock` (an ``flock`` on ``<journal>.lock``,
+which the kernel releases when the holder dies, however it dies): a second daemon on the
+same journal is refused at once, naming the holder's pid. Read-only tools take no lock.
+
+A write that fails (a full disk, an I/O error) raises :class:`JournalWriteError`, whose one
+line names the file, SQLite's words and the free space left where the file lives.
+
 A chain cannot show that its last rows were cut off: the rows that remain still chain. The
 **head** (the last row's number and hash) is the anchor for that: the daemon publishes it in
 its state as ``journal: {seq, hash}``, a platform stores it away from the table PC, and
@@ -18,10 +32,15 @@ its state as ``journal: {seq, hash}``, a platform stores it away from the table 
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import hashlib
 import json
 import os
+import shutil
 import sqlite3
+import uuid
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +52,10 @@ from controller.table.events import ENCODINGS, EVENT_ENCODING, decode_event, enc
 SCHEMA_VERSION: Final = 1
 GENESIS_HASH: Final = "0" * 64
 EVENT_ENCODING_META_KEY: Final = "event_encoding"
+EPOCH_META_KEY: Final = "epoch"
+# Where the table's binding is stored (controller.table.table.CONFIG_META_KEY): part of
+# what an old journal's derived epoch is made of.
+_CONFIG_META_KEY: Final = "table_config"
 # A journal written with an older event encoding may take new rows in the current one when
 # the current one reads every old row alike (it only adds kinds, or a field whose default
 # is what an old row meant: encoding 3's ``ControllerStarted.gaps_visible``, which machine
@@ -57,6 +80,121 @@ def row_hash(seq: int, kind: str, body: str, prev_hash: str) -> str:
 
 def canonical_json(data: Any) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+class JournalWriteError(JournalError):
+    """The journal (or the outbox beside it) could not be written: the table must stop, as
+    it may take no input it cannot record. The message is one line for the operator."""
+
+    def __init__(self, action: str, path: Path, error: BaseException) -> None:
+        self.path = Path(path)
+        super().__init__(
+            f"cannot {action} {self.path}: {error} ({free_space(self.path)}); the "
+            "table takes no input it cannot record: free space (or fix the disk), then start it"
+        )
+
+
+def free_space(path: Path) -> str:
+    """How much room is left on the filesystem of ``path``, for an error message."""
+    folder = Path(path).resolve().parent
+    try:
+        usage = shutil.disk_usage(folder)
+    except OSError as error:
+        return f"free space on {folder} unknown: {error.strerror or error}"
+    return f"{_size(usage.free)} free of {_size(usage.total)} on {folder}"
+
+
+def _size(count: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} bytes"
+
+
+def lock_path(journal_path: Path) -> Path:
+    """The lock file beside a journal: ``t1.journal`` → ``t1.journal.lock``."""
+    path = Path(journal_path)
+    return path.with_name(path.name + ".lock")
+
+
+class JournalLock:
+    """One process holds a journal: an exclusive ``flock`` on the file beside it.
+
+    The kernel releases it when the holder's file is closed, or when the holder dies
+    however it dies (a SIGKILL, a power cut's reboot), so a lock is never stale; the file
+    stays behind holding the last holder's pid, which a refused process names. Locks are per
+    open file: a second :meth:`acquire` of the same journal is refused in the same process
+    too.
+    """
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self._fd: int | None = fd
+
+    @classmethod
+    def acquire(cls, journal_path: Path) -> JournalLock:
+        """Hold ``journal_path``'s lock, or JournalError naming the process that holds it."""
+        path = lock_path(journal_path)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o640)
+        except OSError as error:
+            raise JournalError(
+                f"cannot open the lock {path} of the journal {journal_path}: "
+                f"{error.strerror or error}"
+            ) from error
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            holder = _holder(fd)
+            os.close(fd)
+            if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise JournalError(
+                    f"cannot lock the journal {journal_path} ({path}): {error.strerror or error}"
+                ) from error
+            raise JournalError(
+                f"the journal {journal_path} is held by another livetable process ({holder}, "
+                f"lock {path}): one daemon per journal; stop that one first"
+            ) from None
+        # Who holds it, for the next one refused. Best effort: a full disk may refuse even
+        # these few bytes, and the lock holds without them.
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        return cls(path, fd)
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def release(self) -> None:
+        """Let the journal go (closing the file releases the lock); again is a no-op."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+
+def _holder(fd: int) -> str:
+    with contextlib.suppress(OSError, ValueError):
+        return f"pid {int(os.pread(fd, 32, 0).split()[0])}"
+    return "pid unknown"
+
+
+# An old journal's epoch is derived from its first rows, up to this one (whose hash, by the
+# chain, covers every row before it): rows that never change once written.
+EPOCH_ROWS: Final = 16
+
+
+def derived_epoch(config: str | None, prefix_hash: str) -> str:
+    """The epoch of a journal written before epochs existed: a function of what it holds
+    (its binding, and its first :data:`EPOCH_ROWS` rows through the hash of the last of
+    them, which covers their times), so every reader derives the same one."""
+    seed = f"livetable journal epoch\n{config or ''}\n{prefix_hash}"
+    return hashlib.sha256(seed.encode()).hexdigest()[:32]
+
+
+def new_epoch() -> str:
+    """The epoch of a new journal: 128 random bits, as 32 hex digits."""
+    return uuid.uuid4().hex
 
 
 def wal_in_use(path: Path) -> bool:
@@ -101,6 +239,12 @@ def read_only_uri(path: Path, immutable: bool | None = None) -> str:
             "directory"
         )
     return base
+
+
+def is_write_failure(error: sqlite3.Error) -> bool:
+    """Whether SQLite failed for want of room or of a working disk (not a damaged file)."""
+    code = getattr(error, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR)
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,9 +332,34 @@ class Journal:
                 "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1"
             ).fetchone()
             self.event_encoding = self._open_encoding(last is None)
+            self.epoch: str = self._open_epoch()
         except sqlite3.Error as error:
+            if is_write_failure(error):
+                raise JournalWriteError("open the journal", self.path, error) from error
             raise JournalError(f"cannot open the journal {self.path}: {error}") from error
         self._last_seq, self._last_hash = (0, GENESIS_HASH) if last is None else last
+
+    def _open_epoch(self) -> str:
+        """The journal's epoch: stored, else derived from its first row (an old journal) or
+        new (an empty one); a writable journal stores it on this first open."""
+        stored = self._db.execute(
+            "SELECT value FROM meta WHERE key=?", (EPOCH_META_KEY,)
+        ).fetchone()
+        if stored is not None:
+            return str(stored[0])
+        first = self._db.execute(
+            "SELECT hash FROM events WHERE seq <= ? ORDER BY seq DESC LIMIT 1", (EPOCH_ROWS,)
+        ).fetchone()
+        if first is None:
+            epoch = new_epoch()
+        else:
+            config = self._db.execute(
+                "SELECT value FROM meta WHERE key=?", (_CONFIG_META_KEY,)
+            ).fetchone()
+            epoch = derived_epoch(None if config is None else str(config[0]), str(first[0]))
+        if not self.read_only:
+            self._db.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (EPOCH_META_KEY, epoch))
+        return epoch
 
     def _open_encoding(self, empty: bool) -> int:
         """The event encoding of the journal's rows; a writable journal is upgraded to the
@@ -229,7 +398,7 @@ class Journal:
         try:
             self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
         except sqlite3.Error as error:
-            raise JournalError(f"cannot write to the journal {self.path}: {error}") from error
+            raise JournalWriteError("write to the journal", self.path, error) from error
 
     @property
     def head(self) -> tuple[int, str]:
@@ -267,7 +436,7 @@ class Journal:
                 (seq, kind, body, self._last_hash, digest),
             )
         except sqlite3.Error as error:
-            raise JournalError(f"cannot append to the journal {self.path}: {error}") from error
+            raise JournalWriteError("append to the journal", self.path, error) from error
         entry = JournalEntry(seq, kind, body, self._last_hash, digest, self.event_encoding)
         self._last_seq, self._last_hash = seq, digest
         return entry
@@ -324,7 +493,10 @@ class Journal:
         return sum(1 for _ in self.verified_entries())
 
     def close(self) -> None:
-        self._db.close()
+        # Closing folds the write-ahead log back into the file; on a full disk SQLite
+        # leaves the log for the next open instead (nothing is lost), which is no error.
+        with contextlib.suppress(sqlite3.Error):
+            self._db.close()
 
     def __enter__(self) -> Journal:
         return self

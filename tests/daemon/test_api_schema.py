@@ -71,7 +71,7 @@ class Wire:
 
     def __init__(self) -> None:
         self.outbox = Outbox(Path(":memory:"))
-        self.publications = Publications(TABLE, self.outbox)
+        self.publications = Publications(TABLE, self.outbox, "5f0c" * 8)
         self.journal_seq = 0
         self.messages: list[tuple[str, bytes]] = []
         self.requests: list[tuple[str, bytes]] = []
@@ -146,6 +146,7 @@ class Wire:
                     True,
                     f"{len(rows)} event(s) after {since}",
                     data={
+                        "epoch": self.publications.epoch,
                         "events": [json.loads(body) for _seq, body in rows],
                         "last_seq": last,
                         "more": more,

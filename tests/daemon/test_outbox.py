@@ -55,8 +55,7 @@ def rows(path: Path) -> list[tuple[int, int, bytes]]:
 
 
 def close(daemon: TableDaemon) -> None:
-    daemon.assembled.close()
-    daemon.outbox.close()
+    daemon.close()
 
 
 @pytest.fixture

@@ -51,7 +51,8 @@ def journal_state(table: SimulatedTable) -> dict[str, Any]:
         config = config_of(journal)
         machine = replay(journal, config, config.operational())
         head = (journal.last_seq, journal.last_hash)
-    return state_message(0, machine.public_state(), None, head)
+        epoch = journal.epoch
+    return state_message(0, machine.public_state(), None, head, epoch=epoch)
 
 
 def comparable(state: dict[str, Any]) -> dict[str, Any]:
