@@ -71,8 +71,7 @@ def build_journal(journal: Path, events: int) -> None:
             runtime.handle(command)
         assert daemon.outbox.last_seq >= events
     finally:
-        daemon.assembled.close()
-        daemon.outbox.close()
+        daemon.close()  # the journal's lock too: the daemon under test takes it next
 
 
 class Tap:
