@@ -454,6 +454,11 @@ class TableBots:
     # it, the shoe never announced that card (its frame was lost).
     _laid: LaidCard = field(default_factory=LaidCard)
     _retry_at: float = 0.0
+    unseen: list[str] = field(default_factory=list)
+    """Cards the dealer drew while nobody read the shoe (the table was down), in order: at a
+    pause that asks whether any card left the shoe unseen, the supervisor enters each from
+    the felt before confirming that no other did."""
+    unseen_entered: int = 0
 
     def start(self) -> None:
         self._rng = random.Random(self.seed)
@@ -606,6 +611,8 @@ class TableBots:
         resolved = resolution(pause, self._laid.unannounced(state))
         if resolved is None:
             return True  # a person paused it: a person resumes it
+        if resolved == ("resume", {"resolution": "no_cards_drawn"}) and self.unseen:
+            resolved = ENTER_CARD, {"card": self.unseen[0]}
         wait = max(self.resolve_delay_s, self._retry_at - time.monotonic())
         if wait > 0 and self._stop.wait(wait):
             return False
@@ -616,6 +623,10 @@ class TableBots:
                 return True  # a person must read the card; the test decides
             args = {"card": card}
         answer = self.supervisor.request(command, **args)
+        if command == ENTER_CARD and self.unseen and args.get("card") == self.unseen[0]:
+            # Entered or refused, it is off the felt's list: a refusal is in ``errors``.
+            self.unseen.pop(0)
+            self.unseen_entered += answer["ok"]
         if answer["ok"]:
             return True
         self.errors.append(f"resolving {pause.get('reason')}: {answer['message']}")

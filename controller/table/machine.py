@@ -1472,13 +1472,15 @@ class TableMachine:
                     uncounted=pause.uncounted,
                 )
             return [answer, *effects]
+        # Revision 4: the pause stays the table's (its reason and who made it, if anyone);
+        # the supervisor who entered the card did not pause the table.
         reason = pause.reason if self.revision >= 4 else PauseReason.SHOE_OFFLINE
         effects += self._pause(
             state,
             reason,
             event.at,
             "cards entered by hand; confirm no other card left the shoe",
-            by=event.by,
+            by=pause.by if self.revision >= 4 else event.by,
             held=pause.held,
             uncounted=pause.uncounted,
             offline_gap=True,
@@ -1542,7 +1544,7 @@ class TableMachine:
                 pause.reason,
                 event.at,
                 "cards accepted; confirm no other card left the shoe",
-                by=event.by,
+                by=pause.by,
                 offline_gap=True,
             )
             return [answer, *effects]

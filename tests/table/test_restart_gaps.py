@@ -65,6 +65,8 @@ def test_the_card_after_a_lost_one_never_takes_its_place(dealing: Driver) -> Non
     assert entered.ok, entered
     assert dealt(dealing)[-1] == ("player", "7C", "supervisor")
     assert dealing.phase is Phase.PAUSED  # the held card and the confirmation remain
+    # Still the table's pause: entering a card is not a supervisor pausing it.
+    assert dealing.machine.state.pause.by is None
     assert not dealing.command("resume", resolution="accept").ok  # still may hide a card
     assert dealing.command("resume", resolution="no_cards_drawn").ok
     assert dealing.phase is Phase.PAUSED
