@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from controller.api_client import Account, ApiClient
 from simulators.shoe.simulator import FaultPlan
 from tests.daemon.test_security import (  # noqa: F401 (peers, tables: fixtures)
     BASE,
@@ -37,7 +38,7 @@ from tests.daemon.test_security import (  # noqa: F401 (peers, tables: fixtures)
     wait_online,
 )
 from tests.support.broker import BrokerProcess, free_port
-from tests.support.daemon import REPO_ROOT
+from tests.support.daemon import REPO_ROOT, unique_by_seq
 from tests.support.wait import wait_until
 
 TIMEOUT_S = 30.0
@@ -293,6 +294,24 @@ def test_every_action_succeeds_where_the_state_allows_it(studio: Studio) -> None
     state_of(studio, lambda s: s["phase"] == "AWAITING_SHUFFLE", "the shoe ended")
     ok(ctl("new-shoe"))
     state_of(studio, lambda s: s["phase"] == "BURN_REVEAL", "the next shoe")
+
+    # The shared client's catch-up, paged three at a time, is the whole series without a gap,
+    # what the independent subscriber saw.
+    viewer = ApiClient(
+        "127.0.0.1",
+        studio.broker.port,
+        "t1",
+        Account("viewer", *studio.broker.users["viewer"]),
+        client_id=studio.broker.users["viewer"][0],
+    )
+    try:
+        assert viewer.wait_connected(TIMEOUT_S), viewer.refused
+        series = viewer.catch_up(limit=3)
+    finally:
+        viewer.close()
+    published = unique_by_seq([m.json() for m in studio.watch.on(f"{BASE}/events")])
+    assert series.events == published and series.last_seq == published[-1]["seq"]
+    assert series.epoch == latest_state(studio.watch)["epoch"]  # type: ignore[index]
 
     # The journal has every command under alice's name, as the broker saw her.
     assert studio.table.daemon.kill(signal.SIGTERM) == 0
