@@ -354,8 +354,10 @@ def _new_shoe(args: argparse.Namespace, client: Any) -> int:
 
 
 def _watch(args: argparse.Namespace, client: Any) -> int:
-    """Print every event as it comes (caught up by ``seq`` on a gap) and each change of
-    phase, until interrupted or ``--count`` new events."""
+    """Print every event as it comes and each change of phase, until interrupted or
+    ``--count`` new events. A gap (an event past the next ``seq``, or a state ahead of the
+    last event applied: events published while the connection was down) is caught up from
+    the table's ``events`` before going on, so no event is missed or shown twice."""
     from controller.api_client import EventSeries
 
     series = EventSeries()
@@ -363,34 +365,49 @@ def _watch(args: argparse.Namespace, client: Any) -> int:
     series.epoch_is(state.get("epoch"))
     series.last_seq = int(state.get("seq") or 0)
     shown_phase: Any = None
-    seen = len(client.events)
+    seen = 0
     new = 0
     if state:
         _show_state(args, client.availability, state)
         shown_phase = state.get("phase")
-    while args.count is None or new < args.count:
-        time.sleep(0.05)
+
+    def show(events: list[dict[str, Any]]) -> bool:
+        nonlocal new
+        for event in events:
+            _show_event(args, event)
+            new += 1
+            if args.count is not None and new >= args.count:
+                return True
+        return False
+
+    def catch_up() -> bool:
+        before = len(series.events)
+        client.catch_up(series, timeout=args.timeout_s)
+        return show(series.events[before:])
+
+    while True:
+        # The state first: the table publishes a state after its events, so every event
+        # up to the state's seq that reached this client is in ``client.events`` by then.
         state = client.state or {}
-        renewed = series.epoch_is(state.get("epoch"))
-        if renewed:
+        if series.epoch_is(state.get("epoch")):
             _say(args, {"note": "another journal (epoch): its events start again at 1"})
-        arrived, seen = client.events[seen:], len(client.events)
+        arrived = client.events[seen:]
+        seen += len(arrived)
         for event in arrived:
             verdict = series.add(event)
             if verdict == "gap":
-                before = len(series.events)
-                client.catch_up(series, timeout=args.timeout_s)
-                fresh = series.events[before:]
-                verdict = series.add(event)
-            else:
-                fresh = series.events[-1:] if verdict == "new" else []
-            for shown in fresh:
-                _show_event(args, shown)
-                new += 1
+                if catch_up():
+                    return 0
+                series.add(event)  # caught up to it or past it: a repeat now
+            elif verdict == "new" and show([event]):
+                return 0
+        ahead = state.get("epoch") == series.epoch and int(state.get("seq") or 0) > series.last_seq
+        if ahead and catch_up():
+            return 0
         if state and state.get("phase") != shown_phase:
             _show_state(args, client.availability, state)
             shown_phase = state.get("phase")
-    return 0
+        time.sleep(0.05)
 
 
 def _history(args: argparse.Namespace, client: Any) -> int:

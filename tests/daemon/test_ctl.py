@@ -39,6 +39,7 @@ from tests.daemon.test_security import (  # noqa: F401 (peers, tables: fixtures)
 )
 from tests.support.broker import BrokerProcess, free_port
 from tests.support.daemon import REPO_ROOT, unique_by_seq
+from tests.support.mqtt_proxy import CuttingProxy
 from tests.support.wait import wait_until
 
 TIMEOUT_S = 30.0
@@ -353,3 +354,73 @@ def test_each_failure_is_one_line_and_a_failing_exit(studio: Studio) -> None:
         "the table offline",
     )
     one_line_error(ctl("pause", "--reason", "x"), "offline", "nothing sent")
+
+
+def test_watch_catches_up_the_events_it_missed_while_its_link_was_down(studio: Studio) -> None:
+    """``watch`` through a link cut right after it got the pause: the resume is published
+    while it is away, and it shows it anyway (from the ``events`` catch-up, the retained
+    state being ahead of it), once and in order."""
+    ctl, broker = studio.ctl, studio.broker
+    delivered: list[bytes] = []
+
+    def cut_after_the_pause(topic: str, body: bytes) -> bool:
+        if topic != f"{BASE}/events":
+            return False
+        delivered.append(body)
+        return b'"type":"table_paused"' in body
+
+    proxy = CuttingProxy("127.0.0.1", broker.port, cut_after_the_pause, cuts=1)
+    alice = ApiClient(
+        "127.0.0.1",
+        broker.port,
+        "t1",
+        Account("supervisor", *broker.users["supervisor"]),
+        client_id=broker.users["supervisor"][0],
+    )
+    user, _password = broker.users["other_supervisor"]
+    watcher = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "controller.cli",
+            "ctl",
+            "--table",
+            "t1",
+            "--port",
+            str(proxy.port),
+            "--user",
+            user,
+            "--password-file",
+            str(ctl.password_file("other_supervisor")),
+            "--json",
+            "watch",
+            "--count",
+            "2",
+        ],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        assert alice.wait_connected(TIMEOUT_S), alice.refused
+        first = json.loads(watcher.stdout.readline())  # type: ignore[union-attr]
+        assert first["state"]["phase"] == "AWAITING_SHUFFLE", first
+        assert alice.request("pause", reason="link test")["ok"]
+        wait_until(lambda: proxy.deliveries >= 1, TIMEOUT_S, "the pause through the proxy")
+        # The watcher's link is down now (paho waits a second before it reconnects).
+        assert alice.request("resume")["ok"]
+        out, err = watcher.communicate(timeout=CTL_TIMEOUT_S)
+    finally:
+        if watcher.poll() is None:
+            watcher.kill()
+            watcher.wait()
+        alice.close()
+        proxy.close()
+    assert watcher.returncode == 0, err
+    shown = [m for line in out.splitlines() if "type" in (m := json.loads(line))]
+    assert [m["type"] for m in shown] == ["table_paused", "table_resumed"], shown
+    assert shown[1]["seq"] == shown[0]["seq"] + 1
+    # The resume never crossed the link live: the catch-up brought it.
+    assert not any(b'"type":"table_resumed"' in body for body in delivered), delivered
