@@ -26,15 +26,17 @@ import pytest
 
 from controller.api_client import Account, ApiClient
 from simulators.shoe.simulator import FaultPlan
-from tests.daemon.test_security import (  # noqa: F401 (peers, tables: fixtures)
+from tests.daemon.test_security import (  # noqa: F401 (peers, tables, tls_broker: fixtures)
     BASE,
     Peer,
     Table,
+    TlsBroker,
     latest_state,
     peers,
     request_topic,
     response_topic,
     tables,
+    tls_broker,
     wait_online,
 )
 from tests.support.broker import BrokerProcess, free_port
@@ -274,6 +276,15 @@ def test_every_action_succeeds_where_the_state_allows_it(studio: Studio) -> None
     assert [e["seq"] for e in history] == list(range(history[0]["seq"], history[-1]["seq"] + 1))
     assert "round_voided" in ok(ctl("history", "--round", str(round_id)))
 
+    # resume with a resolution: a card drawn between rounds pauses the table; it is burned
+    studio.table.shoe.draw()
+    out_of_turn = state_of(studio, lambda s: s["phase"] == "PAUSED", "the card out of turn")
+    assert any("accept or burn" in need for need in out_of_turn["pause"]["needs"]), out_of_turn
+    ok(ctl("resume", "--resolution", "burn"))
+    state_of(studio, lambda s: s["phase"] == "SHOE_READY", "the card burned")
+    assert events(studio, "cards_burned")[-1]["data"]["count"] == 1
+    assert events(studio, "table_resumed")[-1]["data"]["resolution"] == "burn"
+
     # enter-card: the shoe cannot read the next card, the table pauses for it
     studio.table.shoe.faults = FaultPlan(unreadable_rate=1.0)
     second = open_round(studio)
@@ -424,3 +435,30 @@ def test_watch_catches_up_the_events_it_missed_while_its_link_was_down(studio: S
     assert shown[1]["seq"] == shown[0]["seq"] + 1
     # The resume never crossed the link live: the catch-up brought it.
     assert not any(b'"type":"table_resumed"' in body for body in delivered), delivered
+
+
+def test_ctl_speaks_tls_to_the_broker_with_the_ca_given(
+    tls_broker: TlsBroker,  # noqa: F811
+    tables: Callable[..., Table],  # noqa: F811
+    peers: Callable[..., Peer],  # noqa: F811
+) -> None:
+    port = tls_broker.tls_port
+    table = tables(port, extra_mqtt=f'[mqtt.tls]\nca_file = "{tls_broker.ca_file}"\n')
+    table.daemon.start()
+    viewer = peers(port, subscribe=(f"{BASE}/#",), tls_ca=tls_broker.ca_file).wait_ready()
+    wait_online(table, viewer)
+    command = [sys.executable, "-m", "controller.cli", "ctl", "--table", "t1", "--port", str(port)]
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*command, *argv],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=CTL_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
+
+    assert "table t1: online" in ok(run("--tls-ca", str(tls_broker.ca_file), "status"))
+    # Plain MQTT to the TLS listener: one line, no state.
+    one_line_error(run("status"), "closed the connection before accepting it")
