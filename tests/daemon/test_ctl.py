@@ -462,3 +462,47 @@ def test_ctl_speaks_tls_to_the_broker_with_the_ca_given(
     assert "table t1: online" in ok(run("--tls-ca", str(tls_broker.ca_file), "status"))
     # Plain MQTT to the TLS listener: one line, no state.
     one_line_error(run("status"), "closed the connection before accepting it")
+
+
+def test_the_password_is_asked_for_on_a_terminal_without_echo(studio: Studio) -> None:
+    """No file and no environment variable: on a terminal (here a pty, ctl in a session of
+    its own so that it has no other terminal to ask on), ctl asks, with echo off."""
+    user, password = studio.broker.users["supervisor"]
+    master, slave = os.openpty()
+    environment = {k: v for k, v in os.environ.items() if k != "LIVETABLE_PASSWORD"}
+    try:
+        process = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "controller.cli", "ctl", "--table", "t1"),
+                *("--port", str(studio.broker.port), "--user", user, "status"),
+            ],
+            cwd=REPO_ROOT,
+            env=environment,
+            stdin=slave,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            prompt = process.stderr.read(len(f"password for {user}: "))  # type: ignore[union-attr]
+            assert prompt == f"password for {user}: ", prompt
+            os.write(master, password.encode() + b"\n")
+            out, err = process.communicate(timeout=CTL_TIMEOUT_S)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        assert process.returncode == 0, err
+        assert "table t1: online" in out
+        # What the terminal showed back: not the password (echo was off). Our end of the
+        # slave stays open until this is read: a pty with no slave open reads as EIO.
+        os.set_blocking(master, False)
+        try:
+            echoed = os.read(master, 4096)
+        except BlockingIOError:
+            echoed = b""
+        assert password.encode() not in echoed and password not in out + err
+    finally:
+        os.close(master)
+        os.close(slave)
