@@ -218,11 +218,12 @@ class ApiClient:
         with self._lock:
             transaction = self._mids.pop(mid, None)
             if transaction is None:
-                # The PUBACK came before send() noted its mid (or for a raw publish).
+                # The PUBACK came before send() noted its mid: send() takes it from here.
+                # (Or a publish made on ``client`` directly: bounded, oldest dropped.)
                 self._acks[mid] = refusal
                 if len(self._acks) > 1000:
                     self._acks.pop(next(iter(self._acks)))
-            elif refusal:
+            elif refusal and transaction:
                 self._broker_refusals[transaction] = refusal
                 self._lock.notify_all()
 
@@ -283,7 +284,12 @@ class ApiClient:
     def send_raw(self, command: str, payload: bytes, role: str | None = None) -> None:
         role = role or self.account.role
         topic = f"{self.base}/request/{role}/{self.account.name}/{command}"
-        self.client.publish(topic, payload, qos=1)
+        info = self.client.publish(topic, payload, qos=1)
+        # Noted like a request's (with no transaction to answer), so that no PUBACK of it
+        # is left over for a later request that paho gives the same packet id.
+        with self._lock:
+            if self._acks.pop(info.mid, None) is None:
+                self._mids[info.mid] = ""
 
     def response(self, transaction: str, timeout: float | None = None) -> dict[str, Any]:
         """The table's answer to ``transaction``; TimeoutError if none comes in ``timeout``,

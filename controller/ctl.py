@@ -247,9 +247,9 @@ def connect(args: argparse.Namespace) -> Any:
                     f"within {args.wait_s:g} s: check --table, --prefix and the account's ACL)"
                 )
             time.sleep(0.02)
-        # The state may follow its availability by a moment: both are retained.
+        # One may follow the other by a moment: both are retained.
         until = time.monotonic() + min(args.wait_s, 1.0)
-        while client.state is None and time.monotonic() < until:
+        while (client.state is None or client.availability is None) and time.monotonic() < until:
             time.sleep(0.02)
         return client
     except BaseException:
