@@ -37,6 +37,7 @@ TOP_LEVEL_MODULES: tuple[str, ...] = (
     "controller.journal_cli",  # journal verify / export
     "controller.demo",  # demo: a whole simulated table
     "controller.daemon",  # run: the table as a daemon with its MQTT API
+    "controller.ctl",  # ctl: a supervisor's actions on a table over its MQTT API
 )
 
 # Commands grouped under a shared word: `livetable sim shoe`, `livetable bench rules`.

@@ -287,9 +287,10 @@ class DemoTable:
         in_process: bool,
         deck: Path | None,
     ) -> None:
+        from controller.api_client import Account, ApiClient
         from simulators.daemon_process import DaemonProcess
         from simulators.dealer import DealerSimulator
-        from simulators.mqtt_bots import Account, ApiClient, TableBots
+        from simulators.mqtt_bots import TableBots
         from simulators.shoe.simulator import FaultPlan, ShoeSimulator
 
         self.table_id = table_id

@@ -1,8 +1,8 @@
 """Every MQTT connection livetable makes: problems named at once, Nagle off, packets sized.
 
 :func:`watch_connection` is put on every paho client the project ships (the daemon's link,
-the API client of ``simulators/mqtt_bots.py`` that the demo and the tests use, the demo's
-watcher, the latency bench's connections). It:
+the API client of ``controller/api_client.py`` that the demo, ``livetable ctl`` and the
+tests use, the demo's watcher, the latency bench's connections). It:
 
 - sets ``TCP_NODELAY`` on the socket as soon as it is open: without it a small answer sent
   right after a small acknowledgement waits for the broker's delayed ACK (some 40 ms);

@@ -1,16 +1,16 @@
 """The people around a table, talking to it only over MQTT, as real ones would.
 
-:class:`ApiClient` is one MQTT account of the API (platform, supervisor or viewer): it keeps
-the table's latest retained state and every event it saw, and sends requests and waits for
-their responses. :class:`TableBots` plays the platform, the supervisor and the dealer from
-what the table publishes: the supervisor declares new shoes and resolves pauses, the platform
-opens rounds and answers decisions, and the dealer draws the card the table asks for from
-the shoe (through ``draw``, e.g. the shoe simulator on its pty).
+They speak the API through its one client, :class:`controller.api_client.ApiClient` (one
+MQTT account: platform, supervisor or viewer). :class:`TableBots` plays the platform, the
+supervisor and the dealer from what the table publishes: the supervisor declares new shoes
+and resolves pauses, the platform opens rounds and answers decisions, and the dealer draws
+the card the table asks for from the shoe (through ``draw``, e.g. the shoe simulator on its
+pty).
 
 What they do on each state is said once, for whoever plays them (TableBots here, the tests'
 studio of many tables from one thread): :func:`next_move` (the phase's move),
 :func:`decision` (the answer to a decision request) and :func:`resolution` (a pause's).
-:func:`start_client` makes every MQTT connection of theirs.
+:func:`controller.api_client.start_client` makes every MQTT connection of theirs.
 """
 
 from __future__ import annotations
@@ -21,227 +21,16 @@ import random
 import re
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-import paho.mqtt.client as mqtt
-
-from controller.mqtt_connection import watch_connection
+from controller.api_client import ApiClient
 
 if TYPE_CHECKING:
     from simulators.shoe.simulator import Emitted
 
 logger = logging.getLogger(__name__)
-
-RESPONSE_TIMEOUT_S = 10.0
-
-
-@dataclass
-class Account:
-    role: str
-    username: str | None = None
-    password: str | None = None
-
-    @property
-    def name(self) -> str:
-        return self.username or f"anonymous-{self.role}"
-
-
-def start_client(
-    host: str,
-    port: int,
-    client_id: str,
-    *,
-    on_connect: Callable[..., None],
-    on_message: Callable[..., None],
-    on_disconnect: Callable[..., None] | None = None,
-    protocol: int = mqtt.MQTTv311,
-    clean: bool = True,
-    login: tuple[str, str | None] | None = None,
-    tls_ca: str | None = None,
-    reconnect_delay_s: tuple[int, int] | None = None,
-) -> mqtt.Client:
-    """A paho client (callback API 2) with these callbacks, connecting to ``host:port`` in
-    the background (keepalive 30 s), its network thread started. Its connection is watched
-    (:func:`controller.mqtt_connection.watch_connection`): every connection problem is one
-    error line at once and again at a slowing pace, and its socket sets ``TCP_NODELAY``.
-
-    ``clean``: MQTT 3.1.1's clean session (off: the broker keeps the session's QoS 1
-    messages while it is away; MQTT 5 has no such flag here). ``login``: (username,
-    password). ``tls_ca``: TLS, with this CA file. ``reconnect_delay_s``: (first, longest)
-    wait before reconnecting, instead of paho's (1, 120).
-    """
-    options: dict[str, Any] = {} if protocol == mqtt.MQTTv5 else {"clean_session": clean}
-    client = mqtt.Client(
-        mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=protocol, **options
-    )
-    if login is not None:
-        client.username_pw_set(*login)
-    if tls_ca is not None:
-        client.tls_set(ca_certs=tls_ca)
-    if reconnect_delay_s is not None:
-        client.reconnect_delay_set(*reconnect_delay_s)
-    client.on_connect = on_connect
-    client.on_message = on_message
-    if on_disconnect is not None:
-        client.on_disconnect = on_disconnect
-    watch_connection(
-        client,
-        host,
-        port,
-        protocol="5" if protocol == mqtt.MQTTv5 else "3.1.1",
-        username=None if login is None else login[0],
-        client_id=client_id,
-        log=logger,
-        name=client_id,
-    )
-    client.connect_async(host, port, keepalive=30)
-    client.loop_start()
-    return client
-
-
-class ApiClient:
-    """One account's MQTT connection to one table's API."""
-
-    def __init__(
-        self,
-        host: str,
-        port: int,
-        table_id: str,
-        account: Account,
-        *,
-        prefix: str = "livetable",
-        protocol: int = mqtt.MQTTv311,
-        client_id: str | None = None,
-        clean: bool = True,
-        on_event: Callable[[dict[str, Any]], None] | None = None,
-        on_state: Callable[[dict[str, Any]], None] | None = None,
-        tls_ca: str | None = None,
-        login: tuple[str, str | None] | None = None,
-    ) -> None:
-        self.table_id = table_id
-        self.account = account
-        self.response_timeout_s = RESPONSE_TIMEOUT_S
-        self.base = f"{prefix}/{table_id}"
-        self.response_topic = f"{self.base}/response/{account.name}"
-        self.on_event = on_event
-        self.on_state = on_state
-        self._lock = threading.Condition()
-        self.state: dict[str, Any] | None = None
-        self.events: list[dict[str, Any]] = []
-        self.availability: str | None = None
-        self._responses: dict[str, dict[str, Any]] = {}
-        self.connected = threading.Event()
-        self.refused: Any = None
-        if login is None and account.username is not None:
-            login = (account.username, account.password)
-        # With ``login``: one broker account for every role (the demo's broker).
-        self.client = start_client(
-            host,
-            port,
-            client_id or f"{account.name}-{uuid.uuid4().hex[:8]}",
-            on_connect=self._on_connect,
-            on_message=self._on_message,
-            protocol=protocol,
-            clean=clean,
-            login=login,
-            tls_ca=tls_ca,
-        )
-
-    def _on_connect(self, client: Any, _u: Any, _f: Any, reason: Any, _p: Any) -> None:
-        if reason.is_failure:
-            self.refused = reason
-            return
-        client.subscribe(
-            [
-                (f"{self.base}/state", 1),
-                (f"{self.base}/events", 1),
-                (f"{self.base}/availability", 1),
-                (self.response_topic, 1),
-            ]
-        )
-        self.connected.set()
-
-    def _on_message(self, _client: Any, _u: Any, message: Any) -> None:
-        topic = message.topic
-        if topic.endswith("/availability"):
-            with self._lock:
-                self.availability = message.payload.decode()
-                self._lock.notify_all()
-            return
-        try:
-            body = json.loads(message.payload)
-        except ValueError:
-            logger.warning("not JSON on %s", topic)
-            return
-        if topic == f"{self.base}/state":
-            with self._lock:
-                # By seq within one journal; another epoch is a new journal, whose seq
-                # started again at 1.
-                if (
-                    self.state is None
-                    or body.get("epoch") != self.state.get("epoch")
-                    or body["seq"] >= self.state["seq"]
-                ):
-                    self.state = body
-                self._lock.notify_all()
-            if self.on_state is not None:
-                self.on_state(body)
-        elif topic == f"{self.base}/events":
-            with self._lock:
-                self.events.append(body)
-                self._lock.notify_all()
-            if self.on_event is not None:
-                self.on_event(body)
-        elif topic.startswith(self.response_topic):
-            with self._lock:
-                self._responses[str(body.get("transaction"))] = body
-                self._lock.notify_all()
-
-    def wait_connected(self, timeout: float = 10.0) -> bool:
-        return self.connected.wait(timeout)
-
-    def send(self, command: str, transaction: str | None = None, **args: Any) -> str:
-        transaction = transaction or uuid.uuid4().hex
-        topic = f"{self.base}/request/{self.account.role}/{self.account.name}/{command}"
-        self.client.publish(topic, json.dumps({"transaction": transaction, **args}), qos=1)
-        return transaction
-
-    def send_raw(self, command: str, payload: bytes, role: str | None = None) -> None:
-        role = role or self.account.role
-        topic = f"{self.base}/request/{role}/{self.account.name}/{command}"
-        self.client.publish(topic, payload, qos=1)
-
-    def response(self, transaction: str, timeout: float | None = None) -> dict[str, Any]:
-        timeout = self.response_timeout_s if timeout is None else timeout
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            while transaction not in self._responses:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError(f"no response to {transaction}")
-                self._lock.wait(left)
-            return self._responses.pop(transaction)
-
-    def request(self, command: str, timeout: float | None = None, **args: Any) -> dict[str, Any]:
-        return self.response(self.send(command, **args), timeout)
-
-    def wait_for(
-        self, predicate: Callable[[ApiClient], bool], timeout: float, what: str = "it"
-    ) -> None:
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            while not predicate(self):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError(f"timed out waiting for {what}")
-                self._lock.wait(min(left, 0.5))
-
-    def close(self) -> None:
-        self.client.disconnect()
-        self.client.loop_stop()
 
 
 class Dealer(Protocol):

@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
+from controller.api_client import Account, ApiClient
 from controller.games.registry import GAME_IDS
-from simulators.mqtt_bots import Account, ApiClient
 from tests.support.daemon import check_stream, gaps, unique_by_seq
 from tests.support.wait import wait_until
 

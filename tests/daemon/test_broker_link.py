@@ -20,12 +20,12 @@ from typing import Any
 import paho.mqtt.client as mqtt
 import pytest
 
+from controller.api_client import Account, ApiClient
 from controller.config import LivetableConfig, MqttConfig
 from controller.daemon import POISON_AFTER_DROPS, TableDaemon
 from controller.mqtt_connection import publish_packet_bytes
 from controller.table.events import SupervisorCommanded
 from controller.table_config import TableConfig
-from simulators.mqtt_bots import Account, ApiClient
 from simulators.shoe.simulator import ShoeSimulator
 from tests.support.broker import BrokerProcess, free_port
 from tests.support.daemon import DaemonProcess, write_config
@@ -448,7 +448,7 @@ def test_the_api_client_names_a_refused_login_and_a_closed_port_at_once(
 ) -> None:
     """The project's API client (the demo's and the bench's connections are watched the
     same way) says what is wrong within seconds, at error level."""
-    caplog.set_level(logging.ERROR, logger="simulators.mqtt_bots")
+    caplog.set_level(logging.ERROR, logger="controller.api_client")
     port = free_port()
     closed = ApiClient("127.0.0.1", port, "t1", Account("viewer", "viewer", "x"))
     refused = ApiClient(

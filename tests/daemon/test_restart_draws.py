@@ -28,8 +28,8 @@ from typing import Any
 
 import pytest
 
+from controller.api_client import Account, ApiClient
 from simulators.dealer import shoe_target
-from simulators.mqtt_bots import Account, ApiClient
 from simulators.shoe.simulator import ShoeSimulator
 from tests.support.daemon import DaemonProcess, check_stream, unique_by_seq, write_config
 

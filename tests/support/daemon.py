@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import simulators.daemon_process
+from controller.api_client import Account, ApiClient
 from controller.games.registry import game_spec
-from simulators.mqtt_bots import Account, ApiClient, TableBots
+from simulators.mqtt_bots import TableBots
 from simulators.shoe.simulator import ShoeSimulator
 from simulators.table_config import write_table_config
 

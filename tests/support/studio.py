@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from controller import stats
+from controller.api_client import start_client
 from simulators.mqtt_bots import (
     DECIDE,
     DRAW,
@@ -44,7 +45,6 @@ from simulators.mqtt_bots import (
     decision,
     next_move,
     resolution,
-    start_client,
 )
 from simulators.shoe.simulator import FaultPlan, ShoeSimulator
 from tests.support.daemon import DaemonProcess, write_config
