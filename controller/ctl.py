@@ -332,8 +332,8 @@ def _enter(args: argparse.Namespace, client: Any) -> int:
 
 
 def _cancel(args: argparse.Namespace, client: Any) -> int:
-    # The API's cancel voids whatever round is in play: naming it here is the confirmation
-    # that the person (or script) means that round and no other.
+    # Naming the round is the confirmation that the person (or script) means that round and
+    # no other: checked here against the state, and by the table as it takes the command.
     in_play = ((client.state or {}).get("round") or {}).get("id")
     if in_play is None:
         raise CtlError(f"no round is in play on table {args.table!r}: nothing cancelled")
@@ -342,7 +342,8 @@ def _cancel(args: argparse.Namespace, client: Any) -> int:
             f"round {args.round} is not the round in play on table {args.table!r} (round "
             f"{in_play} is): nothing cancelled"
         )
-    return _command(args, client, "cancel", reason=args.reason)
+    # The table checks it again when it takes the command (the round may end meanwhile).
+    return _command(args, client, "cancel", reason=args.reason, round_id=args.round)
 
 
 def _end_shoe(args: argparse.Namespace, client: Any) -> int:

@@ -799,6 +799,27 @@ class TableDaemon:
             request.transaction, request.command, False, why, code="rate_limited"
         )
 
+    def _other_round(self, request: Request) -> dict[str, Any]:
+        """The refusal of a ``cancel`` that names a round other than the one in play, or
+        None. Read on the table's thread, so the round cannot change before the command is
+        taken: a round that ended (and the next that opened) after the supervisor read the
+        state is never voided in its place. Refused here, the command takes no effect and
+        is journaled nowhere, like one the table never received."""
+        if request.command != "cancel" or "round_id" not in request.args:
+            return None
+        named = int(request.args["round_id"])
+        in_play = self.assembled.table.machine.round_in_progress()
+        if named == in_play:
+            return None
+        now = "no round is in play" if in_play is None else f"round {in_play} is"
+        return response_message(
+            request.transaction,
+            request.command,
+            False,
+            f"round {named} is not the round in play ({now}): nothing cancelled",
+            code="refused",
+        )
+
     def _unavailable(self, request: Request) -> dict[str, Any]:
         """The answer to a request the stopped table can no longer take (see :meth:`run`)."""
         return response_message(
@@ -873,6 +894,10 @@ class TableDaemon:
         limited = self._over_budget(request)
         if limited is not None:
             self.link.respond(route, limited)
+            return
+        other_round = self._other_round(request)
+        if other_round is not None:
+            self.link.respond(route, other_round)
             return
         if request.command == "decide":
             self._decide(request, route, key)

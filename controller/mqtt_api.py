@@ -53,7 +53,7 @@ COMMANDS: Final[dict[str, tuple[frozenset[str], _Spec]]] = {
     "pause": (frozenset({"supervisor"}), {"reason": (str, True)}),
     "resume": (frozenset({"supervisor"}), {"resolution": (str, False), "card": (str, False)}),
     "enter_card": (frozenset({"supervisor"}), {"card": (str, True)}),
-    "cancel": (frozenset({"supervisor"}), {"reason": (str, False)}),
+    "cancel": (frozenset({"supervisor"}), {"reason": (str, False), "round_id": (int, False)}),
     "end_shoe": (frozenset({"supervisor"}), {"reason": (str, False)}),
     "new_shoe": (frozenset({"supervisor"}), {}),
 }

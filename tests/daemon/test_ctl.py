@@ -506,3 +506,34 @@ def test_the_password_is_asked_for_on_a_terminal_without_echo(studio: Studio) ->
     finally:
         os.close(master)
         os.close(slave)
+
+
+def test_a_cancel_that_names_another_round_voids_nothing(studio: Studio) -> None:
+    """The round ends and the next opens between the moment a supervisor (or ``ctl``) read
+    the state and the moment the table takes the cancel: a cancel that names its round is
+    refused for any other, and nothing is journaled for it."""
+    alice, password = studio.broker.users["supervisor"]
+    supervisor = ApiClient(
+        "127.0.0.1",
+        studio.broker.port,
+        "t1",
+        Account("supervisor", alice, password),
+        client_id=alice,
+    )
+    try:
+        assert supervisor.wait_connected(TIMEOUT_S), supervisor.refused
+        assert supervisor.request("new_shoe")["ok"]
+        draw_until(studio, ("SHOE_READY",))
+        in_play = open_round(studio)
+        rows_before = len(studio.table.entries())
+        stale = supervisor.request("cancel", round_id=in_play - 1, reason="the last round")
+        assert not stale["ok"] and stale["error"]["code"] == "refused", stale
+        assert f"round {in_play - 1} is not the round in play" in stale["message"], stale
+        assert events(studio, "round_voided") == []
+        assert len(studio.table.entries()) == rows_before  # refused, and not journaled
+        voided = supervisor.request("cancel", round_id=in_play, reason="this round")
+        assert voided["ok"], voided
+        state_of(studio, lambda s: s["round"] is None, "the round voided")
+        assert [e["data"]["round_id"] for e in events(studio, "round_voided")] == [in_play]
+    finally:
+        supervisor.close()
