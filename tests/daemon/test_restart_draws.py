@@ -116,11 +116,17 @@ def play(
             acted = None  # the table has not seen the last card yet: look again
             time.sleep(0.01)
             continue
+        # A command is sent once per phase: states published before the table took it
+        # (the shoe coming online, a lock acknowledged) still show the phase it leaves.
         if phase == "AWAITING_SHUFFLE":
             felt.new_shoe()
-            assert supervisor.request("new_shoe")["ok"]
+            answer = supervisor.request("new_shoe")
+            assert answer["ok"], answer
+            wait_for(lambda: platform.state["phase"] != "AWAITING_SHUFFLE", 10, "the new shoe")
         elif phase == "SHOE_READY":
-            assert platform.request("open_round", boxes=BOXES)["ok"]
+            answer = platform.request("open_round", boxes=BOXES)
+            assert answer["ok"], answer
+            wait_for(lambda: platform.state["phase"] != "SHOE_READY", 10, "the round open")
         elif phase in ("BURN_REVEAL", "BURNING"):
             felt.draw(None, round_card=False)
         elif phase == "DEALING" and awaiting.get("what") == "card":
