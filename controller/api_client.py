@@ -59,6 +59,8 @@ def start_client(
     on_connect: Callable[..., None],
     on_message: Callable[..., None],
     on_disconnect: Callable[..., None] | None = None,
+    on_subscribe: Callable[..., None] | None = None,
+    on_publish: Callable[..., None] | None = None,
     protocol: int = mqtt.MQTTv311,
     clean: bool = True,
     login: tuple[str, str | None] | None = None,
@@ -89,6 +91,12 @@ def start_client(
     client.on_message = on_message
     if on_disconnect is not None:
         client.on_disconnect = on_disconnect
+    # Set before the network thread starts: a SUBACK or PUBACK that comes before a callback
+    # set afterwards would be missed (a client waiting for it would wait in vain).
+    if on_subscribe is not None:
+        client.on_subscribe = on_subscribe
+    if on_publish is not None:
+        client.on_publish = on_publish
     watch_connection(
         client,
         host,
@@ -189,9 +197,9 @@ class ApiClient:
             clean=clean,
             login=login,
             tls_ca=tls_ca,
+            on_subscribe=self._on_subscribe,
+            on_publish=self._on_publish,
         )
-        self.client.on_subscribe = self._on_subscribe
-        self.client.on_publish = self._on_publish
 
     def _on_connect(self, client: Any, _u: Any, _f: Any, reason: Any, _p: Any) -> None:
         if reason.is_failure:
