@@ -1377,13 +1377,7 @@ class TableMachine:
                 raise TransitionError("the round expects no card now: burn it instead")
             dealt_card, held = held[0], ()
             if pause.uncounted:  # another card of that face, not the late frame
-                try:
-                    self._count(state, dealt_card)
-                except RulesError as error:
-                    raise TransitionError(
-                        f"cannot accept it: {NINTH_COPY}, so it is the late frame of the "
-                        "card entered by hand: burn it"
-                    ) from error
+                self._count_accepted(state, dealt_card)
         elif resolution == "enter_card":
             if unread is None:
                 raise TransitionError("no card is waiting to be entered by hand")
@@ -1407,16 +1401,7 @@ class TableMachine:
         state.pause = None
         resume_to = pause.resume_to
         answer = self._answer(event, True, f"resumed ({resolution or 'nothing to resolve'})")
-        resumed = PublishEvent(
-            "table_resumed",
-            {
-                "by": event.by,
-                "reason": pause.reason.value,
-                "resolution": resolution,
-                "round_id": state.round_id,
-                "shoe_id": state.shoe_id,
-            },
-        )
+        resumed = self._resumed(state, event, pause, resolution)
         if dealt_card is None:
             effects += self._resume_into(state, resume_to, event.at)
         elif resume_to is P.BURN_REVEAL:
@@ -1510,16 +1495,7 @@ class TableMachine:
         if pause.resume_to is not P.DEALING:
             raise TransitionError("the round expects no card now: burn it instead")
         answer = self._answer(event, True, f"accepted {len(held)} card(s)")
-        resumed = PublishEvent(
-            "table_resumed",
-            {
-                "by": event.by,
-                "reason": pause.reason.value,
-                "resolution": "accept",
-                "round_id": state.round_id,
-                "shoe_id": state.shoe_id,
-            },
-        )
+        resumed = self._resumed(state, event, pause, "accept")
         state.pause = None
         state.phase = P.DEALING
         effects: list[Effect] = []
@@ -1529,13 +1505,7 @@ class TableMachine:
                     f"the round took {number} of the {len(held)} cards held: burn them instead"
                 )
             if number in pause.uncounted:  # another card of that face, not the late frame
-                try:
-                    self._count(state, card)  # type: ignore[arg-type]
-                except RulesError as error:
-                    raise TransitionError(
-                        f"cannot accept it: {NINTH_COPY}, so it is the late frame of the "
-                        "card entered by hand: burn it"
-                    ) from error
+                self._count_accepted(state, card)  # type: ignore[arg-type]
             effects += self._deal(state, card, event.at, "supervisor")  # type: ignore[arg-type]
         if pause.offline_gap and state.phase is P.DEALING:
             # Held cards that came before the gap: dealt; the gap's cards are still to come.
@@ -1549,6 +1519,32 @@ class TableMachine:
             )
             return [answer, *effects]
         return [answer, resumed, *effects]
+
+    @staticmethod
+    def _resumed(
+        state: TableState, event: SupervisorCommanded, pause: Pause, resolution: str
+    ) -> PublishEvent:
+        return PublishEvent(
+            "table_resumed",
+            {
+                "by": event.by,
+                "reason": pause.reason.value,
+                "resolution": resolution,
+                "round_id": state.round_id,
+                "shoe_id": state.shoe_id,
+            },
+        )
+
+    def _count_accepted(self, state: TableState, card: Card) -> None:
+        """Count a held card that has the face of one entered by hand (not counted when it
+        came: it may be that card's late frame); a ninth copy says it is."""
+        try:
+            self._count(state, card)
+        except RulesError as error:
+            raise TransitionError(
+                f"cannot accept it: {NINTH_COPY}, so it is the late frame of the card "
+                "entered by hand: burn it"
+            ) from error
 
     def _count_entered(self, state: TableState, card: Card) -> None:
         try:
