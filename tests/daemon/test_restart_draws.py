@@ -32,6 +32,7 @@ from controller.api_client import Account, ApiClient
 from simulators.dealer import shoe_target
 from simulators.shoe.simulator import ShoeSimulator
 from tests.support.daemon import DaemonProcess, check_stream, unique_by_seq, write_config
+from tests.support.wait import wait_until
 
 GAME = "blackjack-classic"
 BOXES = 5
@@ -49,16 +50,6 @@ CASES = [
         for drawn in (1, 2, 11)
     ],
 ]
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class Felt:
@@ -122,11 +113,11 @@ def play(
             felt.new_shoe()
             answer = supervisor.request("new_shoe")
             assert answer["ok"], answer
-            wait_for(lambda: platform.state["phase"] != "AWAITING_SHUFFLE", 10, "the new shoe")
+            wait_until(lambda: platform.state["phase"] != "AWAITING_SHUFFLE", 10, "the new shoe")
         elif phase == "SHOE_READY":
             answer = platform.request("open_round", boxes=BOXES)
             assert answer["ok"], answer
-            wait_for(lambda: platform.state["phase"] != "SHOE_READY", 10, "the round open")
+            wait_until(lambda: platform.state["phase"] != "SHOE_READY", 10, "the round open")
         elif phase in ("BURN_REVEAL", "BURNING"):
             felt.draw(None, round_card=False)
         elif phase == "DEALING" and awaiting.get("what") == "card":
@@ -173,7 +164,7 @@ def test_cards_drawn_while_the_daemon_is_down_are_never_misplaced(
                 supervisor,
                 lambda s: s["phase"] == "DEALING" and len(felt.round_faces) == 1,
             )
-            wait_for(
+            wait_until(
                 lambda: any(e["type"] == "card_dealt" for e in viewer.events), 10, "box1's card"
             )
             daemon.kill(signal.SIGKILL)
@@ -192,7 +183,7 @@ def test_cards_drawn_while_the_daemon_is_down_are_never_misplaced(
             ]
             while_down = [felt.draw(position, round_card=True) for position in positions[:drawn]]
             daemon.start()
-            paused = wait_for(
+            paused = wait_until(
                 lambda: (
                     platform.state is not None
                     and platform.state["phase"] == "PAUSED"
@@ -204,7 +195,7 @@ def test_cards_drawn_while_the_daemon_is_down_are_never_misplaced(
             )
             if protocol == "native":
                 # Every card drawn meanwhile is resent, held, and accepted in order.
-                wait_for(
+                wait_until(
                     lambda: f"the {drawn} card(s)" in " ".join(platform.state["pause"]["needs"]),
                     15,
                     f"{drawn} cards held",
@@ -224,7 +215,7 @@ def test_cards_drawn_while_the_daemon_is_down_are_never_misplaced(
                     assert answer["ok"], answer
                 else:
                     assert drawn == 11 and "goes on" in answer["message"], answer
-            wait_for(lambda: platform.state["phase"] != "PAUSED", 10, "the table to resume")
+            wait_until(lambda: platform.state["phase"] != "PAUSED", 10, "the table to resume")
             # The round goes on to its end; nothing else pauses.
             settled_before = sum(e["type"] == "round_settled" for e in viewer.events)
             play(
