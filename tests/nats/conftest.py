@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 
 from controller.studio_accounts import Studio, parse_accounts
-from tests.support.nats import NatsCluster, nats_server_binary, start_cluster, start_secure_cluster
+from tests.support.nats import (
+    MqttPeer,
+    NatsCluster,
+    nats_server_binary,
+    start_cluster,
+    start_secure_cluster,
+)
 
 if nats_server_binary() is None:
     pytest.skip(
@@ -58,6 +64,19 @@ class SecureCluster:
     passwords: dict[str, str]
 
 
+def _warm_up(cluster: NatsCluster, login: tuple[str, str] | None = None) -> None:
+    """Make the MQTT streams (the first MQTT connection does) and wait until each has a
+    leader, so that a test's first clients do not wait for that on a loaded machine."""
+    peer = MqttPeer(cluster.node(1).mqtt_port, client_id="warm-up", login=login)
+    try:
+        peer.wait_connected()
+    finally:
+        peer.close()
+    if not cluster.wait_mqtt_ready():
+        cluster.stop()
+        pytest.fail("the MQTT streams got no leaders:\n" + cluster.logs())
+
+
 def _stop(cluster: NatsCluster) -> None:
     deaths = cluster.stop()
     if deaths:
@@ -73,6 +92,7 @@ def _stop(cluster: NatsCluster) -> None:
 def nats_cluster(tmp_path: Path) -> Iterator[NatsCluster]:
     """Three nodes accepting anonymous MQTT clients, MQTT streams with three replicas."""
     cluster = start_cluster(tmp_path / "nats")
+    _warm_up(cluster)
     yield cluster
     _stop(cluster)
 
@@ -85,5 +105,6 @@ def secure_nats_cluster(tmp_path: Path) -> Iterator[SecureCluster]:
         account.name: f"{account.name}-secret-{os.getpid()}" for account in studio.accounts
     }
     cluster = start_secure_cluster(tmp_path / "nats", studio, passwords)
+    _warm_up(cluster, ("viewer", passwords["viewer"]))
     yield SecureCluster(cluster, studio, passwords)
     _stop(cluster)
