@@ -25,15 +25,17 @@ events.
 
 nats-server checks NATS subjects, not MQTT topics: a topic's levels become a subject's tokens
 (``/`` to ``.``, a ``.`` inside a level to ``//``), ``+`` becomes ``*``, and a trailing ``#``
-(which also matches its parent level) becomes the parent subject and ``parent.>``. An MQTT
-client of a restricted user also needs to subscribe to ``$MQTT.sub.>``: the server delivers a
-QoS 1 subscription's messages on such a subject (the NATS documentation's MQTT
-configuration page says so). The users are MQTT-only (``allowed_connection_types``), and
-their passwords are NATS configuration variables (``$LIVETABLE_PASSWORD_ALICE``) that
-nats-server takes from its environment (the systemd unit's EnvironmentFile, kept apart and
-readable by root only): the description holds no secret. A variable defined in another
-configuration file does not reach an included file (nats-server 2.15 says "variable reference
-... can not be found"); the environment does.
+(which also matches its parent level) becomes the parent subject and ``parent.>``. Each user
+may also subscribe to ``$MQTT.sub.>``, where the server delivers a QoS 1 subscription's
+messages: the NATS documentation's MQTT configuration page asks for it (2.15.1 delivers
+without it, and refuses an MQTT client's subscription to ``$MQTT/...`` with it).
+
+The users are MQTT-only (``allowed_connection_types``). Their passwords are NATS
+configuration variables (``$LIVETABLE_PASSWORD_ALICE``) that nats-server takes from its
+environment (the systemd unit's EnvironmentFile, kept apart and readable by root only): the
+description holds no secret. A variable defined in another configuration file does not reach
+an included file (nats-server 2.15 says "variable reference ... can not be found"); the
+environment does.
 
 Pure: nothing here reads or writes anything but the description given to :func:`load_accounts`.
 """

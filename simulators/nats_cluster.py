@@ -181,6 +181,8 @@ class NatsCluster:
     extra: str = ""
     # Every node's exit code when it died by itself, gathered by stop().
     deaths: list[tuple[str, int]] = field(default_factory=list)
+    # The nodes killed on purpose (kill()) and not restarted since.
+    killed: set[str] = field(default_factory=set)
 
     def node(self, index: int) -> NatsNode:
         """Node ``index`` counted from 1, as the nodes are named (n1, n2, n3)."""
@@ -274,16 +276,16 @@ class NatsCluster:
 
     def kill(self, index: int) -> None:
         """SIGKILL node ``index`` (from 1)."""
-        self.node(index).kill()
-
-    def stop_node(self, index: int) -> None:
-        self.node(index).stop()
+        node = self.node(index)
+        node.kill()
+        self.killed.add(node.name)
 
     def restart(self, index: int, timeout_s: float = START_TIMEOUT_S) -> None:
         """Start node ``index`` again (same ports, same store) and wait until the cluster has
         formed again with it."""
         node = self.node(index)
         node.launch(self.binary)
+        self.killed.discard(node.name)
         if not self.wait_formed(timeout_s):
             raise RuntimeError(f"node {node.name} did not rejoin; its log:\n{node.log()[-4000:]}")
 
@@ -294,12 +296,8 @@ class NatsCluster:
         """Stop every node; return (name, exit code) of each that had died on its own (a node
         killed on purpose by :meth:`kill` and not restarted counts as stopped)."""
         for node in self.nodes:
-            if node.process is None:
-                continue
-            code = node.process.poll()
-            killed = code == -signal.SIGKILL
             code = node.stop()
-            if code is not None and not killed:
+            if code is not None and node.name not in self.killed:
                 self.deaths.append((node.name, code))
         return list(self.deaths)
 

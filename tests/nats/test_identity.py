@@ -173,6 +173,24 @@ def test_nats_server_refuses_a_client_id_with_a_dot(secure_nats_cluster: SecureC
         peer.close()
 
 
+def test_the_internal_delivery_subjects_granted_are_no_way_to_read_others_messages(
+    login: Callable[..., MqttPeer], table: MqttPeer
+) -> None:
+    """Every account may subscribe to ``$MQTT.sub.>`` (where nats-server delivers QoS 1
+    messages); over MQTT that subject is out of reach."""
+    alice = login("alice", 1)
+    assert alice.subscribe(f"{BASE}/response/alice") == ["granted"]
+    bob = login("bob", 1)
+    assert bob.subscribe("$MQTT/sub/#") == ["refused"]
+    assert bob.subscribe("$MQTT/#") == ["refused"]
+    assert bob.subscribe(f"{BASE}/response/bob") == ["granted"]
+    assert table.publish(f"{BASE}/response/alice", b"for alice")
+    assert table.publish(f"{BASE}/response/bob", b"marker")
+    wait_until(lambda: bob.payloads(f"{BASE}/response/bob"), TIMEOUT_S, "the marker")
+    wait_until(lambda: alice.payloads(f"{BASE}/response/alice"), TIMEOUT_S, "alice's answer")
+    assert [topic for topic, _p, _r in bob.received()] == [f"{BASE}/response/bob"]
+
+
 def test_the_platform_does_not_read_the_dealers_line_and_a_viewer_does(
     login: Callable[..., MqttPeer],
 ) -> None:

@@ -65,6 +65,7 @@ class MqttPeer:
         clean: bool = True,
     ) -> None:
         self._lock = threading.Lock()
+        self.client_id = client_id
         self.messages: list[tuple[str, bytes, bool]] = []
         self.granted: dict[int, list[str]] = {}
         self.disconnects: list[str] = []
@@ -82,7 +83,7 @@ class MqttPeer:
         self.client.on_message = self._on_message
         self.client.on_subscribe = self._on_subscribe
         self.client.on_disconnect = self._on_disconnect
-        # No automatic reconnection: a test says when a peer comes back.
+        # paho reconnects by itself, every second (a node restarting takes a few).
         self.client.reconnect_delay_set(1, 1)
         self.client.connect_async("127.0.0.1", port, keepalive=30)
         self.client.loop_start()
@@ -109,7 +110,7 @@ class MqttPeer:
         self.connected.clear()
 
     def wait_connected(self) -> MqttPeer:
-        wait_until(self.connected.is_set, TIMEOUT_S, f"a CONNACK for {self.client._client_id!r}")
+        wait_until(self.connected.is_set, TIMEOUT_S, f"a CONNACK for {self.client_id!r}")
         return self
 
     def subscribe(self, *topics: str) -> list[str]:
