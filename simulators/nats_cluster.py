@@ -224,27 +224,39 @@ class NatsCluster:
             peer.get("current") and not peer.get("offline") for peer in leader_view
         )
 
+    def running_meta_leader(self) -> NatsNode | None:
+        """The JetStream meta leader if every running node names the same running node."""
+        named: set[str] = set()
+        for node in self.nodes:
+            if node.alive():
+                meta = (node.monitor("jsz") or {}).get("meta_cluster") or {}
+                named.add(str(meta.get("leader") or ""))
+        running = {node.name: node for node in self.nodes if node.alive()}
+        if len(named) != 1:
+            return None
+        return running.get(named.pop())
+
     def mqtt_stream_leaders(self) -> dict[str, str | None]:
         """The MQTT streams ($MQTT_sess, $MQTT_msgs, $MQTT_rmsgs, ...; made by the first MQTT
-        connection) and the node that leads each, as a running node reports them."""
-        for node in self.nodes:
-            if not node.alive():
-                continue
-            jsz = node.monitor("jsz?accounts=true&streams=true")
-            if jsz is None:
-                continue
-            return {
-                stream["name"]: (stream.get("cluster") or {}).get("leader")
-                for account in jsz.get("account_details") or []
-                for stream in account.get("stream_detail") or []
-                if stream["name"].startswith("$MQTT_")
-            }
-        return {}
+        connection) and the node that leads each, as the meta leader reports them (a
+        follower's view may be older)."""
+        leader = self.running_meta_leader()
+        jsz = leader.monitor("jsz?accounts=true&streams=true") if leader is not None else None
+        if jsz is None:
+            return {}
+        return {
+            stream["name"]: (stream.get("cluster") or {}).get("leader")
+            for account in jsz.get("account_details") or []
+            for stream in account.get("stream_detail") or []
+            if stream["name"].startswith("$MQTT_")
+        }
 
     def mqtt_ready(self) -> bool:
-        """Every MQTT stream is led by a running node. After the node that led one dies,
-        nats-server refuses MQTT connections and subscriptions ("unable to connect: lookup
-        messages stream ... timeout") until the survivors elect a new leader."""
+        """A running meta leader that every running node names, and every MQTT stream led by
+        a running node. After a node that led one of them dies, nats-server refuses MQTT
+        connections ("unable to connect: lookup messages stream ... timeout") and
+        subscriptions (SUBACK 0x80) until the survivors elect new leaders; a consumer made
+        just after may still time out on a loaded machine, so clients retry."""
         running = {node.name for node in self.nodes if node.alive()}
         leaders = self.mqtt_stream_leaders()
         return bool(leaders) and all(leader in running for leader in leaders.values())

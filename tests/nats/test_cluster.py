@@ -28,6 +28,12 @@ def peers() -> Iterator[Callable[..., MqttPeer]]:
         peer.close()
 
 
+def subscribed(peer: MqttPeer, topic: str) -> None:
+    """Subscribe until the SUBACK grants it: for some seconds after a node dies, a
+    subscription's consumer cannot be made (SUBACK 0x80), and a client must try again."""
+    wait_until(lambda: peer.subscribe(topic) == ["granted"], TIMEOUT_S, f"{topic} granted")
+
+
 def test_the_cluster_forms_with_one_meta_leader_and_every_mqtt_port(
     nats_cluster: NatsCluster,
 ) -> None:
@@ -57,7 +63,7 @@ def test_retained_state_and_a_persistent_session_survive_a_killed_node(
     survivor = peers(nats_cluster.node(3).mqtt_port, client_id="table-t1-again")
     assert survivor.publish("livetable/t1/events", b"while n1 was down")
     late = peers(nats_cluster.node(3).mqtt_port, client_id="late")
-    assert late.subscribe("livetable/+/state") == ["granted"]
+    subscribed(late, "livetable/+/state")
     wait_until(lambda: late.payloads("livetable/t1/state"), TIMEOUT_S, "the retained state")
     assert late.received("livetable/t1/state")[0][2], "the state came without its retain flag"
 
