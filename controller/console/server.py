@@ -51,7 +51,7 @@ from typing import Any, Final
 import paho.mqtt.client as mqtt
 from aiohttp import web
 
-from controller.api_client import Account, BrokerRefused
+from controller.api_client import Account, BrokerRefused, StudioClient
 from controller.config import topic_level_ok
 from controller.console.config import ConsoleConfig
 from controller.console.fleet import build_tile, possible_faces, round_events, urgency_order
@@ -64,11 +64,6 @@ from controller.console.sessions import (
     tokens_match,
 )
 from controller.errors import ConfigurationError
-
-try:  # the shared multi-table client; until it is on main, the console's own
-    from controller.api_client import StudioClient  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - replaced once the shared client lands
-    from controller.console.studio_client import StudioClient  # type: ignore[assignment]
 
 logger = logging.getLogger(__name__)
 
@@ -132,10 +127,16 @@ def error(status: int, code: str, message: str, **headers: str) -> web.Response:
 
 
 def origin_ok(request: web.Request) -> bool:
-    """No ``Origin`` (not a browser's cross-site request), or the console's own: the scheme
-    and host this request came to."""
+    """No ``Origin`` (not a browser's cross-site request), or the console's own: the host
+    (and port) this request came to. The scheme is not compared: behind a studio's TLS
+    proxy the browser's origin is https while the request reaches the console as http, and
+    a page of another scheme on the same host gets no cookie of ours (SameSite=Strict,
+    Secure under TLS) to act with."""
     origin = request.headers.get("Origin")
-    return origin is None or origin == f"{request.scheme}://{request.host}"
+    if origin is None:
+        return True
+    scheme, _, netloc = origin.partition("://")
+    return scheme in ("http", "https") and netloc.lower() == request.host.lower()
 
 
 def spreadsheet_safe(value: Any) -> str:
