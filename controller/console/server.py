@@ -52,8 +52,7 @@ import paho.mqtt.client as mqtt
 from aiohttp import web
 
 from controller.api_client import Account, BrokerRefused, StudioClient
-from controller.config import topic_level_ok
-from controller.console.config import ConsoleConfig
+from controller.console.config import ConsoleConfig, topic_level_ok
 from controller.console.fleet import build_tile, possible_faces, round_events, urgency_order
 from controller.console.sessions import (
     AccountLinks,
