@@ -201,8 +201,21 @@ class ConsoleProcess:
 class ConsoleStudio:
     """The broker, the tables, the dealer and platform, and the console (see the module)."""
 
-    def __init__(self, workdir: Path, *, tables: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        tables: dict[str, str] | None = None,
+        idle_timeout_s: float = 900,
+        stale_after_s: float = 120,
+        protocol: str = "5",
+    ) -> None:
         self.workdir = workdir
+        self.idle_timeout_s = idle_timeout_s
+        self.stale_after_s = stale_after_s
+        self.protocol = protocol
+        # Tables whose dealer has stepped away: nothing is drawn for them (see hold_dealer).
+        self.dealer_away: set[str] = set()
         workdir.mkdir(parents=True, exist_ok=True)
         self.passwords: dict[str, str] = {name: _password(name) for name in ACCOUNTS}
         self.tables: dict[str, ConsoleTable] = {}
@@ -325,12 +338,12 @@ class ConsoleStudio:
         path.write_text(
             "[console]\n"
             'listen = "127.0.0.1:8080"\n'
-            "idle_timeout_s = 900\n"
-            "stale_after_s = 120\n"
+            f"idle_timeout_s = {self.idle_timeout_s}\n"
+            f"stale_after_s = {self.stale_after_s}\n"
             "[broker]\n"
             f'host = "{self.broker.host}"\n'
             f"port = {self.broker.port}\n"
-            'protocol = "5"\n'
+            f'protocol = "{self.protocol}"\n'
             'topic_prefix = "livetable"\n',
             encoding="utf-8",
         )
@@ -358,6 +371,8 @@ class ConsoleStudio:
             return
         phase = state["phase"]
         if phase in DRAWING_PHASES:
+            if table_id in self.dealer_away:
+                return
             self.tables[table_id].draw()
         elif phase == "SHOE_READY" and self._wanted[table_id] > 0:
             answer = self.platform.request(table_id, "open_round", timeout=TIMEOUT_S)
@@ -405,6 +420,15 @@ class ConsoleStudio:
         """Have the platform open ``rounds`` more rounds on ``table_id`` (one after the
         other, each played out by the dealer and the platform)."""
         self._wanted[table_id] += rounds
+
+    def hold_dealer(self, table_id: str, away: bool = True) -> None:
+        """The dealer of ``table_id`` steps away (draws nothing: a round waits for its next
+        card, and the table publishes nothing meanwhile), or comes back (``away`` false)."""
+        if away:
+            self.dealer_away.add(table_id)
+        else:
+            self.dealer_away.discard(table_id)
+            self._acted.pop(table_id, None)
 
     def state(self, table_id: str) -> dict[str, Any] | None:
         """The table's latest state, as the platform's connection saw it."""
@@ -483,10 +507,12 @@ class ConsoleStudio:
         assert not problems, problems
 
 
-def start_console_studio(workdir: Path, *, tables: dict[str, str] | None = None) -> ConsoleStudio:
+def start_console_studio(workdir: Path, **options: Any) -> ConsoleStudio:
     """Start the whole studio in ``workdir`` (see the module); :meth:`ConsoleStudio.close`
-    stops it. ``tables``: id -> game, instead of :data:`TABLES`."""
-    studio = ConsoleStudio(workdir, tables=tables)
+    stops it. ``options`` (:class:`ConsoleStudio`'s): ``tables`` (id -> game, instead of
+    :data:`TABLES`), the console's ``idle_timeout_s`` and ``stale_after_s`` (console.toml;
+    default 900 and 120), its broker ``protocol`` ("5" or "3.1.1")."""
+    studio = ConsoleStudio(workdir, **options)
     try:
         return studio.start()
     except BaseException:
