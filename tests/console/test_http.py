@@ -24,6 +24,8 @@ def signed_in(studio: ConsoleStudio, name: str) -> ConsoleHttp:
     answer = browser.sign_in(name, studio.passwords[name])
     assert answer.status == 303, (answer.status, answer.text)
     assert answer.headers["Location"] == "/"
+    # The tables show themselves (their retained messages) a moment after the sign-in.
+    wait_until(lambda: browser.tables().keys() == set(studio.tables), TIMEOUT_S, "every tile")
     return browser
 
 
