@@ -480,7 +480,7 @@ def _audit(args: argparse.Namespace, client: Any) -> int:
     else:
         print(
             f"table {args.table}: {len(entries)} supervisor command(s) after journal row "
-            f"{args.since} (journal epoch {epoch})",
+            f"{args.since} (journal epoch {epoch}; times UTC)",
             flush=True,
         )
         for line in audit_lines(entries):
