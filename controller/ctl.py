@@ -79,6 +79,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "livetable ctl --table t1 --user alice pause --reason 'spilled drink'",
             "livetable ctl --table t1 --user alice resume --resolution burn",
             "livetable ctl --table t1 --user alice cancel --round 42 --json",
+            "livetable ctl --table t1 --user viewer --role viewer audit --csv > audit.csv",
         ),
     )
     parser.add_argument("--table", required=True, help="the table id (its [table] id)")

@@ -11,7 +11,9 @@ driver, camera) plus an MQTT link:
   are validated on the MQTT thread, and those that act on the table run on the table's
   thread (a :class:`~controller.runtime.RuntimeTask`) so that they see and change the state
   without a race; every answer is kept, so a repeated request is answered again and
-  executed once, across restarts too.
+  executed once, across restarts too. ``status`` and ``events`` are answered on the MQTT
+  thread; ``audit`` (every supervisor command journaled, with its answer) on a thread of
+  its own, from the journal read-only (:mod:`controller.audit`).
 
 The main thread runs the table's loop, feeds systemd's watchdog and stops cleanly on SIGTERM
 (availability ``offline``, journal closed) well within 2 s.
