@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from controller.api_client import Account, ApiClient
+from controller.audit import audit_answer, audit_entry
 from controller.mqtt_connection import publish_packet_bytes
+from controller.wire import encode, response_message
 from simulators.shoe.simulator import FaultPlan
 from tests.daemon.test_ctl import (  # noqa: F401 (studio, peers, tables: fixtures)
     TIMEOUT_S,
@@ -263,3 +265,45 @@ def test_audit_pages_stay_under_the_brokers_packet_limit(
         assert table.daemon.log().count("connected to the broker") == 1
     finally:
         alice.close()
+
+
+def test_a_page_takes_as_many_entries_as_fit_and_an_entry_too_large_alone_is_named() -> None:
+    """controller.audit.audit_answer, the byte paging itself, at every room from too small
+    for one entry to enough for all: never over the room, entries in order, ``more`` and
+    ``last`` saying where to go on; an entry that fits in no answer is ``too_large``."""
+    answered = encode(response_message("t", "pause", True, "paused"))
+    entries = [
+        audit_entry(
+            seq,
+            "SupervisorCommanded",
+            {
+                "command_id": f"alice/t{seq}",
+                "command": "pause",
+                "by": "alice",
+                "role": "supervisor",
+                "at": 1.5,
+                "reason": "r" * (seq * 40),
+                "resolution": "",
+                "card": None,
+            },
+            answered,
+        )
+        for seq in range(1, 6)
+    ]
+    whole = len(encode(audit_answer("tx", 0, entries, False, "a" * 32, 10**6)))
+    for room in range(200, whole + 1, 7):
+        reply = audit_answer("tx", 0, entries, False, "a" * 32, room)
+        if not reply["ok"]:
+            assert reply["error"]["code"] == "too_large" and "journal row 1" in reply["message"]
+            alone = audit_answer("tx", 0, entries[:1], True, "a" * 32, 10**6)
+            assert len(encode(alone)) > room  # it would not have fitted, truly
+            continue
+        assert len(encode(reply)) <= room
+        data = reply["data"]
+        count = len(data["entries"])
+        assert data["entries"] == entries[:count] and count >= 1
+        assert data["last"] == count and data["more"] is (count < len(entries))
+        if count < len(entries):  # the next entry would not have fitted
+            rest = count + 1 < len(entries)
+            bigger = audit_answer("tx", 0, entries[: count + 1], rest, "a" * 32, 10**6)
+            assert len(encode(bigger)) > room
