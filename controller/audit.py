@@ -134,12 +134,13 @@ def audit_answer(
             },
         )
 
-    # Each entry adds its bytes and a comma to the empty answer; the message's count and
-    # ``last`` may take a few digits more, which the check below takes back.
+    # Each entry adds its bytes (and a comma, but the first) to the empty answer; the
+    # message's count, ``last`` and ``more`` may take a few bytes more, which the check
+    # below takes back.
     size = len(encode(answer(0)))
     count = 0
     for entry in entries:
-        length = len(encode(entry)) + 1
+        length = len(encode(entry)) + (1 if count else 0)
         if size + length > room:
             break
         size += length
