@@ -10,6 +10,9 @@ logs names a password or a session cookie.
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import signal
 from typing import Any
 
@@ -216,3 +219,56 @@ def test_failed_sign_ins_wait_longer_each_time_and_nothing_secret_is_logged(
     assert "alice" in log and "bob" in log, "the log says who signed in"
     for secret in (*studio.passwords.values(), session_cookie, alice_cookie, alice.csrf):
         assert secret and secret not in log, "a secret in the console's log"
+
+
+def test_the_audit_lists_each_command_with_its_answer_and_its_csv_runs_no_formula(
+    console_studio: ConsoleStudio,
+) -> None:
+    studio = console_studio
+    alice = signed_in(studio, "alice")
+    formula = '=HYPERLINK("http://evil.example","spilled drink")'
+    assert alice.act("t1", "pause", reason=formula).json()["ok"]
+    assert alice.act("t1", "pause", reason="again").json()["code"] == "refused"
+    assert alice.act("t1", "resume").json()["ok"]
+
+    viewer = signed_in(studio, "viewer")  # viewers read the audit too
+    audit = viewer.get("/api/tables/t1/audit").json()
+    assert audit["table"] == "t1" and audit["epoch"] == studio.state("t1")["epoch"]  # type: ignore[index]
+    entries = [(e["account"], e["command"], e["ok"], e["code"]) for e in audit["entries"]]
+    assert entries == [
+        ("bob", "new_shoe", True, None),
+        ("alice", "pause", True, None),
+        ("alice", "pause", False, "refused"),
+        ("alice", "resume", True, None),
+    ], entries
+    assert audit["entries"][1]["args"] == {"reason": formula}
+    seqs = [e["journal_seq"] for e in audit["entries"]]
+    assert seqs == sorted(seqs)
+    later = viewer.get(f"/api/tables/t1/audit?since={seqs[1]}").json()["entries"]
+    assert [e["journal_seq"] for e in later] == seqs[2:]
+    assert viewer.get("/api/tables/t2/audit").json()["entries"][0]["account"] == "bob"
+
+    sheet = viewer.get("/api/tables/t1/audit.csv")
+    assert sheet.status == 200 and sheet.headers["Content-Type"].startswith("text/csv")
+    assert 'filename="t1-audit.csv"' in sheet.headers["Content-Disposition"]
+    rows = list(csv.reader(io.StringIO(sheet.text)))
+    assert rows[0] == [
+        "journal_seq",
+        "at",
+        "time_utc",
+        "account",
+        "role",
+        "command",
+        "transaction",
+        "args",
+        "ok",
+        "code",
+        "message",
+    ]
+    assert [(r[3], r[5]) for r in rows[1:]] == [(a, c) for a, c, _ok, _code in entries]
+    # The reason is inside the args' JSON; a cell that itself starts like a formula is
+    # defused, and nothing in the sheet starts with one.
+    assert json.loads(rows[2][7]) == {"reason": formula}
+    assert not any(cell.startswith(("=", "+", "-", "@")) for row in rows for cell in row)
+    assert viewer.get("/api/tables/t9/audit").status == 404
+    assert ConsoleHttp(studio.url).get("/api/tables/t1/audit.csv").status == 401
