@@ -14,6 +14,7 @@ import csv
 import io
 import json
 import signal
+from collections.abc import Callable
 from typing import Any
 
 from tests.support.console import ConsoleHttp, ConsoleStudio
@@ -272,3 +273,61 @@ def test_the_audit_lists_each_command_with_its_answer_and_its_csv_runs_no_formul
     assert not any(cell.startswith(("=", "+", "-", "@")) for row in rows for cell in row)
     assert viewer.get("/api/tables/t9/audit").status == 404
     assert ConsoleHttp(studio.url).get("/api/tables/t1/audit.csv").status == 401
+
+
+def test_under_mqtt_3_1_1_the_role_comes_from_a_tables_answer(
+    console_studio_with: Callable[..., ConsoleStudio],
+) -> None:
+    """MQTT 3.1.1 brokers drop what the ACL refuses without a word: the console tells a
+    supervisor from a viewer by whether a table answers a ``status`` under that role."""
+    studio = console_studio_with(protocol="3.1.1")
+    alice, viewer = signed_in(studio, "alice"), signed_in(studio, "viewer")
+    assert alice.get("/api/session").json()["role"] == "supervisor"
+    assert viewer.get("/api/session").json()["role"] == "viewer"
+    assert viewer.act("t1", "pause", reason="x").status == 403
+    assert alice.act("t1", "pause", reason="3.1.1").json()["ok"]
+    paused = studio.wait_state("t1", lambda s, _f: s["phase"] == "PAUSED", "paused")
+    assert paused["pause"]["by"] == "alice"
+
+
+def test_while_the_consoles_broker_link_is_down_every_tile_is_unknown(
+    console_studio: ConsoleStudio,
+) -> None:
+    """The broker stops: the console cannot tell what the tables do, so it says its link is
+    down and every tile unknown (never offline: the tables may be playing on); when the
+    broker is back, the link is up and the tiles running again."""
+    studio = console_studio
+    alice = signed_in(studio, "alice")
+    stream = alice.stream()
+    try:
+        wait_for_item(stream.events, lambda e: e[0] == "link", TIMEOUT_S, "the first link")
+        studio.broker.stop()
+        seen: list[tuple[str, Any]] = []
+        link = wait_for_item(stream.events, lambda e: e[0] == "link", TIMEOUT_S, "link down")
+        assert link[1]["up"] is False and link[1]["why"], link
+        for table in ("t1", "t2"):
+            if not any(
+                k == "tile" and (t["table"], t["status"]) == (table, "unknown") for k, t in seen
+            ):
+                wait_for_item(
+                    stream.events,
+                    lambda e, table=table: (
+                        e[0] == "tile" and (e[1]["table"], e[1]["status"]) == (table, "unknown")
+                    ),
+                    TIMEOUT_S,
+                    f"{table}'s tile unknown",
+                    taken=seen,
+                )
+        assert not any(k == "tile" and t["status"] == "offline" for k, t in seen), seen
+        assert alice.get("/api/session").json()["link"]["up"] is False
+        studio.broker.restart()
+        wait_for_item(
+            stream.events, lambda e: e == ("link", {"up": True, "why": ""}), TIMEOUT_S, "link up"
+        )
+        wait_until(
+            lambda: all(t["status"] == "running" for t in alice.tables().values()),
+            TIMEOUT_S,
+            "every tile running again",
+        )
+    finally:
+        stream.close()

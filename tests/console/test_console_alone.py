@@ -1,6 +1,6 @@
-"""HTTPS when console.toml names a certificate and key: the console serves TLS only, its
-cookies are Secure, it asks browsers for HTTPS from then on; a key that does not fit the
-certificate is one line at start."""
+"""The console alone (no tables): HTTPS when console.toml names a certificate and key (TLS
+only, Secure cookies, HSTS); a key that does not fit the certificate is one line at start;
+a broker that cannot be reached is said on the sign-in page."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import pytest
 import trustme
 
 from tests.support.broker import free_port
+from tests.support.console import ConsoleHttp
 from tests.support.daemon import REPO_ROOT
 from tests.support.wait import wait_until
 
@@ -101,3 +102,37 @@ def test_a_key_that_is_not_the_certificates_is_one_line(tmp_path: Path) -> None:
     [line] = done.stderr.splitlines()
     assert line.startswith(f"livetable: error: {config}: [console] certificate {certificate}")
     assert f"and key {key} cannot be used" in line, line
+
+
+def test_a_broker_that_cannot_be_reached_is_said_on_the_sign_in_page(tmp_path: Path) -> None:
+    port = free_port()
+    config = tmp_path / "console.toml"
+    # Nothing listens on the broker's port.
+    config.write_text(
+        f'[console]\nlisten = "127.0.0.1:{port}"\n[broker]\nport = {free_port()}\n',
+        encoding="utf-8",
+    )
+    process = livetable_console(config, tmp_path / "console.log")
+    try:
+        browser = ConsoleHttp(f"http://127.0.0.1:{port}")
+
+        def listening() -> bool:
+            assert process.poll() is None, (tmp_path / "console.log").read_text()
+            try:
+                return browser.get("/healthz").status == 200
+            except OSError:
+                return False
+
+        wait_until(listening, TIMEOUT_S, "the console listening")
+        answer = browser.sign_in("alice", "a-password")
+        assert answer.status == 503, answer.text
+        assert "The broker cannot be reached" in answer.text
+        # Not counted as a failed sign-in: the next attempt is not held back.
+        assert browser.sign_in("alice", "a-password").status == 503
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(TIMEOUT_S) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert "a-password" not in (tmp_path / "console.log").read_text()
