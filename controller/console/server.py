@@ -206,6 +206,7 @@ class AccountFeed:
         self._status: dict[str, str] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._checked_at = time.monotonic()
 
     # -- from the client's network thread ----------------------------------------------------
 
@@ -281,28 +282,35 @@ class AccountFeed:
                 self._touch(table_id)
 
     async def _run(self) -> None:
-        last_check = time.monotonic()
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), SWEEP_S)
-            self._wake.clear()
-            now = time.monotonic()
-            if now - last_check >= SWEEP_S:
-                last_check = now
-                self.check_statuses()
-            for table_id in [
-                t for t in self._dirty if now - self._sent_at.get(t, -1e9) >= COALESCE_S
-            ]:
-                self._dirty.discard(table_id)
-                self._sent_at[table_id] = now
-                tile = self.tile(table_id)
-                if tile is not None:
-                    self._status[table_id] = tile["status"]
-                    self.broadcast("tile", tile)
-            if self._dirty:
-                due = min(self._sent_at[t] + COALESCE_S for t in self._dirty if t in self._sent_at)
-                await asyncio.sleep(max(due - time.monotonic(), 0.005))
-                self._wake.set()
+            try:
+                await self._send_due()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a bug in one tile must not stop every stream's updates
+                logger.exception("%s: building the tiles failed", self.name)
+                await asyncio.sleep(SWEEP_S)
+
+    async def _send_due(self) -> None:
+        """Wait for an update (or a second), then send every tile that is due."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), SWEEP_S)
+        self._wake.clear()
+        now = time.monotonic()
+        if now - self._checked_at >= SWEEP_S:
+            self._checked_at = now
+            self.check_statuses()
+        for table_id in [t for t in self._dirty if now - self._sent_at.get(t, -1e9) >= COALESCE_S]:
+            self._dirty.discard(table_id)
+            self._sent_at[table_id] = now
+            tile = self.tile(table_id)
+            if tile is not None:
+                self._status[table_id] = tile["status"]
+                self.broadcast("tile", tile)
+        if self._dirty:
+            due = min(self._sent_at[t] + COALESCE_S for t in self._dirty if t in self._sent_at)
+            await asyncio.sleep(max(due - time.monotonic(), 0.005))
+            self._wake.set()
 
     def close(self) -> None:
         for subscriber in list(self.subscribers):
