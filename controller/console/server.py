@@ -443,7 +443,7 @@ class Console:
         return outcome
 
     async def sign_in(self, username: str, password: str) -> tuple[str, Session | None]:
-        """ "ok" with a new session, or why not: "wrong", "unreachable", "busy"."""
+        """("ok", a new session), or why not: "wrong" (credentials) or "unreachable"."""
         if username in self.links:
             feed = self.links.client(username)
             assert feed is not None
@@ -455,7 +455,8 @@ class Console:
             outcome = await self.blocking(lambda: self._connect(feed, username, password))
             if outcome != "ok":
                 return ("wrong" if outcome == "refused" else outcome), None
-            feed.set_link(True, "")
+            # As the client has it now (its own calls of on_link may still be on their way).
+            feed.set_link(feed.client.link_up, feed.client.link_why)
             feed.start()
             self.links.add(username, password, feed)
         session = self.sessions.create(username, feed.role)
