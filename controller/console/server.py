@@ -520,7 +520,9 @@ class Console:
         headers.setdefault("Content-Security-Policy", CSP)
         headers.setdefault("X-Frame-Options", "DENY")
         headers.setdefault("X-Content-Type-Options", "nosniff")
-        headers.setdefault("Referrer-Policy", "no-referrer")
+        # same-origin, not no-referrer: under no-referrer a browser sends "Origin: null"
+        # with every POST, which the origin check refuses; other sites get no referrer.
+        headers.setdefault("Referrer-Policy", "same-origin")
         if not request.path.startswith("/static/"):
             headers["Cache-Control"] = "no-store"
         if self.config.tls:
