@@ -997,12 +997,11 @@ async def run(config: ConsoleConfig) -> None:
     broker connection closed."""
     context = ssl_context(config)
     console = Console(config)
-    runner = web.AppRunner(console.app(), access_log_format=ACCESS_LOG_FORMAT)
+    # Open streams are ended at shutdown: 5 s is plenty for the requests still running.
+    runner = web.AppRunner(console.app(), access_log_format=ACCESS_LOG_FORMAT, shutdown_timeout=5.0)
     await runner.setup()
     try:
-        site = web.TCPSite(
-            runner, config.host, config.port, ssl_context=context, shutdown_timeout=5.0
-        )
+        site = web.TCPSite(runner, config.host, config.port, ssl_context=context)
         await site.start()
         logger.info("the console serves on %s", config.origin)
         stop = asyncio.Event()
