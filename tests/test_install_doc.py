@@ -12,7 +12,9 @@ Between the blocks of section 3 and the check list the test does what the page l
 systemd and to an editor: it starts mosquitto on the configuration the page installed (the
 shipped livetable.conf, its paths moved under the temporary folder, its TLS listener on a
 free loopback port), writes the table's file from the example the page names with the
-page's ``[mqtt]`` section, and starts ``livetable run`` on it with a simulated shoe. Not run:
+page's ``[mqtt]`` section, and starts ``livetable run`` on it with a simulated shoe. After
+the round, the broker comes back with 3.4's ``require_certificate true``: the table is online
+again with its client certificate, and a client without one is refused. Not run:
 ``apt-get``, ``systemctl``, ``journalctl`` and ``scp`` (the unblocked lines of the page), and
 the ``livetable`` group, which systemd-sysusers makes (``LIVETABLE_GROUP`` is root here).
 """
@@ -253,6 +255,9 @@ def test_from_the_page_to_a_round_played_over_tls(
             log = daemon.log()
             assert f"broker localhost:{variables['BROKER_PORT']} (MQTT 5, TLS" in log, log
             assert " WARNING " not in log and " ERROR " not in log, log
+
+            # 3.4's option: a broker that demands a client certificate takes the table's.
+            _require_client_certificates(brokers, etc, tmp_path, variables, passwords)
         finally:
             for client in clients:
                 client.close()
@@ -311,10 +316,58 @@ def _wait_online(
     def online() -> bool:
         assert daemon.alive(), daemon.log()[-3000:]
         state = platform.state
-        return platform.availability == "online" and bool(
-            state and state["devices"]["shoe_online"]
-        )
+        return platform.availability == "online" and bool(state and state["devices"]["shoe_online"])
 
     wait_until(online, TIMEOUT_S, "the table online over TLS")
     assert clients[1].wait_connected(), clients[1].refused
     return clients
+
+
+def _require_client_certificates(
+    brokers: list[BrokerProcess],
+    etc: Path,
+    tmp_path: Path,
+    variables: dict[str, str],
+    passwords: dict[str, str],
+) -> None:
+    """The broker again, with ``require_certificate true`` under its TLS listener and no
+    retained message kept: the table reconnects with its certificate of 3.4 (its
+    availability is ``online`` again), and a client without one is refused."""
+    old = brokers.pop()
+    assert old.stop() is None, old.log()
+    state = tmp_path / "var" / "lib" / "mosquitto-again"
+    state.mkdir(parents=True)
+    tls_port = int(variables["BROKER_PORT"])
+    installed = (etc / "mosquitto.conf").read_text()
+    config = studio_config(installed, etc, state, tls_port).replace(
+        f"listener {tls_port} 127.0.0.1\n",
+        f"listener {tls_port} 127.0.0.1\nrequire_certificate true\n",
+    )
+    assert "require_certificate true" in config
+    brokers.append(start_broker(tmp_path / "broker-again", extra_config=config))
+    livetable_etc = Path(variables["LIVETABLE_ETC"])
+    ca_dir = Path(variables["CA_DIR"])
+    sub = [
+        "mosquitto_sub",
+        *("-h", "localhost", "-p", str(tls_port), "--cafile", str(livetable_etc / "ca.pem")),
+        *("-i", "viewer", "-u", "viewer", "-P", passwords["viewer"]),
+        *("-t", "livetable/t1/availability", "-C", "1", "-W", "5"),
+    ]
+    # The viewer's own certificate, made as 3.4 makes the table's.
+    viewer = Block("run", "sh", next(b.body for b in doc_blocks() if "clientAuth" in b.body))
+    run_block(viewer, {**variables, "TABLE": "viewer"}, passwords, tmp_path)
+    with_certificate = [
+        *sub,
+        "--cert",
+        str(ca_dir / "viewer.pem"),
+        "--key",
+        str(ca_dir / "viewer.key"),
+    ]
+
+    def table_back() -> bool:
+        done = subprocess.run(with_certificate, capture_output=True, text=True, timeout=30)
+        return done.stdout.strip() == "online"
+
+    wait_until(table_back, TIMEOUT_S, "the table online again, with its certificate")
+    refused = subprocess.run(sub, capture_output=True, text=True, timeout=30, check=False)
+    assert refused.returncode != 0 and refused.stdout == "", refused
