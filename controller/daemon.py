@@ -50,6 +50,7 @@ from controller.audit import AuditReader
 from controller.cli_support import examples
 from controller.config import LivetableConfig, MqttConfig, load_config
 from controller.errors import ConfigurationError, JournalError, TableError
+from controller.logs import LIFECYCLE_LOGGER
 from controller.mqtt_api import (
     EVENTS_PAGE_MAX,
     TABLE_COMMANDS,
@@ -1003,6 +1004,21 @@ class TableDaemon:
         failure: JournalError | None = self.runtime.failure
         return failure
 
+    def _starting_line(self) -> str:
+        """The table, its game, shoe, broker and journal, and the rows it replayed."""
+        table, shoe, broker = self.config.table, self.config.shoe, self.config.mqtt
+        game = f"{table.game} ({table.baccarat_mode})" if table.game == "baccarat" else table.game
+        shoe_text = f"shoe {shoe.port} ({shoe.protocol})" if shoe is not None else "no shoe"
+        assert broker is not None  # required by __init__
+        login = f"user {broker.username}" if broker.username else "anonymous"
+        tls = ", TLS" if broker.tls is not None else ""
+        return (
+            f"table {table.table_id} starting: {game}, {shoe_text}, broker "
+            f"{broker.host}:{broker.port} (MQTT {broker.protocol}{tls}, client "
+            f"{broker.client_id}, {login}), journal {table.journal_path} "
+            f"({self.assembled.table.journal.last_seq} rows replayed)"
+        )
+
     def run(self, stop: threading.Event) -> int:
         """Run the table until ``stop`` is set (0), or until its journal or outbox cannot be
         written: then the requests that wait are answered ``unavailable``, the table is
@@ -1010,6 +1026,9 @@ class TableDaemon:
         watchdog = sd_notify.watchdog_interval_s()
         ping_every = None if watchdog is None else watchdog / 2
         last_ping = 0.0
+        # What runs and when it is ready: the two lines a healthy table logs without -v.
+        lifecycle = logging.getLogger(LIFECYCLE_LOGGER)
+        lifecycle.info("%s", self._starting_line())
         self.audits.start()
         self.link.start()
         try:
@@ -1018,12 +1037,9 @@ class TableDaemon:
             self.assembled.start()
             if self.failure() is None:
                 sd_notify.ready(f"table {self.config.table.table_id} running")
-                logger.info(
-                    "table %s running: %s, journal %s (%d rows), %d event(s) published so far",
+                lifecycle.info(
+                    "table %s running: ready, %d event(s) published so far",
                     self.config.table.table_id,
-                    self.config.table.game,
-                    self.config.table.journal_path,
-                    self.assembled.table.journal.last_seq,
                     self.publications.seq,
                 )
             while not stop.is_set() and self.failure() is None:
