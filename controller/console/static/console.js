@@ -107,6 +107,11 @@
       return h("span", { class: "card back", testid: "card-back", title: "face down" },
         h("span", { class: "card-back-pattern", "aria-hidden": "true" }));
     }
+    if (typeof card !== "string" || !/^[2-9TJQKA][SHDC]$/.test(card)) {
+      // Not a card as the API writes them: shown as it came, as text, marked unknown.
+      return h("span", { class: "card unknown", testid: "card", "data-card": String(card), title: `unknown card ${card}` },
+        h("span", { class: "card-rank" }, "?"), h("span", { class: "card-suit" }, String(card).slice(0, 3)));
+    }
     const rank = card[0];
     const suit = card[1];
     const colour = suit === "H" || suit === "D" ? "red" : "black";
@@ -283,7 +288,8 @@
     const view = round.view;
     if (!view) {
       return h("div", { class: "hands", testid: "tile-hands" },
-        h("p", { class: "betting" }, `round ${round.id}: betting open`));
+        h("p", { class: "betting" }, state.phase === "BETTING"
+          ? `round ${round.id}: betting open` : `round ${round.id}: no card dealt yet`));
     }
     const rows = [];
     if (view.game === "baccarat") {
