@@ -138,7 +138,17 @@
       window.location.assign("/signin");
       throw new Error("signed out");
     }
-    if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
+    if (!response.ok) {
+      // The console's own words when it gives them ({"ok": false, "message": ...}).
+      let words = `HTTP ${response.status}`;
+      try {
+        const body = await response.json();
+        if (body && body.message) words = `${body.message} (HTTP ${response.status})`;
+      } catch (error) {
+        // not JSON: the status says enough
+      }
+      throw new Error(words);
+    }
     return response.json();
   }
 
@@ -477,7 +487,12 @@
     const paused = [...app.tiles.values()].filter((tile) => tile.state && tile.state.phase === "PAUSED" && tile.state.pause);
     const now = Date.now();
     for (const [table, entry] of app.resolved) {
-      if (entry.until < now || paused.some((tile) => tile.table === table)) app.resolved.delete(table);
+      // Dropped when its time is up, or when the table paused again (another pause). The
+      // same pause may still show for a moment: the answer can come before the tile.
+      const again = paused.find((tile) => tile.table === table);
+      if (entry.until < now || (again && pauseKey(table, again.state.pause) !== entry.key)) {
+        app.resolved.delete(table);
+      }
     }
     const since = (tile) => (tile.state.pause.since ?? Infinity);
     paused.sort((a, b) => since(a) - since(b) || a.table.localeCompare(b.table));
@@ -495,7 +510,7 @@
     const pause = tile.state.pause;
     const args = resolution ? { resolution } : {};
     act(table, "queue", "resume", args, (answer) => {
-      if (answer.ok) app.resolved.set(table, { pause, until: Date.now() + RESOLVED_SHOWN_MS });
+      if (answer.ok) app.resolved.set(table, { pause, key: pauseKey(table, pause), until: Date.now() + RESOLVED_SHOWN_MS });
     });
   }
 
@@ -545,7 +560,9 @@
     }
     const list = byTestId("queue-items");
     const items = paused.map((tile) => queueItem(tile, tile.table === app.selected));
-    for (const [table, entry] of app.resolved) items.push(resolvedItem(table, entry));
+    for (const [table, entry] of app.resolved) {
+      if (!paused.some((tile) => tile.table === table)) items.push(resolvedItem(table, entry));
+    }
     list.replaceChildren(...items);
     byTestId("queue-count").textContent = paused.length ? `(${paused.length})` : "";
     byTestId("queue-empty").hidden = paused.length > 0;
@@ -729,7 +746,7 @@
     byTestId("confirm-reason-label").hidden = reasonCaption === null;
     byTestId("confirm-reason-caption").textContent = reasonCaption || "";
     reason.value = "";
-    reason.required = Boolean(reasonRequired);
+    reason.required = false; // checked below, with a message of our own
     reason.placeholder = reasonPlaceholder || "";
     error.hidden = true;
     return new Promise((done) => {
@@ -906,7 +923,9 @@
       const pause = tile && tile.state ? tile.state.pause : null;
       act(table, "queue", "resume", { resolution: "enter_card", card }, (answer) => {
         // The table may stay paused (an outage: each card, then no_cards_drawn).
-        if (answer.ok && pause) app.resolved.set(table, { pause, until: Date.now() + RESOLVED_SHOWN_MS });
+        if (answer.ok && pause) {
+          app.resolved.set(table, { pause, key: pauseKey(table, pause), until: Date.now() + RESOLVED_SHOWN_MS });
+        }
       });
     });
     dialog.addEventListener("close", () => { picker.table = null; });
