@@ -445,6 +445,21 @@ def test_accept_and_burn_resolve_the_cards_drawn_out_of_turn(
     # The round plays on to its result.
     settled = next_event(studio, "t1", "round_settled", after=before)
     assert settled["data"]["round_id"] == round_id
+    # The round's history: the pause, the held card accepted (entered by the supervisor),
+    # the result.
+    alice.tile("t1").locator(by_id("action-history")).click()
+    history = page.locator(by_id("history-dialog"))
+    expect(history.locator(by_id("history-round"))).to_have_value(str(round_id))
+    rows = history.locator(by_id("history-row"))
+    expect(rows.last).to_have_attribute("data-type", "round_settled")
+    kinds = [rows.nth(i).get_attribute("data-type") for i in range(rows.count())]
+    assert kinds[0] == "round_opened" and "table_paused" in kinds, kinds
+    assert kinds.index("table_paused") < kinds.index("table_resumed"), kinds
+    accepted = history.locator(f'{by_id("history-row")}[data-seq="{dealt["seq"]}"]')
+    expect(accepted).to_contain_text("from supervisor")
+    expect(accepted.locator(f'[data-card="{emitted.card}"]')).to_be_visible()
+    screens.shoot(page, "round-history-with-a-pause")
+    history.locator(by_id("history-close")).click()
     # Under alice's name, in the order she acted: the refused accept is journaled too.
     done = [(r["command"], r["resolution"]) for r in commands_by(studio.tables["t1"], "alice")]
     assert done == [("resume", "accept"), ("resume", "burn"), ("pause", ""), ("resume", "accept")]

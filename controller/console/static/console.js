@@ -75,6 +75,11 @@
     return new Date(at * 1000).toLocaleTimeString([], { hour12: false });
   }
 
+  function day(at) {
+    if (at === null || at === undefined) return "?";
+    return new Date(at * 1000).toLocaleDateString([], { year: "numeric", month: "short", day: "numeric" });
+  }
+
   function seconds(value) {
     if (value < 60) return `${value.toFixed(1)} s`;
     if (value < 3600) return `${Math.floor(value / 60)} min ${Math.floor(value % 60)} s`;
@@ -949,7 +954,7 @@
       case "decision_taken":
         return `decision: ${d.decision} for box ${d.box} hand ${d.hand}${d.auto ? " (the default, at the deadline)" : ""}`;
       case "table_paused":
-        return `PAUSED (${d.reason}) ${d.message}${d.by ? ` by ${d.by}` : ""}`;
+        return `PAUSED (${d.reason}${d.by ? `, by ${d.by}` : ""}): ${d.message}`;
       case "table_resumed":
         return `resumed by ${d.by}${d.resolution ? ` (${d.resolution})` : ""}`;
       case "cards_burned": return `${d.count} card(s) drawn out of turn burned`;
@@ -986,7 +991,9 @@
     const outcome = !end ? "in play" : end.type === "round_voided" ? "VOID: every bet refunded" : "settled";
     return h("div", { class: "history-view", testid: "history-view" },
       h("h2", { testid: "history-title" }, `Table ${round.table}, round ${round.round_id}: ${outcome}`),
-      h("p", { class: "hint" }, `${events.length} events` + (events.length ? `, ${clock(events[0].at)} to ${clock(events[events.length - 1].at)}` : "")),
+      h("p", { class: "hint", testid: "history-span" }, `${events.length} events` + (events.length
+        ? ` on ${day(events[0].at)}, ${clock(events[0].at)} to ${clock(events[events.length - 1].at)} (this browser's time)`
+        : "")),
       h("table", { class: "events", testid: "history-events" },
         h("thead", null, h("tr", null, h("th", null, "seq"), h("th", null, "time"), h("th", null, "event"), h("th", null, "details"))),
         h("tbody", null, events.map((event) => h("tr", { testid: "history-row", "data-type": event.type, "data-seq": String(event.seq) },
