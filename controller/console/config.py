@@ -31,9 +31,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from controller.config import MQTT_PROTOCOLS, topic_level_ok
 from controller.config_file import read_toml
 from controller.errors import ConfigurationError
+
+# As the table's configuration has them (controller.config), which the console cannot
+# import: that module loads the drivers' and the camera's settings.
+MQTT_PROTOCOLS: Final = ("3.1.1", "5")
+_TOPIC_FORBIDDEN: Final = frozenset("+#/\0")
+
+
+def topic_level_ok(text: str) -> bool:
+    """Whether ``text`` can be one MQTT topic level (a prefix, an account name)."""
+    return bool(text) and not (_TOPIC_FORBIDDEN & set(text))
+
 
 DEFAULT_LISTEN: Final = "127.0.0.1:8080"
 DEFAULT_IDLE_TIMEOUT_S: Final = 900.0

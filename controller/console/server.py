@@ -51,9 +51,8 @@ from typing import Any, Final
 import paho.mqtt.client as mqtt
 from aiohttp import web
 
-from controller.api_client import Account, BrokerRefused
-from controller.config import topic_level_ok
-from controller.console.config import ConsoleConfig
+from controller.api_client import Account, BrokerRefused, StudioClient
+from controller.console.config import ConsoleConfig, topic_level_ok
 from controller.console.fleet import build_tile, possible_faces, round_events, urgency_order
 from controller.console.sessions import (
     AccountLinks,
@@ -64,11 +63,6 @@ from controller.console.sessions import (
     tokens_match,
 )
 from controller.errors import ConfigurationError
-
-try:  # the shared multi-table client; until it is on main, the console's own
-    from controller.api_client import StudioClient  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - replaced once the shared client lands
-    from controller.console.studio_client import StudioClient  # type: ignore[assignment]
 
 logger = logging.getLogger(__name__)
 
@@ -132,10 +126,16 @@ def error(status: int, code: str, message: str, **headers: str) -> web.Response:
 
 
 def origin_ok(request: web.Request) -> bool:
-    """No ``Origin`` (not a browser's cross-site request), or the console's own: the scheme
-    and host this request came to."""
+    """No ``Origin`` (not a browser's cross-site request), or the console's own: the host
+    (and port) this request came to. The scheme is not compared: behind a studio's TLS
+    proxy the browser's origin is https while the request reaches the console as http, and
+    a page of another scheme on the same host gets no cookie of ours (SameSite=Strict,
+    Secure under TLS) to act with."""
     origin = request.headers.get("Origin")
-    return origin is None or origin == f"{request.scheme}://{request.host}"
+    if origin is None:
+        return True
+    scheme, _, netloc = origin.partition("://")
+    return scheme in ("http", "https") and netloc.lower() == request.host.lower()
 
 
 def spreadsheet_safe(value: Any) -> str:
@@ -368,11 +368,15 @@ class Console:
 
     # -- sign-in ----------------------------------------------------------------------------
 
-    def _connect(self, feed: AccountFeed, username: str, password: str) -> str:
-        """Open ``username``'s client (on a worker thread): "ok", "refused" (credentials)
-        or "unreachable"; on "ok" ``feed.client`` and ``feed.role`` are set."""
+    def _open(self, account: Account, feed: AccountFeed | None) -> tuple[Any, str]:
+        """A client of ``account`` and how its connection went: "ok", "refused" (the
+        credentials) or "unreachable" (closed unless "ok")."""
         broker = self.config.broker
-        account = Account("supervisor", username, password)
+        options: dict[str, Any] = (
+            {"on_update": feed.on_update, "on_link": feed.on_link}
+            if feed is not None
+            else {"backfill": 0}
+        )
         client = self.client_factory(
             broker.host,
             broker.port,
@@ -381,21 +385,54 @@ class Console:
             protocol=mqtt.MQTTv5 if broker.protocol == "5" else mqtt.MQTTv311,
             tls_ca=None if broker.tls_ca is None else str(broker.tls_ca),
             # The shipped broker takes the account's name as its client id anyway.
-            client_id=username,
-            on_update=feed.on_update,
-            on_link=feed.on_link,
+            client_id=account.name,
+            **options,
         )
         deadline = time.monotonic() + CONNECT_TIMEOUT_S
         while not client.wait_connected(0.05):
             if client.refused is not None or time.monotonic() > deadline:
                 outcome = "refused" if client.refused is not None else "unreachable"
                 client.close()
-                return outcome
-        # Requests go under the role the broker lets this account use.
-        role = client.probe_role(PROBE_TIMEOUT_S) or "viewer"
-        account.role = role
-        feed.client, feed.role = client, role
-        return "ok"
+                return client, outcome
+        return client, "ok"
+
+    def _probe_role(self, username: str, password: str) -> tuple[str | None, str]:
+        """The role the broker lets ``username`` send under, from a short-lived connection,
+        and how that connection went. The account's own connection is opened afterwards
+        under that role: it asks for every table's events from its first moment, and under
+        a role the broker refuses those requests would be lost."""
+        probe, outcome = self._open(Account("supervisor", username, password), None)
+        if outcome != "ok":
+            return None, outcome
+        try:
+            if self.config.broker.protocol != "5":
+                # MQTT 3.1.1 tells by a table's answer: one online table is needed.
+                with contextlib.suppress(TimeoutError):
+                    probe.wait_for(
+                        lambda c: any(f.availability == "online" for f in c.feeds().values()),
+                        PROBE_TIMEOUT_S,
+                    )
+            role = probe.probe_role(PROBE_TIMEOUT_S)
+        finally:
+            probe.close()
+        if role is None:
+            logger.warning(
+                "%s: the broker did not say which role the account has (no table online to "
+                "ask under MQTT 3.1.1?): signed in as a viewer",
+                username,
+            )
+        return role or "viewer", "ok"
+
+    def _connect(self, feed: AccountFeed, username: str, password: str) -> str:
+        """Open ``username``'s client (on a worker thread): "ok", "refused" (credentials)
+        or "unreachable"; on "ok" ``feed.client`` and ``feed.role`` are set."""
+        role, outcome = self._probe_role(username, password)
+        if role is None:
+            return outcome
+        client, outcome = self._open(Account(role, username, password), feed)
+        if outcome == "ok":
+            feed.client, feed.role = client, role
+        return outcome
 
     async def sign_in(self, username: str, password: str) -> tuple[str, Session | None]:
         """ "ok" with a new session, or why not: "wrong", "unreachable", "busy"."""
