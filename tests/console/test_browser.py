@@ -261,6 +261,20 @@ def last_seq(studio: ConsoleStudio, table: str) -> int:
     return events[-1]["seq"] if events else 0
 
 
+def console_has_round(visit: Visit, studio: ConsoleStudio, table: str, round_id: int) -> None:
+    """Wait until the console's feed holds the round to its end (its events come a moment
+    after the state that ended it, on a loaded machine)."""
+
+    def ended() -> bool:
+        answer = visit.page.request.get(f"{studio.url}/api/tables/{table}/rounds/{round_id}")
+        if answer.status != 200:
+            return False
+        kinds = [event["type"] for event in answer.json()["events"]]
+        return bool(kinds) and kinds[-1] in ("round_settled", "round_voided")
+
+    wait_until(ended, TIMEOUT_S, f"the console holding round {round_id} of {table} to its end")
+
+
 def commands_by(table: ConsoleTable, account: str) -> list[dict[str, Any]]:
     """The supervisor commands the table journaled under ``account``'s name."""
     return [
@@ -447,6 +461,7 @@ def test_accept_and_burn_resolve_the_cards_drawn_out_of_turn(
     assert settled["data"]["round_id"] == round_id
     # The round's history: the pause, the held card accepted (entered by the supervisor),
     # the result.
+    console_has_round(alice, studio, "t1", round_id)
     alice.tile("t1").locator(by_id("action-history")).click()
     history = page.locator(by_id("history-dialog"))
     expect(history.locator(by_id("history-round"))).to_have_value(str(round_id))
@@ -628,6 +643,7 @@ def test_cancel_voids_the_round_after_its_confirmation_and_its_history_shows_it(
     expect(alice.tile("t1").locator(by_id("tile-phase"))).to_have_text("SHOE_READY")
 
     # The round's history, from round_opened to round_voided.
+    console_has_round(alice, studio, "t1", round_id)
     alice.tile("t1").locator(by_id("action-history")).click()
     history = page.locator(by_id("history-dialog"))
     expect(history.locator(by_id("history-round"))).to_have_value(str(round_id))

@@ -39,6 +39,7 @@
     seenPauses: new Set(), // pause keys already known (no beep for them)
     selected: null, // the table selected in the pause queue
     openRecent: new Set(), // tables whose "recent events" list is open
+    lastRound: new Map(), // table -> the last round id seen in its state
     sound: false,
     audio: null,
     beeps: 0,
@@ -648,6 +649,7 @@
         if (live) beep();
       }
     }
+    if (tile.state && tile.state.round) app.lastRound.set(tile.table, tile.state.round.id);
     app.tiles.set(tile.table, tile);
   }
 
@@ -1006,13 +1008,18 @@
       const round = await getJson(`/api/tables/${encodeURIComponent(table)}/rounds/${encodeURIComponent(roundId)}`);
       into.replaceChildren(historyView(round));
     } catch (error) {
-      into.replaceChildren(h("p", { class: "error" }, `Round ${roundId} of ${table} could not be loaded: ${error.message}`));
+      into.replaceChildren(h("p", { class: "error", testid: "history-error" },
+        `Round ${roundId} of ${table} could not be loaded: ${error.message} `,
+        h("button", { type: "button", testid: "history-retry", onclick: () => loadRound(table, roundId, into) }, "Try again")));
     }
   }
 
   function lastRoundId(tile) {
     if (tile.state && tile.state.round) return tile.state.round.id;
+    // The last round this page saw in play, or one the recent events name (a page opened
+    // after the round ended).
     const ids = (tile.recent || []).map((event) => event.data && event.data.round_id).filter((id) => Number.isInteger(id));
+    if (app.lastRound.has(tile.table)) ids.push(app.lastRound.get(tile.table));
     return ids.length ? Math.max(...ids) : null;
   }
 
