@@ -14,11 +14,14 @@ path is printed) and copied to ``$LIVETABLE_SCREENSHOTS/<test>/`` when that is s
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
+import selectors
 import shutil
 import signal
+import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -145,12 +148,14 @@ def open_page(browser: Any, url: str, viewport: dict[str, int] = DESK) -> Visit:
     return Visit(page, errors)
 
 
-def sign_in(browser: Any, studio: ConsoleStudio, account: str, **options: Any) -> Visit:
+def sign_in(
+    browser: Any, studio: ConsoleStudio, account: str, *, url: str | None = None, **options: Any
+) -> Visit:
     """A new browser (its own cookies) signed in as ``account`` through the sign-in form,
-    the wall loaded and its stream up."""
+    the wall loaded and its stream up. ``url``: the console's, or a relay's to it."""
     from playwright.sync_api import expect
 
-    visit = open_page(browser, f"{studio.url}/", **options)
+    visit = open_page(browser, f"{url or studio.url}/", **options)
     page = visit.page
     page.wait_for_url(re.compile(r"/signin$"))
     page.fill(by_id("signin-username"), account)
@@ -216,6 +221,89 @@ class DealerHand:
         with self._lock:
             self._holding = False
             self._wanted = 0
+
+
+class Relay:
+    """A TCP relay between the browser and the console, on a loopback port of its own, that
+    can cut the browser's connections (as a lost network does) while the console and its
+    sessions stay up. One thread moves the bytes of every connection (selectors)."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target = ("127.0.0.1", target_port)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.setblocking(False)
+        self.port = self.listener.getsockname()[1]
+        self.down = threading.Event()
+        self._cut = threading.Event()
+        self._stop = threading.Event()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self.listener, selectors.EVENT_READ, None)
+        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
+        self._peers: dict[socket.socket, socket.socket] = {}
+        self._thread = threading.Thread(target=self._run, name="browser-relay")
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def cut(self) -> None:
+        """Close every connection, and refuse new ones until :meth:`restore`."""
+        self.down.set()
+        self._cut.set()
+        self._wake_w.send(b"x")
+
+    def restore(self) -> None:
+        self.down.clear()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._wake_w.send(b"x")
+        self._thread.join(TIMEOUT_S)
+        for sock in (self.listener, self._wake_r, self._wake_w, *self._peers):
+            sock.close()
+        self._selector.close()
+
+    def _drop(self, sock: socket.socket) -> None:
+        other = self._peers.pop(sock, None)
+        for each in (sock, other):
+            if each is not None:
+                with contextlib.suppress(KeyError, ValueError):
+                    self._selector.unregister(each)
+                each.close()
+                self._peers.pop(each, None)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for key, _mask in self._selector.select(timeout=1.0):
+                sock = key.fileobj
+                assert isinstance(sock, socket.socket)
+                if sock is self._wake_r:
+                    sock.recv(64)
+                elif sock is self.listener:
+                    with contextlib.suppress(BlockingIOError):
+                        client, _ = self.listener.accept()
+                        if self.down.is_set():
+                            client.close()
+                            continue
+                        upstream = socket.create_connection(self.target)
+                        for one, two in ((client, upstream), (upstream, client)):
+                            self._peers[one] = two
+                            self._selector.register(one, selectors.EVENT_READ, None)
+                elif sock in self._peers:
+                    try:
+                        data = sock.recv(65536)
+                        if data:
+                            self._peers[sock].sendall(data)
+                            continue
+                    except OSError:
+                        pass
+                    self._drop(sock)
+            if self._cut.is_set():
+                self._cut.clear()
+                for sock in list(self._peers):
+                    self._drop(sock)
 
 
 def hold_a_deal(studio: ConsoleStudio, hand: DealerHand, table: str) -> dict[str, Any]:
@@ -824,3 +912,49 @@ def test_the_audit_lists_the_tables_entries_with_a_csv_download_link(
     assert len(lines) == 1 + len(entries), lines
     assert "for the audit" in "\n".join(lines)
     alice.check_clean()
+
+
+def test_a_lost_connection_shows_its_banner_and_a_pause_beeps_once_across_a_reconnect(
+    studio: ConsoleStudio, browser: Any, screens: Screens
+) -> None:
+    from playwright.sync_api import expect
+
+    assert studio.console is not None
+    relay = Relay(studio.console.port)
+    try:
+        alice = sign_in(browser, studio, "alice", url=relay.url)
+        page = alice.page
+        body = page.locator("body")
+        expect(page.locator(by_id("banner-connection"))).to_be_hidden()
+        page.check(by_id("sound-toggle"))
+        studio.pause("t1", reason="before the outage", by="bob")
+        expect(alice.tile("t1")).to_have_attribute("data-status", "paused")
+        expect(body).to_have_attribute("data-beeps", "1")
+
+        # The browser's connection to the console is lost: its banner says so.
+        relay.cut()
+        expect(page.locator(by_id("banner-connection"))).to_be_visible()
+        expect(body).to_have_attribute("data-stream", "down")
+        screens.shoot(page, "connection-lost")
+        # Meanwhile t2 pauses too.
+        studio.pause("t2", reason="during the outage", by="bob")
+        relay.restore()
+        expect(body).to_have_attribute("data-stream", "up", timeout=TIMEOUT_S * 1000)
+        expect(page.locator(by_id("banner-connection"))).to_be_hidden()
+        expect(alice.tile("t2")).to_have_attribute("data-status", "paused")
+        expect(alice.queue_item("t2")).to_be_visible()
+        # t2's pause is new to this page: one beep; t1's, beeped for already, is not again.
+        expect(body).to_have_attribute("data-beeps", "2")
+        # A new pause of t1 (resumed, paused again), live: the third beep, not a fourth.
+        bob = studio.supervisor("bob")
+        try:
+            assert bob.request("t1", "resume", timeout=TIMEOUT_S)["ok"]
+            studio.wait_state("t1", lambda s, _f: s["phase"] != "PAUSED", "resumed")
+            assert bob.request("t1", "pause", timeout=TIMEOUT_S, reason="again")["ok"]
+        finally:
+            bob.close()
+        expect(alice.tile("t1").locator(by_id("pause-message"))).to_contain_text("again")
+        expect(body).to_have_attribute("data-beeps", "3")
+        alice.check_clean()
+    finally:
+        relay.close()

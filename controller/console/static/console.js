@@ -639,7 +639,9 @@
     }
   }
 
-  /** A tile from the stream (live) or from /api/tables (a reload: no beep for what it shows). */
+  /** A tile from the stream or from /api/tables. `live`: a pause this page has not seen
+   * yet beeps (false for the page's first load: what is paused then is in the queue). A
+   * pause seen before never beeps again, whatever comes again after a reconnect. */
   function applyTile(tile, live) {
     const pause = tile.state && tile.state.phase === "PAUSED" ? tile.state.pause : null;
     if (pause) {
@@ -658,8 +660,9 @@
     if (typeof answer.now === "number") app.clockOffset = answer.now - Date.now() / 1000;
     if (answer.link) app.link = answer.link;
     const seen = new Set();
+    const reconnect = document.body.dataset.loaded === "true";
     for (const tile of answer.tables || []) {
-      applyTile(tile, false);
+      applyTile(tile, reconnect);
       seen.add(tile.table);
     }
     for (const table of [...app.tiles.keys()]) if (!seen.has(table)) app.tiles.delete(table);
@@ -673,7 +676,8 @@
     const source = new EventSource("/api/stream");
     source.addEventListener("open", () => {
       app.streamUp = true;
-      // What changed while away comes with the reload, silently (never a replayed beep).
+      // What changed while away comes with the reload: a pause that began meanwhile beeps,
+      // one already beeped for does not.
       reloadTables().catch(() => {});
       render();
     });
