@@ -958,3 +958,65 @@ def test_a_lost_connection_shows_its_banner_and_a_pause_beeps_once_across_a_reco
         alice.check_clean()
     finally:
         relay.close()
+
+
+def test_the_queue_is_oldest_first_and_its_keys_act_on_the_selected_pause(
+    studio: ConsoleStudio, browser: Any, screens: Screens
+) -> None:
+    from playwright.sync_api import expect
+
+    alice = sign_in(browser, studio, "alice")
+    page = alice.page
+    first = studio.draw_out_of_turn("t1")
+    second = studio.draw_out_of_turn("t2")
+    assert first["pause"]["since"] <= second["pause"]["since"]
+    items = page.locator(f"{by_id('queue-items')} > li")
+    expect(items).to_have_count(2)
+    assert [items.nth(i).get_attribute("data-table") for i in range(2)] == ["t1", "t2"]
+    expect(alice.queue_item("t1")).to_have_attribute("aria-current", "true")
+    page.keyboard.press("j")
+    expect(alice.queue_item("t2")).to_have_attribute("aria-current", "true")
+    page.keyboard.press("k")
+    expect(alice.queue_item("t1")).to_have_attribute("aria-current", "true")
+    page.keyboard.press("ArrowDown")
+    expect(alice.queue_item("t2")).to_have_attribute("aria-current", "true")
+    screens.shoot(page, "pause-queue-two-tables")
+    # "b" burns the selected table's card: t2's, not t1's.
+    before = last_seq(studio, "t2")
+    page.keyboard.press("b")
+    burned = next_event(studio, "t2", "cards_burned", after=before)
+    assert burned["data"]["count"] == 1
+    studio.wait_state("t2", lambda s, _f: s["phase"] == "SHOE_READY", "t2 resumed")
+    assert studio.state("t1")["phase"] == "PAUSED"  # type: ignore[index]
+    # The selection moves to what is left; "r" is not what t1's pause offers: nothing sent.
+    expect(alice.queue_item("t1")).to_have_attribute("aria-current", "true")
+    page.keyboard.press("r")
+    before = last_seq(studio, "t1")
+    page.keyboard.press("b")
+    next_event(studio, "t1", "cards_burned", after=before)
+    assert [r["resolution"] for r in commands_by(studio.tables["t1"], "alice")] == ["burn"]
+    alice.check_clean()
+
+
+def test_a_table_silent_in_a_round_shows_stale(
+    console_studio_with: Any, browser: Any, screens: Screens
+) -> None:
+    from playwright.sync_api import expect
+
+    studio: ConsoleStudio = console_studio_with(stale_after_s=2)
+    hand = DealerHand(studio.tables["t1"])
+    alice = sign_in(browser, studio, "alice")
+    hold_a_deal(studio, hand, "t1")
+    # The dealer does not draw: t1 publishes nothing while it waits for the card.
+    tile = alice.tile("t1")
+    expect(tile).to_have_attribute("data-status", "stale")
+    expect(tile.locator(by_id("tile-status"))).to_have_text("STALE")
+    expect(tile.locator(by_id("tile-stale"))).to_be_visible()
+    expect(alice.tile("t2")).to_have_attribute("data-status", "running")
+    screens.shoot(alice.page, "wall-stale-table")
+    # The card comes: live again.
+    drawn = hand.draw_wanted()
+    hand.go()
+    assert drawn.card is not None
+    expect(tile).to_have_attribute("data-status", "running")
+    alice.check_clean()
