@@ -55,6 +55,7 @@ GROUP_MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
             "vision.bench",
             "controller.table.bench",
             "simulators.latency_bench",
+            "simulators.console_bench",
         ),
     ),
 }

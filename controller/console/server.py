@@ -206,6 +206,7 @@ class AccountFeed:
         self._status: dict[str, str] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._checked_at = time.monotonic()
 
     # -- from the client's network thread ----------------------------------------------------
 
@@ -281,28 +282,35 @@ class AccountFeed:
                 self._touch(table_id)
 
     async def _run(self) -> None:
-        last_check = time.monotonic()
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), SWEEP_S)
-            self._wake.clear()
-            now = time.monotonic()
-            if now - last_check >= SWEEP_S:
-                last_check = now
-                self.check_statuses()
-            for table_id in [
-                t for t in self._dirty if now - self._sent_at.get(t, -1e9) >= COALESCE_S
-            ]:
-                self._dirty.discard(table_id)
-                self._sent_at[table_id] = now
-                tile = self.tile(table_id)
-                if tile is not None:
-                    self._status[table_id] = tile["status"]
-                    self.broadcast("tile", tile)
-            if self._dirty:
-                due = min(self._sent_at[t] + COALESCE_S for t in self._dirty if t in self._sent_at)
-                await asyncio.sleep(max(due - time.monotonic(), 0.005))
-                self._wake.set()
+            try:
+                await self._send_due()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a bug in one tile must not stop every stream's updates
+                logger.exception("%s: building the tiles failed", self.name)
+                await asyncio.sleep(SWEEP_S)
+
+    async def _send_due(self) -> None:
+        """Wait for an update (or a second), then send every tile that is due."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), SWEEP_S)
+        self._wake.clear()
+        now = time.monotonic()
+        if now - self._checked_at >= SWEEP_S:
+            self._checked_at = now
+            self.check_statuses()
+        for table_id in [t for t in self._dirty if now - self._sent_at.get(t, -1e9) >= COALESCE_S]:
+            self._dirty.discard(table_id)
+            self._sent_at[table_id] = now
+            tile = self.tile(table_id)
+            if tile is not None:
+                self._status[table_id] = tile["status"]
+                self.broadcast("tile", tile)
+        if self._dirty:
+            due = min(self._sent_at[t] + COALESCE_S for t in self._dirty if t in self._sent_at)
+            await asyncio.sleep(max(due - time.monotonic(), 0.005))
+            self._wake.set()
 
     def close(self) -> None:
         for subscriber in list(self.subscribers):
@@ -435,7 +443,7 @@ class Console:
         return outcome
 
     async def sign_in(self, username: str, password: str) -> tuple[str, Session | None]:
-        """ "ok" with a new session, or why not: "wrong", "unreachable", "busy"."""
+        """("ok", a new session), or why not: "wrong" (credentials) or "unreachable"."""
         if username in self.links:
             feed = self.links.client(username)
             assert feed is not None
@@ -447,7 +455,8 @@ class Console:
             outcome = await self.blocking(lambda: self._connect(feed, username, password))
             if outcome != "ok":
                 return ("wrong" if outcome == "refused" else outcome), None
-            feed.set_link(True, "")
+            # As the client has it now (its own calls of on_link may still be on their way).
+            feed.set_link(feed.client.link_up, feed.client.link_why)
             feed.start()
             self.links.add(username, password, feed)
         session = self.sessions.create(username, feed.role)
@@ -511,7 +520,9 @@ class Console:
         headers.setdefault("Content-Security-Policy", CSP)
         headers.setdefault("X-Frame-Options", "DENY")
         headers.setdefault("X-Content-Type-Options", "nosniff")
-        headers.setdefault("Referrer-Policy", "no-referrer")
+        # same-origin, not no-referrer: under no-referrer a browser sends "Origin: null"
+        # with every POST, which the origin check refuses; other sites get no referrer.
+        headers.setdefault("Referrer-Policy", "same-origin")
         if not request.path.startswith("/static/"):
             headers["Cache-Control"] = "no-store"
         if self.config.tls:
@@ -879,10 +890,8 @@ class Console:
         found = self._api_session(request)
         if isinstance(found, web.Response):
             return found
-        session, feed = found
-        if session.role != "supervisor":
-            # The audit names who did what, and the cards supervisors entered by hand.
-            return error(403, "forbidden", "the audit is for supervisors")
+        # Viewers read it too (the table lets them: it hides every card entered by hand).
+        _session, feed = found
         table = request.match_info["table"]
         if feed.client.feed(table) is None:
             return error(404, "unknown_table", f"no table {table[:40]!r}")
@@ -988,12 +997,11 @@ async def run(config: ConsoleConfig) -> None:
     broker connection closed."""
     context = ssl_context(config)
     console = Console(config)
-    runner = web.AppRunner(console.app(), access_log_format=ACCESS_LOG_FORMAT)
+    # Open streams are ended at shutdown: 5 s is plenty for the requests still running.
+    runner = web.AppRunner(console.app(), access_log_format=ACCESS_LOG_FORMAT, shutdown_timeout=5.0)
     await runner.setup()
     try:
-        site = web.TCPSite(
-            runner, config.host, config.port, ssl_context=context, shutdown_timeout=5.0
-        )
+        site = web.TCPSite(runner, config.host, config.port, ssl_context=context)
         await site.start()
         logger.info("the console serves on %s", config.origin)
         stop = asyncio.Event()

@@ -10,7 +10,11 @@ logs names a password or a session cookie.
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import signal
+from collections.abc import Callable
 from typing import Any
 
 from tests.support.console import ConsoleHttp, ConsoleStudio
@@ -24,6 +28,8 @@ def signed_in(studio: ConsoleStudio, name: str) -> ConsoleHttp:
     answer = browser.sign_in(name, studio.passwords[name])
     assert answer.status == 303, (answer.status, answer.text)
     assert answer.headers["Location"] == "/"
+    # The tables show themselves (their retained messages) a moment after the sign-in.
+    wait_until(lambda: browser.tables().keys() == set(studio.tables), TIMEOUT_S, "every tile")
     return browser
 
 
@@ -214,3 +220,114 @@ def test_failed_sign_ins_wait_longer_each_time_and_nothing_secret_is_logged(
     assert "alice" in log and "bob" in log, "the log says who signed in"
     for secret in (*studio.passwords.values(), session_cookie, alice_cookie, alice.csrf):
         assert secret and secret not in log, "a secret in the console's log"
+
+
+def test_the_audit_lists_each_command_with_its_answer_and_its_csv_runs_no_formula(
+    console_studio: ConsoleStudio,
+) -> None:
+    studio = console_studio
+    alice = signed_in(studio, "alice")
+    formula = '=HYPERLINK("http://evil.example","spilled drink")'
+    assert alice.act("t1", "pause", reason=formula).json()["ok"]
+    assert alice.act("t1", "pause", reason="again").json()["code"] == "refused"
+    assert alice.act("t1", "resume").json()["ok"]
+
+    viewer = signed_in(studio, "viewer")  # viewers read the audit too
+    audit = viewer.get("/api/tables/t1/audit").json()
+    assert audit["table"] == "t1" and audit["epoch"] == studio.state("t1")["epoch"]  # type: ignore[index]
+    entries = [(e["account"], e["command"], e["ok"], e["code"]) for e in audit["entries"]]
+    assert entries == [
+        ("bob", "new_shoe", True, None),
+        ("alice", "pause", True, None),
+        ("alice", "pause", False, "refused"),
+        ("alice", "resume", True, None),
+    ], entries
+    assert audit["entries"][1]["args"] == {"reason": formula}
+    seqs = [e["journal_seq"] for e in audit["entries"]]
+    assert seqs == sorted(seqs)
+    later = viewer.get(f"/api/tables/t1/audit?since={seqs[1]}").json()["entries"]
+    assert [e["journal_seq"] for e in later] == seqs[2:]
+    assert viewer.get("/api/tables/t2/audit").json()["entries"][0]["account"] == "bob"
+
+    sheet = viewer.get("/api/tables/t1/audit.csv")
+    assert sheet.status == 200 and sheet.headers["Content-Type"].startswith("text/csv")
+    assert 'filename="t1-audit.csv"' in sheet.headers["Content-Disposition"]
+    rows = list(csv.reader(io.StringIO(sheet.text)))
+    assert rows[0] == [
+        "journal_seq",
+        "at",
+        "time_utc",
+        "account",
+        "role",
+        "command",
+        "transaction",
+        "args",
+        "ok",
+        "code",
+        "message",
+    ]
+    assert [(r[3], r[5]) for r in rows[1:]] == [(a, c) for a, c, _ok, _code in entries]
+    # The reason is inside the args' JSON; a cell that itself starts like a formula is
+    # defused, and nothing in the sheet starts with one.
+    assert json.loads(rows[2][7]) == {"reason": formula}
+    assert not any(cell.startswith(("=", "+", "-", "@")) for row in rows for cell in row)
+    assert viewer.get("/api/tables/t9/audit").status == 404
+    assert ConsoleHttp(studio.url).get("/api/tables/t1/audit.csv").status == 401
+
+
+def test_under_mqtt_3_1_1_the_role_comes_from_a_tables_answer(
+    console_studio_with: Callable[..., ConsoleStudio],
+) -> None:
+    """MQTT 3.1.1 brokers drop what the ACL refuses without a word: the console tells a
+    supervisor from a viewer by whether a table answers a ``status`` under that role."""
+    studio = console_studio_with(protocol="3.1.1")
+    alice, viewer = signed_in(studio, "alice"), signed_in(studio, "viewer")
+    assert alice.get("/api/session").json()["role"] == "supervisor"
+    assert viewer.get("/api/session").json()["role"] == "viewer"
+    assert viewer.act("t1", "pause", reason="x").status == 403
+    assert alice.act("t1", "pause", reason="3.1.1").json()["ok"]
+    paused = studio.wait_state("t1", lambda s, _f: s["phase"] == "PAUSED", "paused")
+    assert paused["pause"]["by"] == "alice"
+
+
+def test_while_the_consoles_broker_link_is_down_every_tile_is_unknown(
+    console_studio: ConsoleStudio,
+) -> None:
+    """The broker stops: the console cannot tell what the tables do, so it says its link is
+    down and every tile unknown (never offline: the tables may be playing on); when the
+    broker is back, the link is up and the tiles running again."""
+    studio = console_studio
+    alice = signed_in(studio, "alice")
+    stream = alice.stream()
+    try:
+        wait_for_item(stream.events, lambda e: e[0] == "link", TIMEOUT_S, "the first link")
+        studio.broker.stop()
+        seen: list[tuple[str, Any]] = []
+        link = wait_for_item(stream.events, lambda e: e[0] == "link", TIMEOUT_S, "link down")
+        assert link[1]["up"] is False and link[1]["why"], link
+        for table in ("t1", "t2"):
+            if not any(
+                k == "tile" and (t["table"], t["status"]) == (table, "unknown") for k, t in seen
+            ):
+                wait_for_item(
+                    stream.events,
+                    lambda e, table=table: (
+                        e[0] == "tile" and (e[1]["table"], e[1]["status"]) == (table, "unknown")
+                    ),
+                    TIMEOUT_S,
+                    f"{table}'s tile unknown",
+                    taken=seen,
+                )
+        assert not any(k == "tile" and t["status"] == "offline" for k, t in seen), seen
+        assert alice.get("/api/session").json()["link"]["up"] is False
+        studio.broker.restart()
+        wait_for_item(
+            stream.events, lambda e: e == ("link", {"up": True, "why": ""}), TIMEOUT_S, "link up"
+        )
+        wait_until(
+            lambda: all(t["status"] == "running" for t in alice.tables().values()),
+            TIMEOUT_S,
+            "every tile running again",
+        )
+    finally:
+        stream.close()

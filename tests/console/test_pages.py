@@ -19,6 +19,9 @@ def signed_in(studio: ConsoleStudio, name: str) -> ConsoleHttp:
     browser = ConsoleHttp(studio.url)
     answer = browser.sign_in(name, studio.passwords[name])
     assert answer.status == 303, (answer.status, answer.text)
+    assert answer.headers["Location"] == "/"
+    # The tables show themselves (their retained messages) a moment after the sign-in.
+    wait_until(lambda: browser.tables().keys() == set(studio.tables), TIMEOUT_S, "every tile")
     return browser
 
 
@@ -31,6 +34,8 @@ def test_headers_cookies_and_static_files(console_studio: ConsoleStudio) -> None
         assert answer.headers["Content-Security-Policy"].startswith("default-src 'self'")
         assert answer.headers["X-Frame-Options"] == "DENY"
         assert answer.headers["X-Content-Type-Options"] == "nosniff"
+        # A browser's POSTs carry the console's Origin (no-referrer would make it "null").
+        assert answer.headers["Referrer-Policy"] == "same-origin"
     assert browser.get("/api/tables").headers["Cache-Control"] == "no-store"
     [signin_cookie] = page.headers.get_all("Set-Cookie")
     assert signin_cookie.startswith("livetable_signin=")

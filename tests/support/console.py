@@ -28,9 +28,19 @@ card between rounds: ``card_out_of_turn``, which asks to accept or burn it) or
 reads what the tables publish with :meth:`ConsoleStudio.state` and
 :meth:`ConsoleStudio.wait_state`; reads a table's journal with
 :meth:`ConsoleTable.journal_rows`; kills a table's daemon with
-``studio.tables["t2"].daemon.kill()``. :meth:`ConsoleStudio.close` stops it all.
+``studio.tables["t2"].daemon.kill()``; plays rounds with :meth:`ConsoleStudio.play`; sends
+a table's dealer away (a round waits for a card, the table falls silent: stale) with
+:meth:`ConsoleStudio.hold_dealer`. :meth:`ConsoleStudio.close` stops it all, and fails if
+the console did not exit 0 on SIGTERM.
 
-The pytest fixture ``console_studio`` (``tests/console/conftest.py``) wraps this.
+A browser's side over real HTTP: :class:`ConsoleHttp` (cookies kept, redirects not
+followed, the console's own ``Origin`` sent unless told otherwise) signs in through the
+form (:meth:`ConsoleHttp.sign_in`), acts (:meth:`ConsoleHttp.act`, with the session's CSRF
+token), reads (:meth:`ConsoleHttp.tables`) and opens the live stream
+(:meth:`ConsoleHttp.stream`, a :class:`SseStream` whose events arrive on a queue).
+
+The pytest fixtures ``console_studio`` and ``console_studio_with(**options)``
+(``tests/console/conftest.py``) wrap this.
 """
 
 from __future__ import annotations
