@@ -1075,13 +1075,22 @@
     try {
       const answer = await getJson(`/api/tables/${encodeURIComponent(table)}/audit`);
       const entries = answer.entries || [];
-      const columns = [];
+      // The CSV's columns, in its order (the time as this browser's), then any others.
+      const columns = ["journal_seq", "at", "account", "role", "command", "args", "ok", "code", "message", "transaction"];
       for (const entry of entries) for (const key of Object.keys(entry)) if (!columns.includes(key)) columns.push(key);
-      const cell = (value) => (value !== null && typeof value === "object" ? JSON.stringify(value) : value ?? "");
+      const shown = columns.filter((column) => entries.some((entry) => column in entry));
+      const heading = { journal_seq: "journal", at: "time" };
+      const cell = (column, value) => {
+        if (column === "at" && typeof value === "number") return `${day(value)} ${clock(value)}`;
+        if (value !== null && typeof value === "object") return JSON.stringify(value);
+        return value === null || value === undefined ? "" : String(value);
+      };
       content.replaceChildren(entries.length
-        ? h("table", { class: "events", testid: "audit-entries" },
-          h("thead", null, h("tr", null, columns.map((column) => h("th", null, column)))),
-          h("tbody", null, entries.map((entry) => h("tr", { testid: "audit-row" }, columns.map((column) => h("td", null, String(cell(entry[column]))))))))
+        ? h("table", { class: "events audit-table", testid: "audit-entries" },
+          h("thead", null, h("tr", null, shown.map((column) => h("th", null, heading[column] || column)))),
+          h("tbody", null, entries.map((entry) => h("tr", {
+            testid: "audit-row", class: entry.ok === false ? "refused" : null,
+          }, shown.map((column) => h("td", { "data-column": column }, cell(column, entry[column])))))))
         : h("p", { class: "hint" }, "No audit entries."));
     } catch (error) {
       content.replaceChildren(h("p", { class: "error" }, `The audit could not be loaded: ${error.message}`));
