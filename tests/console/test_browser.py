@@ -418,6 +418,13 @@ def test_the_wall_shows_both_tables_and_a_pause_from_it_pauses_only_that_table(
     # Opt in to the beep on a new pause.
     page.check(by_id("sound-toggle"))
 
+    # Controls a change does not touch stay the same elements across redraws (a click in
+    # progress is never lost): t2's pause button, t1's history button.
+    kept = [
+        alice.tile("t2").locator(by_id("action-pause")).element_handle(),
+        alice.tile("t1").locator(by_id("action-history")).element_handle(),
+    ]
+
     # Pause t1 from the page, with a reason that looks like markup (shown as text).
     before_t2 = last_seq(studio, "t2")
     alice.tile("t1").locator(by_id("action-pause")).click()
@@ -453,6 +460,10 @@ def test_the_wall_shows_both_tables_and_a_pause_from_it_pauses_only_that_table(
     expect(alice.queue_item("t1")).to_be_visible()
     assert choices(alice, "t1") == ["resolve-resume"]
     expect(page.locator("body")).to_have_attribute("data-beeps", "1")
+    assert [handle.evaluate("(element) => element.isConnected") for handle in kept] == [
+        True,
+        True,
+    ], "a redraw replaced a control it did not change"
 
     # t2 was not touched, and plays on: a round opened and settled after t1's pause.
     studio.play("t2", 1)

@@ -24,6 +24,8 @@
   // How long a pause resolved from this page stays in the queue, with the table's answer.
   const RESOLVED_SHOWN_MS = 15000;
   const RECONNECT_MS = 2000;
+  // How long a table's answer stays beside the control that got it.
+  const ANSWER_SHOWN_MS = 120000;
 
   // --- the page's state ----------------------------------------------------------------------
 
@@ -194,22 +196,25 @@
   async function act(table, slot, command, args, onDone) {
     const key = `${table}|${slot}`;
     app.pending.add(key);
-    app.answers.set(key, { ok: null, text: `${command}: waiting for the table's answer` });
+    app.answers.set(key, { ok: null, text: `${command}: waiting for the table's answer`, at: Date.now() });
     render();
     const answer = await sendCommand(table, command, args);
     app.pending.delete(key);
     const words = answer.message || (answer.ok ? "done" : "refused");
-    app.answers.set(key, {
-      ok: answer.ok,
-      text: answer.ok ? `${table} ${command}: ${words}` : `${table} ${command} ${answer.code}: ${words}`,
-    });
+    const said = answer.ok ? `${table} ${command}: ${words}` : `${table} ${command} ${answer.code}: ${words}`;
+    app.answers.set(key, { ok: answer.ok, text: `${clock(Date.now() / 1000)} ${said}`, at: Date.now() });
     if (onDone) onDone(answer);
     render();
     return answer;
   }
 
   function answerLine(table, slot) {
-    const answer = app.answers.get(`${table}|${slot}`);
+    const key = `${table}|${slot}`;
+    let answer = app.answers.get(key);
+    if (answer && answer.ok !== null && Date.now() - answer.at > ANSWER_SHOWN_MS) {
+      app.answers.delete(key);
+      answer = undefined;
+    }
     const cls = answer ? (answer.ok === null ? "waiting" : answer.ok ? "ok" : "refused") : "";
     return h("p", {
       class: `answer ${cls}`, testid: "answer", "data-ok": answer ? String(answer.ok) : null,
@@ -413,7 +418,7 @@
   function renderTile(tile) {
     const state = tile.state;
     const status = tile.status || "unknown";
-    const header = h("header", { class: "tile-head" },
+    const header = h("header", { class: "tile-head", testid: "tile-head" },
       h("h3", { testid: "tile-id" }, tile.table),
       h("span", { class: `status-word status-${status}`, testid: "tile-status" }, STATUS_WORD[status] || status.toUpperCase()),
       state ? h("span", { class: "game", testid: "tile-game" }, state.game + (state.variant ? ` (${state.variant})` : "")) : null,
@@ -424,7 +429,7 @@
         "OFFLINE: the table's daemon is not connected. Its last state is shown below."));
     }
     if (status === "unknown") {
-      body.push(h("p", { class: "unknown-word" }, "UNKNOWN: the console cannot hear the broker."));
+      body.push(h("p", { class: "unknown-word", testid: "tile-unknown" }, "UNKNOWN: the console cannot hear the broker."));
     }
     if (status === "stale") {
       body.push(h("p", { class: "stale-word", testid: "tile-stale" },
@@ -443,7 +448,7 @@
           h("span", { class: "label" }, "dealer: "), tile.dealer.message));
       }
     } else {
-      body.push(h("p", { class: "hint" }, "No state from this table yet."));
+      body.push(h("p", { class: "hint", testid: "tile-no-state" }, "No state from this table yet."));
     }
     body.push(h("p", { class: "age", testid: "tile-age", "data-last": String(tile.last_message_at ?? "") }, ""));
     body.push(recentView(tile));
@@ -537,12 +542,12 @@
       "data-table": tile.table, "data-state": "paused", "aria-current": selected ? "true" : null,
       onclick: () => { if (app.selected !== tile.table) { app.selected = tile.table; render(); } },
     },
-    h("p", { class: "queue-title" }, h("strong", null, tile.table), " ",
+    h("p", { class: "queue-title", testid: "queue-title" }, h("strong", null, tile.table), " ",
       h("span", { class: "status-word status-paused" }, "PAUSED"), " ",
       h("span", { testid: "queue-reason" }, pause.reason),
       tile.status === "offline" ? h("span", { class: "status-word status-offline" }, " OFFLINE") : null),
     h("p", { testid: "queue-message" }, pause.message),
-    h("p", { class: "meta" }, `since ${clock(pause.since)}`,
+    h("p", { class: "meta", testid: "queue-meta" }, `since ${clock(pause.since)}`,
       h("span", { class: "ago", "data-ago": String(pause.since ?? "") }, ""),
       ` by ${pause.by || tile.paused_by || "the table (an anomaly)"}`,
       tile.state.round ? ` \u00b7 round ${tile.state.round.id}` : ""),
@@ -555,7 +560,7 @@
 
   function resolvedItem(table, entry) {
     return h("li", { class: "queue-item resolved", testid: `queue-item-${table}`, "data-table": table, "data-state": "resolved" },
-      h("p", { class: "queue-title" }, h("strong", null, table), " resumed (was ", entry.pause.reason, ")"),
+      h("p", { class: "queue-title", testid: "queue-title" }, h("strong", null, table), " resumed (was ", entry.pause.reason, ")"),
       answerLine(table, "queue"));
   }
 
@@ -569,7 +574,7 @@
     for (const [table, entry] of app.resolved) {
       if (!paused.some((tile) => tile.table === table)) items.push(resolvedItem(table, entry));
     }
-    list.replaceChildren(...items);
+    patchKeyed(list, items);
     byTestId("queue-count").textContent = paused.length ? `(${paused.length})` : "";
     byTestId("queue-empty").hidden = paused.length > 0;
   }
@@ -579,6 +584,72 @@
   function sortedTiles() {
     return [...app.tiles.values()].sort((a, b) =>
       (STATUS_RANK[a.status] ?? 9) - (STATUS_RANK[b.status] ?? 9) || a.table.localeCompare(b.table));
+  }
+
+  // --- redrawing without disturbing a click --------------------------------------------------
+  //
+  // A redraw builds fresh elements, then keeps every existing one whose fresh version is the
+  // same (by its markup when built, before tick() writes live text into it): a button the
+  // supervisor is pressing stays the same element unless what it does changed. Tiles and
+  // queue items are matched by table; inside them, each section is kept or replaced whole
+  // (so a replaced button always comes with its own listener).
+
+  const signatures = new WeakMap();
+
+  /** `node` with its signature, and its sections' (what reconcile compares next time). */
+  function signed(node) {
+    signatures.set(node, node.outerHTML);
+    for (const section of node.children) signatures.set(section, section.outerHTML);
+    return node;
+  }
+
+  function copyAttributes(target, source) {
+    for (const { name } of [...target.attributes]) {
+      if (!source.hasAttribute(name)) target.removeAttribute(name);
+    }
+    for (const { name, value } of [...source.attributes]) {
+      if (target.getAttribute(name) !== value) target.setAttribute(name, value);
+    }
+  }
+
+  /** `existing` made to show `fresh` (a tile or a queue item): kept, patched section by
+   * section, or `fresh` itself. */
+  function reconcile(existing, fresh) {
+    const signature = fresh.outerHTML;
+    if (!existing || existing.tagName !== fresh.tagName) return signed(fresh);
+    if (signatures.get(existing) === signature) return existing;
+    copyAttributes(existing, fresh);
+    // Sections are matched by their data-testid (else their tag and place), so one that
+    // appears or goes does not make every later one look changed.
+    const keyOf = (node, index) => node.getAttribute("data-testid") || `${node.tagName}#${index}`;
+    const old = new Map([...existing.children].map((node, index) => [keyOf(node, index), node]));
+    const sections = [...fresh.children].map((section, index) => {
+      const before = old.get(keyOf(section, index));
+      if (before && before.tagName === section.tagName && signatures.get(before) === section.outerHTML) return before;
+      return signed(section);
+    });
+    replaceIfDifferent(existing, sections);
+    signatures.set(existing, signature);
+    return existing;
+  }
+
+  /** Put `nodes` in `parent` in that order, touching nothing that is already in place. */
+  function replaceIfDifferent(parent, nodes) {
+    nodes.forEach((node, index) => {
+      const here = parent.children[index];
+      if (here !== node) {
+        if (here) parent.insertBefore(node, here);
+        else parent.append(node);
+      }
+    });
+    while (parent.children.length > nodes.length) parent.lastElementChild.remove();
+  }
+
+  /** Reconcile the keyed children of `parent` (tiles, queue items) with fresh ones. */
+  function patchKeyed(parent, fresh) {
+    const byKey = new Map([...parent.children].map((node) => [node.getAttribute("data-testid"), node]));
+    const nodes = fresh.map((node) => reconcile(byKey.get(node.getAttribute("data-testid")), node));
+    replaceIfDifferent(parent, nodes);
   }
 
   let renderQueued = false;
@@ -601,7 +672,7 @@
     const focused = holder && active.dataset.testid
       ? { holder: holder.dataset.testid, control: active.dataset.testid } : null;
     const tiles = sortedTiles();
-    wall.replaceChildren(...tiles.map(renderTile));
+    patchKeyed(wall, tiles.map(renderTile));
     byTestId("wall-count").textContent = tiles.length ? `(${tiles.length})` : "";
     byTestId("wall-empty").hidden = tiles.length > 0;
     renderQueue();
@@ -1178,7 +1249,8 @@
     await reloadTables().catch(() => {});
     connectStream();
     setInterval(tick, 200);
-    setInterval(() => { if (app.resolved.size) render(); }, 1000);
+    // Resolved pauses and answers leave the page when their time is up.
+    setInterval(() => { if (app.resolved.size || app.answers.size) render(); }, 1000);
   }
 
   async function startHistoryPage() {
