@@ -1029,3 +1029,32 @@ def test_a_table_silent_in_a_round_shows_stale(
     assert drawn.card is not None
     expect(tile).to_have_attribute("data-status", "running")
     alice.check_clean()
+
+
+def test_the_consoles_broker_link_down_shows_its_banner_and_no_table_as_offline(
+    studio: ConsoleStudio, browser: Any, screens: Screens
+) -> None:
+    from playwright.sync_api import expect
+
+    alice = sign_in(browser, studio, "alice")
+    page = alice.page
+    banner = page.locator(by_id("banner-link"))
+    expect(banner).to_be_hidden()
+    studio.broker.stop()
+    expect(banner).to_be_visible()
+    expect(page.locator("body")).to_have_attribute("data-link", "down")
+    for table in ("t1", "t2"):
+        # Unknown, never offline: the console cannot tell.
+        expect(alice.tile(table)).to_have_attribute("data-status", "unknown")
+        pause = alice.tile(table).locator(by_id("action-pause"))
+        expect(pause).to_be_disabled()
+        expect(pause).to_have_attribute("title", "the console's link to the broker is down")
+    screens.shoot(page, "broker-link-down")
+    studio.broker.restart()
+    expect(banner).to_be_hidden(timeout=TIMEOUT_S * 1000)
+    for table in ("t1", "t2"):
+        expect(alice.tile(table)).to_have_attribute(
+            "data-status", "running", timeout=TIMEOUT_S * 1000
+        )
+    expect(alice.tile("t1").locator(by_id("action-pause"))).to_be_enabled()
+    alice.check_clean()
