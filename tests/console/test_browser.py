@@ -8,6 +8,14 @@ journal under the supervisor's name. The pauses come from the simulated dealer a
 card drawn between rounds or while paused (out of turn), a card the shoe cannot read
 (misread), the shoe's cable pulled in the middle of a deal (an outage).
 
+The cases: the wall (both tables, most urgent first, a pause from the page pausing exactly
+that table, a tablet's width); accept and burn of cards drawn out of turn; enter_card of a
+misread and of a card drawn during an outage, typed in the picker; no_cards_drawn; a plain
+resume; cancel after its confirmation; a round's history and its printable page; the audit
+and its CSV; a viewer without actions, whose forged request is refused; a killed daemon
+OFFLINE within 2 s; the sign-in delays; the browser's connection lost and back (beeps never
+replayed); the queue's keys; a stale table; the console's broker link down.
+
 Screenshots of what a supervisor sees are saved in each test's ``screenshots`` folder (its
 path is printed) and copied to ``$LIVETABLE_SCREENSHOTS/<test>/`` when that is set.
 """
@@ -607,24 +615,27 @@ def test_enter_card_resolves_a_misread_with_the_card_typed_in_the_picker(
     expect(offered).to_have_count(len(faces["possible"]))
     offered_faces = {offered.nth(i).get_attribute("data-card") for i in range(offered.count())}
     assert offered_faces == set(faces["possible"])
-    field_ = picker.locator(by_id("card-input"))
+    card_field = picker.locator(by_id("card-input"))
     submit = picker.locator(by_id("card-submit"))
     # Typing: "KH", "10h", "kh" are cards; "1x" is not.
     for typed, card in (("KH", "KH"), ("10h", "TH"), ("kh", "KH"), (" 10 S ", "TS")):
-        field_.fill(typed)
+        card_field.fill(typed)
         if card in faces["possible"]:
             expect(submit).to_be_enabled()
             expect(submit).to_have_attribute("data-card", card)
-    field_.fill("1x")
+        else:  # its eight copies were dealt: the picker says so and will not send it
+            expect(submit).to_be_disabled()
+            expect(picker.locator(by_id("card-parse"))).to_contain_text("cannot be in this shoe")
+    card_field.fill("1x")
     expect(submit).to_be_disabled()
     expect(picker.locator(by_id("card-parse"))).to_contain_text("not a card")
     # The card on the felt, typed as a person types it.
-    field_.fill(typed_form(emitted.card))
+    card_field.fill(typed_form(emitted.card))
     expect(submit).to_have_attribute("data-card", emitted.card)
     screens.shoot(page, "card-picker")
     before = last_seq(studio, "t1")
     hand.go()
-    field_.press("Enter")
+    card_field.press("Enter")
     expect(picker).to_be_hidden()
     dealt = next_event(studio, "t1", "card_dealt", after=before)
     assert dealt["data"] == {
