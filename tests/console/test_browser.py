@@ -11,7 +11,7 @@ card drawn between rounds or while paused (out of turn), a card the shoe cannot 
 The cases: the wall (both tables, most urgent first, a pause from the page pausing exactly
 that table, a tablet's width); accept and burn of cards drawn out of turn; enter_card of a
 misread and of a card drawn during an outage, typed in the picker; no_cards_drawn; a plain
-resume; cancel after its confirmation; a round's history and its printable page; the audit
+resume; cancel, end shoe and new shoe after their confirmations; a round's history and its printable page; the audit
 and its CSV; a viewer without actions, whose forged request is refused; a killed daemon
 OFFLINE within 2 s; the sign-in delays; the browser's connection lost and back (beeps never
 replayed); the queue's keys; a stale table; the console's broker link down.
@@ -1068,4 +1068,42 @@ def test_the_consoles_broker_link_down_shows_its_banner_and_no_table_as_offline(
             "data-status", "running", timeout=TIMEOUT_S * 1000
         )
     expect(alice.tile("t1").locator(by_id("action-pause"))).to_be_enabled()
+    alice.check_clean()
+
+
+def test_end_shoe_and_new_shoe_are_sent_after_their_confirmations(
+    studio: ConsoleStudio, browser: Any, screens: Screens
+) -> None:
+    from playwright.sync_api import expect
+
+    alice = sign_in(browser, studio, "alice")
+    page = alice.page
+    tile = alice.tile("t2")
+    dialog = page.locator(by_id("confirm-dialog"))
+    before = last_seq(studio, "t2")
+    tile.locator(by_id("action-end-shoe")).click()
+    expect(dialog.locator(by_id("confirm-title"))).to_contain_text("End shoe 1 on table t2")
+    expect(dialog.locator(by_id("confirm-text"))).to_contain_text("no more rounds")
+    dialog.locator(by_id("confirm-reason")).fill("end of shift")
+    dialog.locator(by_id("confirm-ok")).click()
+    ended = next_event(studio, "t2", "shoe_ended", after=before)
+    assert ended["data"]["shoe_id"] == 1, ended
+    studio.wait_state("t2", lambda s, _f: s["phase"] == "AWAITING_SHUFFLE", "the shoe ended")
+    expect(tile.locator(by_id("tile-shoe"))).to_contain_text("no shoe")
+    end = tile.locator(by_id("action-end-shoe"))
+    expect(end).to_be_disabled()
+    expect(end).to_have_attribute("title", "no shoe is in play")
+
+    tile.locator(by_id("action-new-shoe")).click()
+    expect(dialog.locator(by_id("confirm-title"))).to_contain_text("new shoe on table t2")
+    expect(dialog.locator(by_id("confirm-text"))).to_contain_text("shuffled")
+    screens.shoot(page, "new-shoe-confirmation")
+    dialog.locator(by_id("confirm-ok")).click()
+    started = next_event(studio, "t2", "shoe_started", after=before)
+    assert (started["data"]["shoe_id"], started["data"]["by"]) == (2, "alice"), started
+    # The dealer reveals and burns: the new shoe is ready.
+    studio.wait_state("t2", lambda s, _f: s["phase"] == "SHOE_READY", "the new shoe burned")
+    expect(tile.locator(by_id("tile-shoe"))).to_contain_text("shoe 2")
+    done = [(r["command"], r["reason"]) for r in commands_by(studio.tables["t2"], "alice")]
+    assert done == [("end_shoe", "end of shift"), ("new_shoe", "")], done
     alice.check_clean()
