@@ -11,10 +11,11 @@ card drawn between rounds or while paused (out of turn), a card the shoe cannot 
 The cases: the wall (both tables, most urgent first, a pause from the page pausing exactly
 that table, a tablet's width); accept and burn of cards drawn out of turn; enter_card of a
 misread and of a card drawn during an outage, typed in the picker; no_cards_drawn; a plain
-resume; cancel, end shoe and new shoe after their confirmations; a round's history and its printable page; the audit
-and its CSV; a viewer without actions, whose forged request is refused; a killed daemon
-OFFLINE within 2 s; the sign-in delays; the browser's connection lost and back (beeps never
-replayed); the queue's keys; a stale table; the console's broker link down.
+resume; cancel, end shoe and new shoe after their confirmations; a round's history and its
+printable page; the audit and its CSV; a viewer without actions, whose forged request is
+refused; a killed daemon OFFLINE within 2 s; the sign-in delays; the browser's connection
+lost and back (beeps never replayed); the queue's keys; a stale table; the console's broker
+link down.
 
 Screenshots of what a supervisor sees are saved in each test's ``screenshots`` folder (its
 path is printed) and copied to ``$LIVETABLE_SCREENSHOTS/<test>/`` when that is set.
