@@ -1,0 +1,1110 @@
+"""The console's page in a real headless Chromium (Debian's ``/usr/bin/chromium``, driven by
+playwright), against the real thing: ``livetable console`` serving two ``livetable run``
+tables on a locked-down mosquitto (``console_studio``, :mod:`tests.support.console`).
+
+Every action is taken on the page as a supervisor takes it (a click, a key, typing) and
+checked where it lands: on MQTT (the platform's connection of the studio) and in the table's
+journal under the supervisor's name. The pauses come from the simulated dealer and shoe: a
+card drawn between rounds or while paused (out of turn), a card the shoe cannot read
+(misread), the shoe's cable pulled in the middle of a deal (an outage).
+
+The cases: the wall (both tables, most urgent first, a pause from the page pausing exactly
+that table, a tablet's width); accept and burn of cards drawn out of turn; enter_card of a
+misread and of a card drawn during an outage, typed in the picker; no_cards_drawn; a plain
+resume; cancel, end shoe and new shoe after their confirmations; a round's history and its
+printable page; the audit and its CSV; a viewer without actions, whose forged request is
+refused; a killed daemon OFFLINE within 2 s; the sign-in delays; the browser's connection
+lost and back (beeps never replayed); the queue's keys; a stale table; the console's broker
+link down.
+
+Screenshots of what a supervisor sees are saved in each test's ``screenshots`` folder (its
+path is printed) and copied to ``$LIVETABLE_SCREENSHOTS/<test>/`` when that is set.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import re
+import selectors
+import shutil
+import signal
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from simulators.shoe.simulator import FaultPlan
+from tests.support.console import ConsoleStudio, ConsoleTable
+from tests.support.wait import wait_until
+
+CHROMIUM = Path("/usr/bin/chromium")
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="no /usr/bin/chromium (Debian's chromium package) to drive"
+)
+
+# playwright drives the system's Chromium: nothing is downloaded (no `playwright install`).
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+TIMEOUT_S = 30.0
+# How long a page may take to show what the console has (a loaded machine: generous).
+PAGE_TIMEOUT_MS = 20_000
+DESK = {"width": 1400, "height": 1000}
+TABLET = {"width": 768, "height": 1024}
+
+
+def by_id(name: str) -> str:
+    """The CSS selector of the element with that data-testid."""
+    return f'[data-testid="{name}"]'
+
+
+# --- the browser -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    """A headless Chromium of the test's own (playwright's driver and its threads end with
+    it: the leak check sees nothing left)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as driver:
+        chromium = driver.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@dataclass
+class Screens:
+    """Where a test's screenshots go (and their copy under ``$LIVETABLE_SCREENSHOTS``)."""
+
+    folder: Path
+    copy_to: Path | None
+    taken: list[Path] = field(default_factory=list)
+
+    def shoot(self, page: Any, name: str, *, full_page: bool = False) -> Path:
+        path = self.folder / f"{len(self.taken) + 1:02d}-{name}.png"
+        page.screenshot(path=str(path), full_page=full_page)
+        self.taken.append(path)
+        if self.copy_to is not None:
+            self.copy_to.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, self.copy_to / path.name)
+        return path
+
+
+@pytest.fixture
+def screens(tmp_path: Path, request: pytest.FixtureRequest) -> Screens:
+    folder = tmp_path / "screenshots"
+    folder.mkdir()
+    root = os.environ.get("LIVETABLE_SCREENSHOTS")
+    copy_to = Path(root) / request.node.name if root else None
+    print(f"screenshots of {request.node.name}: {folder}" + (f" and {copy_to}" if copy_to else ""))
+    return Screens(folder, copy_to)
+
+
+@dataclass
+class Visit:
+    """One person's browser page on the console, and what went wrong in it."""
+
+    page: Any
+    errors: list[str]
+
+    def locator(self, selector: str) -> Any:
+        return self.page.locator(selector)
+
+    def tile(self, table: str) -> Any:
+        return self.page.locator(by_id(f"tile-{table}"))
+
+    def queue_item(self, table: str) -> Any:
+        return self.page.locator(by_id(f"queue-item-{table}"))
+
+    def check_clean(self) -> None:
+        """No script error and no Content-Security-Policy violation in the page."""
+        assert self.errors == [], self.errors
+
+
+def open_page(browser: Any, url: str, viewport: dict[str, int] = DESK) -> Visit:
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=PAGE_TIMEOUT_MS)
+    context = browser.new_context(viewport=viewport)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(f"script error: {error}"))
+    page.on(
+        "console",
+        lambda message: (
+            errors.append(f"console: {message.text}")
+            if "Content Security Policy" in message.text or message.type == "assert"
+            else None
+        ),
+    )
+    page.goto(url)
+    return Visit(page, errors)
+
+
+def sign_in(
+    browser: Any, studio: ConsoleStudio, account: str, *, url: str | None = None, **options: Any
+) -> Visit:
+    """A new browser (its own cookies) signed in as ``account`` through the sign-in form,
+    the wall loaded and its stream up. ``url``: the console's, or a relay's to it."""
+    from playwright.sync_api import expect
+
+    visit = open_page(browser, f"{url or studio.url}/", **options)
+    page = visit.page
+    page.wait_for_url(re.compile(r"/signin$"))
+    page.fill(by_id("signin-username"), account)
+    page.fill(by_id("signin-password"), studio.passwords[account])
+    page.click(by_id("signin-submit"))
+    page.wait_for_url(re.compile(r"/$"))
+    expect(page.locator("body")).to_have_attribute("data-loaded", "true")
+    expect(page.locator("body")).to_have_attribute("data-stream", "up")
+    return visit
+
+
+# --- the dealer's hand, held -----------------------------------------------------------------
+
+
+class DealerHand:
+    """The studio's dealer draws on a table whenever it waits for a card; this holds the
+    dealer's hand on one table: a card the dealer would draw now is not drawn (counted in
+    :attr:`wanted`) until the test draws it (:meth:`draw_wanted`) or lets go (:meth:`go`).
+    So a round can be held in ``DEALING``, awaiting its next card, as long as a test needs."""
+
+    def __init__(self, table: ConsoleTable) -> None:
+        self.table = table
+        self._lock = threading.Lock()
+        self._holding = False
+        self._wanted = 0
+        self._draw = table.draw
+        table.draw = self._dealer_draws  # type: ignore[method-assign]
+
+    def _dealer_draws(self) -> None:
+        with self._lock:
+            if self._holding:
+                self._wanted += 1
+                return
+        self._draw()
+
+    def hold(self) -> None:
+        with self._lock:
+            self._holding = True
+            self._wanted = 0
+
+    @property
+    def wanted(self) -> int:
+        with self._lock:
+            return self._wanted
+
+    def draw_wanted(self, faults: FaultPlan | None = None) -> Any:
+        """The card the dealer waited to draw leaves the shoe now (with ``faults`` for this
+        card, e.g. unreadable); what the shoe emitted."""
+        with self._lock:
+            assert self._wanted > 0, "the dealer was not about to draw"
+            self._wanted -= 1
+        shoe = self.table.shoe
+        with self.table.draw_lock:
+            if faults is not None:
+                shoe.faults = faults
+            try:
+                return shoe.draw()
+            finally:
+                shoe.faults = FaultPlan()
+
+    def go(self) -> None:
+        """The dealer draws again by itself (from the next state the table publishes)."""
+        with self._lock:
+            self._holding = False
+            self._wanted = 0
+
+
+class Relay:
+    """A TCP relay between the browser and the console, on a loopback port of its own, that
+    can cut the browser's connections (as a lost network does) while the console and its
+    sessions stay up. One thread moves the bytes of every connection (selectors)."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target = ("127.0.0.1", target_port)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.setblocking(False)
+        self.port = self.listener.getsockname()[1]
+        self.down = threading.Event()
+        self._cut = threading.Event()
+        self._stop = threading.Event()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self.listener, selectors.EVENT_READ, None)
+        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
+        self._peers: dict[socket.socket, socket.socket] = {}
+        self._thread = threading.Thread(target=self._run, name="browser-relay")
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def cut(self) -> None:
+        """Close every connection, and refuse new ones until :meth:`restore`."""
+        self.down.set()
+        self._cut.set()
+        self._wake_w.send(b"x")
+
+    def restore(self) -> None:
+        self.down.clear()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._wake_w.send(b"x")
+        self._thread.join(TIMEOUT_S)
+        for sock in (self.listener, self._wake_r, self._wake_w, *self._peers):
+            sock.close()
+        self._selector.close()
+
+    def _drop(self, sock: socket.socket) -> None:
+        other = self._peers.pop(sock, None)
+        for each in (sock, other):
+            if each is not None:
+                with contextlib.suppress(KeyError, ValueError):
+                    self._selector.unregister(each)
+                each.close()
+                self._peers.pop(each, None)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for key, _mask in self._selector.select(timeout=1.0):
+                sock = key.fileobj
+                assert isinstance(sock, socket.socket)
+                if sock is self._wake_r:
+                    sock.recv(64)
+                elif sock is self.listener:
+                    with contextlib.suppress(BlockingIOError):
+                        client, _ = self.listener.accept()
+                        if self.down.is_set():
+                            client.close()
+                            continue
+                        upstream = socket.create_connection(self.target)
+                        for one, two in ((client, upstream), (upstream, client)):
+                            self._peers[one] = two
+                            self._selector.register(one, selectors.EVENT_READ, None)
+                elif sock in self._peers:
+                    try:
+                        data = sock.recv(65536)
+                        if data:
+                            self._peers[sock].sendall(data)
+                            continue
+                    except OSError:
+                        pass
+                    self._drop(sock)
+            if self._cut.is_set():
+                self._cut.clear()
+                for sock in list(self._peers):
+                    self._drop(sock)
+
+
+def hold_a_deal(studio: ConsoleStudio, hand: DealerHand, table: str) -> dict[str, Any]:
+    """A round opened on ``table`` and held in ``DEALING`` at its first card; its state."""
+    hand.hold()
+    studio.play(table, 1)
+    wait_until(lambda: hand.wanted > 0, TIMEOUT_S, f"the dealer about to deal on {table}")
+    return studio.wait_state(
+        table,
+        lambda s, _f: s["phase"] == "DEALING" and s["round"] is not None,
+        "dealing a round",
+    )
+
+
+def paused(studio: ConsoleStudio, table: str, reason: str, need: str = "") -> dict[str, Any]:
+    """Wait until ``table`` is paused for ``reason`` with a need that says ``need``."""
+    try:
+        return studio.wait_state(
+            table,
+            lambda s, _f: (
+                s["phase"] == "PAUSED"
+                and s["pause"]["reason"] == reason
+                and (not need or any(need in n for n in s["pause"]["needs"]))
+            ),
+            f"paused ({reason}, needing {need!r})",
+        )
+    except AssertionError as failure:
+        raise AssertionError(f"{failure}; the table's state: {studio.state(table)}") from None
+
+
+def next_event(studio: ConsoleStudio, table: str, kind: str, after: int) -> dict[str, Any]:
+    """The table's first ``kind`` event after seq ``after`` (waiting for it)."""
+
+    def found() -> dict[str, Any] | None:
+        events = [e for e in studio.events(table) if e["type"] == kind and e["seq"] > after]
+        return events[0] if events else None
+
+    return wait_until(found, TIMEOUT_S, f"a {kind} event on {table} after #{after}")
+
+
+def last_seq(studio: ConsoleStudio, table: str) -> int:
+    events = studio.events(table)
+    return events[-1]["seq"] if events else 0
+
+
+def console_has_round(visit: Visit, studio: ConsoleStudio, table: str, round_id: int) -> None:
+    """Wait until the console's feed holds the round to its end (its events come a moment
+    after the state that ended it, on a loaded machine)."""
+
+    def ended() -> bool:
+        answer = visit.page.request.get(f"{studio.url}/api/tables/{table}/rounds/{round_id}")
+        if answer.status != 200:
+            return False
+        kinds = [event["type"] for event in answer.json()["events"]]
+        return bool(kinds) and kinds[-1] in ("round_settled", "round_voided")
+
+    wait_until(ended, TIMEOUT_S, f"the console holding round {round_id} of {table} to its end")
+
+
+def commands_by(table: ConsoleTable, account: str) -> list[dict[str, Any]]:
+    """The supervisor commands the table journaled under ``account``'s name."""
+    return [
+        row
+        for row in table.journal_rows("SupervisorCommanded")
+        if row["command_id"].split("/")[0] == account
+    ]
+
+
+def choices(visit: Visit, table: str) -> list[str]:
+    """The resolutions the pause queue offers for ``table`` (their test ids)."""
+    buttons = visit.queue_item(table).locator(f"{by_id('queue-choices')} button")
+    return [buttons.nth(i).get_attribute("data-testid") for i in range(buttons.count())]
+
+
+def typed_form(card: str) -> str:
+    """A card as a person types it: lower case, 10 for a ten ("th" -> "10h", "KS" -> "ks")."""
+    rank, suit = card[0], card[1]
+    return ("10" if rank == "T" else rank.lower()) + suit.lower()
+
+
+@pytest.fixture
+def studio(console_studio: ConsoleStudio) -> ConsoleStudio:
+    return console_studio
+
+
+# --- the tests ---------------------------------------------------------------------------------
+
+
+def test_the_wall_shows_both_tables_and_a_pause_from_it_pauses_only_that_table(
+    studio: ConsoleStudio, browser: Any, screens: Screens
+) -> None:
+    from playwright.sync_api import expect
+
+    alice = sign_in(browser, studio, "alice")
+    page = alice.page
+    for table, game in (("t1", "baccarat"), ("t2", "blackjack-classic")):
+        tile = alice.tile(table)
+        expect(tile).to_have_attribute("data-status", "running")
+        expect(tile.locator(by_id("tile-status"))).to_have_text("RUNNING")
+        expect(tile.locator(by_id("tile-game"))).to_contain_text(game)
+        expect(tile.locator(by_id("tile-phase"))).to_have_text("SHOE_READY")
+        expect(tile.locator(by_id("tile-shoe"))).to_contain_text("shoe 1")
+        expect(tile.locator(by_id("device-shoe"))).to_contain_text("shoe online")
+        expect(tile.locator(by_id("tile-age"))).to_contain_text("last message")
+    expect(page.locator(by_id("session-role"))).to_have_text("supervisor")
+    expect(page.locator(by_id("queue-empty"))).to_be_visible()
+    # Buttons the state does not allow are disabled and say why.
+    cancel = alice.tile("t1").locator(by_id("action-cancel"))
+    expect(cancel).to_be_disabled()
+    expect(cancel).to_have_attribute("title", "no round is in play")
+
+    # Opt in to the beep on a new pause.
+    page.check(by_id("sound-toggle"))
+
+    # Controls a change does not touch stay the same elements across redraws (a click in
+    # progress is never lost): t2's pause button, t1's history button.
+    kept = [
+        alice.tile("t2").locator(by_id("action-pause")).element_handle(),
+        alice.tile("t1").locator(by_id("action-history")).element_handle(),
+    ]
+
+    # Pause t1 from the page, with a reason that looks like markup (shown as text).
+    before_t2 = last_seq(studio, "t2")
+    alice.tile("t1").locator(by_id("action-pause")).click()
+    dialog = page.locator(by_id("confirm-dialog"))
+    expect(dialog).to_be_visible()
+    expect(dialog.locator(by_id("confirm-title"))).to_contain_text("t1")
+    # A pause needs a reason: an empty one is not sent.
+    dialog.locator(by_id("confirm-ok")).click()
+    expect(dialog.locator(by_id("confirm-error"))).to_be_visible()
+    dialog.locator(by_id("confirm-reason")).fill("spilled <b>drink</b>")
+    dialog.locator(by_id("confirm-ok")).click()
+    expect(dialog).to_be_hidden()
+
+    # On MQTT: t1 is paused by alice, for that reason.
+    state = paused(studio, "t1", "supervisor")
+    assert state["pause"]["by"] == "alice", state["pause"]
+    assert "spilled <b>drink</b>" in state["pause"]["message"], state["pause"]
+    # On the page: t1's tile says PAUSED (colour and word), with reason, message, since, by.
+    tile = alice.tile("t1")
+    expect(tile).to_have_attribute("data-status", "paused")
+    expect(tile.locator(by_id("tile-status"))).to_have_text("PAUSED")
+    expect(tile.locator(by_id("pause-reason"))).to_have_text("supervisor")
+    expect(tile.locator(by_id("pause-message"))).to_contain_text("spilled <b>drink</b>")
+    expect(tile.locator(by_id("pause-by"))).to_have_text("alice")
+    expect(tile.locator(by_id("pause-since"))).not_to_be_empty()
+    assert tile.locator("b").count() == 0, "the table's text was parsed as HTML"
+    answer = tile.locator(by_id("answer"))
+    expect(answer).to_have_attribute("data-ok", "true")
+    expect(answer).to_contain_text("t1 pause")
+    # Most urgent first: the paused table leads the wall.
+    expect(page.locator(f"{by_id('wall')} > article").first).to_have_attribute("data-table", "t1")
+    # The queue offers exactly a plain resume.
+    expect(alice.queue_item("t1")).to_be_visible()
+    assert choices(alice, "t1") == ["resolve-resume"]
+    expect(page.locator("body")).to_have_attribute("data-beeps", "1")
+    assert [handle.evaluate("(element) => element.isConnected") for handle in kept] == [
+        True,
+        True,
+    ], "a redraw replaced a control it did not change"
+
+    # t2 was not touched, and plays on: a round opened and settled after t1's pause.
+    studio.play("t2", 1)
+    next_event(studio, "t2", "round_settled", after=before_t2)
+    assert studio.state("t2")["pause"] is None  # type: ignore[index]
+    expect(alice.tile("t2")).to_have_attribute("data-status", "running")
+    screens.shoot(page, "wall-running-and-paused", full_page=True)
+
+    # The journals: t1 has alice's pause under her name; t2 has no command of hers.
+    [pause_row] = commands_by(studio.tables["t1"], "alice")
+    assert (pause_row["command"], pause_row["role"]) == ("pause", "supervisor"), pause_row
+    assert commands_by(studio.tables["t2"], "alice") == []
+
+    # A plain resume, by its keyboard shortcut, resolves it.
+    before = last_seq(studio, "t1")
+    page.keyboard.press("r")
+    resumed = next_event(studio, "t1", "table_resumed", after=before)
+    assert (resumed["data"]["by"], resumed["data"]["resolution"]) == ("alice", ""), resumed
+    studio.wait_state("t1", lambda s, _f: s["phase"] == "SHOE_READY", "resumed")
+    expect(alice.tile("t1")).to_have_attribute("data-status", "running")
+    expect(alice.queue_item("t1")).to_have_attribute("data-state", "resolved")
+    expect(alice.queue_item("t1").locator(by_id("answer"))).to_contain_text("resumed")
+
+    # The help overlay documents the shortcuts.
+    page.keyboard.press("?")
+    expect(page.locator(by_id("help-overlay"))).to_be_visible()
+    expect(page.locator(by_id("help-keys"))).to_contain_text("accept")
+    page.keyboard.press("Escape")
+    expect(page.locator(by_id("help-overlay"))).to_be_hidden()
+
+    # On a tablet: the wall fits the screen's width, nothing scrolls sideways.
+    page.set_viewport_size(TABLET)
+    expect(alice.tile("t2")).to_be_visible()
+    width = page.evaluate("() => document.documentElement.scrollWidth")
+    assert width <= TABLET["width"], f"the page is {width} px wide on a 768 px tablet"
+    screens.shoot(page, "tablet", full_page=True)
+    alice.check_clean()
+
+
+def test_accept_and_burn_resolve_the_cards_drawn_out_of_turn(
+    studio: ConsoleStudio, browser: Any, screens: Screens
+) -> None:
+    from playwright.sync_api import expect
+
+    hand = DealerHand(studio.tables["t1"])
+    alice = sign_in(browser, studio, "alice")
+    page = alice.page
+
+    # Between rounds: the dealer draws a card; the queue offers accept and burn.
+    studio.draw_out_of_turn("t1")
+    item = alice.queue_item("t1")
+    expect(item).to_have_attribute("data-state", "paused")
+    expect(item.locator(by_id("queue-reason"))).to_have_text("card_out_of_turn")
+    expect(item.locator(by_id("queue-needs"))).to_contain_text("accept or burn the 1 card(s)")
+    assert choices(alice, "t1") == ["resolve-accept", "resolve-burn"]
+    screens.shoot(page, "pause-queue-out-of-turn")
+    # Accept is not what the table can do between rounds: its answer is shown right there.
+    item.locator(by_id("resolve-accept")).click()
+    expect(item.locator(by_id("answer"))).to_have_attribute("data-ok", "false")
+    expect(item.locator(by_id("answer"))).to_contain_text("burn it instead")
+    assert studio.state("t1")["phase"] == "PAUSED"  # type: ignore[index]
+    before = last_seq(studio, "t1")
+    item.locator(by_id("resolve-burn")).click()
+    burned = next_event(studio, "t1", "cards_burned", after=before)
+    assert burned["data"]["count"] == 1
+    resumed = next_event(studio, "t1", "table_resumed", after=before)
+    assert (resumed["data"]["resolution"], resumed["data"]["by"]) == ("burn", "alice")
+    expect(alice.tile("t1")).to_have_attribute("data-status", "running")
+
+    # In a deal: alice pauses the table just before the dealer draws; the card comes while
+    # it is paused and is held; accept deals it where the round expects it.
+    dealing = hold_a_deal(studio, hand, "t1")
+    round_id = dealing["round"]["id"]
+    position = dealing["awaiting"]["position"]
+    alice.tile("t1").locator(by_id("action-pause")).click()
+    page.locator(by_id("confirm-reason")).fill("checking the shoe")
+    page.locator(by_id("confirm-ok")).click()
+    paused(studio, "t1", "supervisor")
+    emitted = hand.draw_wanted()
+    # The pause is the held card's now: its reason says so.
+    paused(studio, "t1", "card_out_of_turn", need="accept or burn the 1 card(s)")
+    expect(item.locator(by_id("queue-needs"))).to_contain_text("accept or burn")
+    assert choices(alice, "t1") == ["resolve-accept", "resolve-burn"]
+    before = last_seq(studio, "t1")
+    hand.go()
+    page.keyboard.press("a")  # the shortcut for accept, on the selected (only) pause
+    resumed = next_event(studio, "t1", "table_resumed", after=before)
+    assert (resumed["data"]["resolution"], resumed["data"]["by"]) == ("accept", "alice")
+    dealt = next_event(studio, "t1", "card_dealt", after=before)
+    assert (dealt["data"]["round_id"], dealt["data"]["position"]) == (round_id, position)
+    assert dealt["data"]["card"] == emitted.card, (dealt, emitted)
+    # The round plays on to its result.
+    settled = next_event(studio, "t1", "round_settled", after=before)
+    assert settled["data"]["round_id"] == round_id
+    # The round's history: the pause, the held card accepted (entered by the supervisor),
+    # the result.
+    console_has_round(alice, studio, "t1", round_id)
+    alice.tile("t1").locator(by_id("action-history")).click()
+    history = page.locator(by_id("history-dialog"))
+    expect(history.locator(by_id("history-round"))).to_have_value(str(round_id))
+    rows = history.locator(by_id("history-row"))
+    expect(rows.last).to_have_attribute("data-type", "round_settled")
+    kinds = [rows.nth(i).get_attribute("data-type") for i in range(rows.count())]
+    assert kinds[0] == "round_opened" and "table_paused" in kinds, kinds
+    assert kinds.index("table_paused") < kinds.index("table_resumed"), kinds
+    accepted = history.locator(f'{by_id("history-row")}[data-seq="{dealt["seq"]}"]')
+    expect(accepted).to_contain_text("from supervisor")
+    expect(accepted.locator(f'[data-card="{emitted.card}"]')).to_be_visible()
+    screens.shoot(page, "round-history-with-a-pause")
+    history.locator(by_id("history-close")).click()
+    # Under alice's name, in the order she acted: the refused accept is journaled too.
+    done = [(r["command"], r["resolution"]) for r in commands_by(studio.tables["t1"], "alice")]
+    assert done == [("resume", "accept"), ("resume", "burn"), ("pause", ""), ("resume", "accept")]
+    alice.check_clean()
+
+
+def test_enter_card_resolves_a_misread_with_the_card_typed_in_the_picker(
+    studio: ConsoleStudio, browser: Any, screens: Screens
+) -> None:
+    from playwright.sync_api import expect
+
+    hand = DealerHand(studio.tables["t1"])
+    alice = sign_in(browser, studio, "alice")
+    page = alice.page
+    dealing = hold_a_deal(studio, hand, "t1")
+    round_id, position = dealing["round"]["id"], dealing["awaiting"]["position"]
+    # The shoe cannot read the card the dealer draws (and no camera reads it either).
+    emitted = hand.draw_wanted(FaultPlan(unreadable_rate=1.0))
+    assert emitted.event == "misread" and emitted.card is not None, emitted
+    paused(studio, "t1", "misread", need="enter_card for the unread card")
+    item = alice.queue_item("t1")
+    expect(item.locator(by_id("queue-needs"))).to_contain_text("enter_card for the unread card")
+    assert choices(alice, "t1") == ["resolve-enter-card"]
+
+    item.locator(by_id("resolve-enter-card")).click()
+    picker = page.locator(by_id("card-picker"))
+    expect(picker).to_be_visible()
+    # Only the faces still possible in this shoe, as the console says.
+    faces = page.request.get(f"{studio.url}/api/tables/t1/faces").json()
+    offered = picker.locator(f"{by_id('card-faces')} button")
+    expect(offered).to_have_count(len(faces["possible"]))
+    offered_faces = {offered.nth(i).get_attribute("data-card") for i in range(offered.count())}
+    assert offered_faces == set(faces["possible"])
+    card_field = picker.locator(by_id("card-input"))
+    submit = picker.locator(by_id("card-submit"))
+    # Typing: "KH", "10h", "kh" are cards; "1x" is not.
+    for typed, card in (("KH", "KH"), ("10h", "TH"), ("kh", "KH"), (" 10 S ", "TS")):
+        card_field.fill(typed)
+        if card in faces["possible"]:
+            expect(submit).to_be_enabled()
+            expect(submit).to_have_attribute("data-card", card)
+        else:  # its eight copies were dealt: the picker says so and will not send it
+            expect(submit).to_be_disabled()
+            expect(picker.locator(by_id("card-parse"))).to_contain_text("cannot be in this shoe")
+    card_field.fill("1x")
+    expect(submit).to_be_disabled()
+    expect(picker.locator(by_id("card-parse"))).to_contain_text("not a card")
+    # The card on the felt, typed as a person types it.
+    card_field.fill(typed_form(emitted.card))
+    expect(submit).to_have_attribute("data-card", emitted.card)
+    screens.shoot(page, "card-picker")
+    before = last_seq(studio, "t1")
+    hand.go()
+    card_field.press("Enter")
+    expect(picker).to_be_hidden()
+    dealt = next_event(studio, "t1", "card_dealt", after=before)
+    assert dealt["data"] == {
+        "round_id": round_id,
+        "position": position,
+        "face_down": False,
+        "source": "supervisor",
+        "card": emitted.card,
+    }, dealt
+    resumed = next_event(studio, "t1", "table_resumed", after=before)
+    assert (resumed["data"]["resolution"], resumed["data"]["by"]) == ("enter_card", "alice")
+    next_event(studio, "t1", "round_settled", after=before)
+    [entered] = [r for r in commands_by(studio.tables["t1"], "alice") if r["command"] == "resume"]
+    assert (entered["resolution"], entered["card"]) == ("enter_card", emitted.card), entered
+    alice.check_clean()
+
+
+def test_an_outage_is_resolved_by_entering_the_card_drawn_then_no_cards_drawn(
+    studio: ConsoleStudio, browser: Any, screens: Screens
+) -> None:
+    from playwright.sync_api import expect
+
+    table = studio.tables["t1"]
+    hand = DealerHand(table)
+    alice = sign_in(browser, studio, "alice")
+    page = alice.page
+    dealing = hold_a_deal(studio, hand, "t1")
+    round_id, position = dealing["round"]["id"], dealing["awaiting"]["position"]
+    # The shoe's cable comes out in the middle of the deal; the dealer draws meanwhile.
+    table.shoe.unplug()
+    paused(studio, "t1", "shoe_offline")
+    expect(alice.tile("t1").locator(by_id("device-shoe"))).to_contain_text("shoe offline")
+    emitted = hand.draw_wanted()
+    assert emitted.card is not None
+    table.shoe.replug()
+    state = studio.wait_state(
+        "t1", lambda s, _f: s["devices"]["shoe_online"] and s["phase"] == "PAUSED", "shoe back"
+    )
+    assert state["pause"]["offline_gap"], state["pause"]
+    item = alice.queue_item("t1")
+    expect(item.locator(by_id("queue-needs"))).to_contain_text("no_cards_drawn")
+    assert choices(alice, "t1") == ["resolve-no-cards-drawn", "resolve-enter-card"]
+    screens.shoot(page, "pause-queue-outage")
+
+    # The card that left the shoe while it was offline, entered by typing (upper case).
+    before = last_seq(studio, "t1")
+    page.keyboard.press("e")
+    picker = page.locator(by_id("card-picker"))
+    expect(picker).to_be_visible()
+    picker.locator(by_id("card-input")).fill(
+        emitted.card.replace("T", "10") if emitted.card[0] == "T" else emitted.card
+    )
+    picker.locator(by_id("card-submit")).click()
+    dealt = next_event(studio, "t1", "card_dealt", after=before)
+    assert (dealt["data"]["position"], dealt["data"]["card"], dealt["data"]["source"]) == (
+        position,
+        emitted.card,
+        "supervisor",
+    )
+    expect(item.locator(by_id("answer"))).to_contain_text("stays paused")
+    # Still paused, for the same outage: confirm no other card left the shoe.
+    paused(studio, "t1", "shoe_offline", need="no_cards_drawn")
+    expect(item).to_have_attribute("data-state", "paused")
+    hand.go()
+    item.locator(by_id("resolve-no-cards-drawn")).click()
+    resumed = next_event(studio, "t1", "table_resumed", after=before)
+    assert (resumed["data"]["resolution"], resumed["data"]["by"]) == ("no_cards_drawn", "alice")
+    settled = next_event(studio, "t1", "round_settled", after=before)
+    assert settled["data"]["round_id"] == round_id
+    resolutions = [r["resolution"] for r in commands_by(table, "alice")]
+    assert resolutions == ["enter_card", "no_cards_drawn"], resolutions
+    alice.check_clean()
+
+
+def test_cancel_voids_the_round_after_its_confirmation_and_its_history_shows_it(
+    studio: ConsoleStudio, browser: Any, screens: Screens
+) -> None:
+    from playwright.sync_api import expect
+
+    hand = DealerHand(studio.tables["t1"])
+    alice = sign_in(browser, studio, "alice")
+    page = alice.page
+    dealing = hold_a_deal(studio, hand, "t1")
+    round_id = dealing["round"]["id"]
+    cancel = alice.tile("t1").locator(by_id("action-cancel"))
+    expect(cancel).to_be_enabled()
+    expect(cancel).to_contain_text(f"round {round_id}")
+
+    # The confirmation names the round and says what cancelling does; Back sends nothing.
+    cancel.click()
+    dialog = page.locator(by_id("confirm-dialog"))
+    text = dialog.locator(by_id("confirm-text"))
+    expect(dialog.locator(by_id("confirm-title"))).to_contain_text(f"round {round_id}")
+    expect(text).to_contain_text(f"Round {round_id} is void")
+    expect(text).to_contain_text("Every bet in it is refunded")
+    expect(text).to_contain_text("cards dealt in it are discarded")
+    screens.shoot(page, "cancel-confirmation")
+    dialog.locator(by_id("confirm-back")).click()
+    expect(dialog).to_be_hidden()
+    expect(alice.tile("t1").locator(by_id("answer"))).to_have_text("")
+    assert commands_by(studio.tables["t1"], "alice") == []
+
+    before = last_seq(studio, "t1")
+    cancel.click()
+    dialog.locator(by_id("confirm-reason")).fill("dispute at the table")
+    dialog.locator(by_id("confirm-ok")).click()
+    voided = next_event(studio, "t1", "round_voided", after=before)
+    assert (voided["data"]["round_id"], voided["data"]["by"]) == (round_id, "alice"), voided
+    assert voided["data"]["refund"] == "all" and voided["data"]["reason"] == "dispute at the table"
+    studio.wait_state("t1", lambda s, _f: s["round"] is None, "the round voided")
+    hand.go()  # the card the dealer was about to draw stays in the shoe
+    [only] = [r for r in commands_by(studio.tables["t1"], "alice")]
+    assert only["command"] == "cancel", only
+    expect(alice.tile("t1").locator(by_id("answer"))).to_have_attribute("data-ok", "true")
+    expect(alice.tile("t1").locator(by_id("tile-phase"))).to_have_text("SHOE_READY")
+
+    # The round's history, from round_opened to round_voided.
+    console_has_round(alice, studio, "t1", round_id)
+    alice.tile("t1").locator(by_id("action-history")).click()
+    history = page.locator(by_id("history-dialog"))
+    expect(history.locator(by_id("history-round"))).to_have_value(str(round_id))
+    rows = history.locator(by_id("history-row"))
+    expect(rows.last).to_have_attribute("data-type", "round_voided")
+    expect(rows.first).to_have_attribute("data-type", "round_opened")
+    expect(history.locator(by_id("history-title"))).to_contain_text("VOID")
+    screens.shoot(page, "round-history")
+    printable = history.locator(by_id("history-printable")).get_attribute("href")
+    assert printable == f"/history?table=t1&round={round_id}", printable
+    history.locator(by_id("history-close")).click()
+
+    # The printable page of that round: the same rows; printed, without the controls.
+    sheet = alice.page.context.new_page()
+    sheet.goto(f"{studio.url}{printable}")
+    sheet_rows = sheet.locator(by_id("history-row"))
+    expect(sheet_rows.last).to_have_attribute("data-type", "round_voided")
+    expect(sheet_rows).to_have_count(rows.count())
+    sheet.emulate_media(media="print")
+    expect(sheet.locator(by_id("history-print"))).to_be_hidden()
+    screens.shoot(sheet, "round-history-printed", full_page=True)
+
+    alice.check_clean()
+
+
+def test_a_viewer_sees_no_actions_and_a_request_forged_from_its_page_is_refused(
+    studio: ConsoleStudio, browser: Any, screens: Screens
+) -> None:
+    from playwright.sync_api import expect
+
+    studio.pause("t1", reason="for the viewer to see", by="bob")
+    viewer = sign_in(browser, studio, "viewer")
+    page = viewer.page
+    expect(page.locator(by_id("session-role"))).to_have_text("viewer")
+    expect(viewer.tile("t1")).to_have_attribute("data-status", "paused")
+    expect(viewer.tile("t1").locator(by_id("pause-by"))).to_have_text("bob")
+    expect(viewer.tile("t2")).to_have_attribute("data-status", "running")
+    expect(viewer.queue_item("t1")).to_be_visible()
+    # No action anywhere: no tile actions, no resolution in the queue.
+    for selector in (
+        by_id("tile-actions"),
+        by_id("queue-choices"),
+        by_id("action-pause"),
+        by_id("action-cancel"),
+        by_id("resolve-resume"),
+    ):
+        assert page.locator(selector).count() == 0, f"a viewer sees {selector}"
+    # A key does nothing either.
+    page.keyboard.press("r")
+    screens.shoot(page, "viewer-wall")
+
+    # A request forged from the viewer's own page, with its own CSRF token: refused.
+    forged = page.evaluate(
+        """async () => {
+            const session = await (await fetch("/api/session")).json();
+            const answer = await fetch("/api/tables/t1/request", {
+                method: "POST",
+                headers: {"Content-Type": "application/json", "X-CSRF-Token": session.csrf},
+                body: JSON.stringify({command: "resume", args: {}}),
+            });
+            return {status: answer.status, body: await answer.json()};
+        }"""
+    )
+    assert forged["status"] == 403, forged
+    assert forged["body"]["code"] == "forbidden", forged
+    # Nothing reached the table: bob's pause is the only command it journaled, and it is
+    # still paused (a resume by alice, sent after, is the first to be taken).
+    alice = studio.supervisor("alice")
+    try:
+        assert alice.request("t1", "resume", timeout=TIMEOUT_S)["ok"]
+    finally:
+        alice.close()
+    rows = studio.tables["t1"].journal_rows("SupervisorCommanded")
+    assert [(r["command_id"].split("/")[0], r["command"]) for r in rows] == [
+        ("bob", "new_shoe"),
+        ("bob", "pause"),
+        ("alice", "resume"),
+    ], rows
+    viewer.check_clean()
+
+
+def test_a_killed_daemon_shows_its_tile_offline_within_2_s_and_the_other_stays_live(
+    studio: ConsoleStudio, browser: Any, screens: Screens
+) -> None:
+    from playwright.sync_api import expect
+
+    alice = sign_in(browser, studio, "alice")
+    page = alice.page
+    expect(alice.tile("t2")).to_have_attribute("data-status", "running")
+    studio.tables["t2"].daemon.kill(signal.SIGKILL)
+    # The requirement: OFFLINE on the wall within 2 s of the daemon's death.
+    expect(alice.tile("t2")).to_have_attribute("data-status", "offline", timeout=2000)
+    expect(alice.tile("t2").locator(by_id("tile-status"))).to_have_text("OFFLINE")
+    expect(alice.tile("t2").locator(by_id("tile-offline"))).to_be_visible()
+    for action in ("action-pause", "action-new-shoe"):
+        button = alice.tile("t2").locator(by_id(action))
+        expect(button).to_be_disabled()
+        expect(button).to_have_attribute("title", re.compile("offline"))
+    # t1 stays live: a round played on it shows on the wall.
+    before = last_seq(studio, "t1")
+    studio.play("t1", 1)
+    settled = next_event(studio, "t1", "round_settled", after=before)
+    expect(alice.tile("t1")).to_have_attribute("data-status", "running")
+    expect(alice.tile("t1").locator(by_id("tile-shoe"))).to_contain_text(
+        f"round {studio.state('t1')['shoe']['round_number']}"  # type: ignore[index]
+    )
+    assert settled["data"]["round_id"] >= 1
+    screens.shoot(page, "wall-offline-table")
+    alice.check_clean()
+
+
+def test_five_wrong_sign_ins_each_wait_longer(
+    studio: ConsoleStudio, browser: Any, screens: Screens
+) -> None:
+    visit = open_page(browser, f"{studio.url}/signin")
+    page = visit.page
+
+    def attempt() -> tuple[int, str | None]:
+        page.goto(f"{studio.url}/signin")
+        page.fill(by_id("signin-username"), "alice")
+        page.fill(by_id("signin-password"), "not-alice's-password")
+        with page.expect_response(
+            lambda response: response.url.endswith("/signin") and response.request.method == "POST"
+        ) as answered:
+            page.click(by_id("signin-submit"))
+        response = answered.value
+        return response.status, response.headers.get("retry-after")
+
+    waits: list[int] = []
+    for failure in range(1, 6):
+        # The next real attempt, once the last failure's delay has passed: refused.
+        status, _ = wait_until(
+            lambda: (found := attempt())[0] != 429 and found,
+            TIMEOUT_S + 2 ** (failure - 1),
+            f"attempt {failure} taken",
+            interval_s=0.2,
+        )
+        assert status == 401, status
+        # Right after a failure, the next attempt must wait, longer each time.
+        status, retry_after = attempt()
+        assert status == 429 and retry_after is not None, (status, retry_after)
+        waits.append(int(retry_after))
+        message = page.locator(by_id("signin-message"))
+        assert f"wait {retry_after} s" in message.inner_text(), message.inner_text()
+    assert all(later > earlier for earlier, later in itertools.pairwise(waits)), waits
+    screens.shoot(page, "signin-throttled")
+    assert studio.passwords["alice"] not in page.content()
+    visit.check_clean()
+
+
+def test_the_audit_lists_the_tables_entries_with_a_csv_download_link(
+    studio: ConsoleStudio, browser: Any, screens: Screens
+) -> None:
+    from playwright.sync_api import expect
+
+    alice = sign_in(browser, studio, "alice")
+    page = alice.page
+    studio.pause("t1", reason="for the audit", by="bob")
+    listed = page.request.get(f"{studio.url}/api/tables/t1/audit")
+    assert listed.status == 200, listed.text()
+    entries = listed.json()["entries"]
+    assert entries, "bob's new shoe and pause are in t1's audit"
+    alice.tile("t1").locator(by_id("action-audit")).click()
+    audit = page.locator(by_id("audit-dialog"))
+    expect(audit.locator(by_id("audit-row"))).to_have_count(len(entries))
+    expect(audit.locator(by_id("audit-content"))).to_contain_text("for the audit")
+    csv_link = audit.locator(by_id("audit-csv"))
+    expect(csv_link).to_have_attribute("href", "/api/tables/t1/audit.csv")
+    expect(csv_link).to_have_attribute("download", "audit-t1.csv")
+    screens.shoot(page, "audit")
+    with page.expect_download() as downloading:
+        csv_link.click()
+    saved = screens.folder.parent / "audit-t1.csv"
+    downloading.value.save_as(saved)
+    lines = saved.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 1 + len(entries), lines
+    assert "for the audit" in "\n".join(lines)
+    alice.check_clean()
+
+
+def test_a_lost_connection_shows_its_banner_and_a_pause_beeps_once_across_a_reconnect(
+    studio: ConsoleStudio, browser: Any, screens: Screens
+) -> None:
+    from playwright.sync_api import expect
+
+    assert studio.console is not None
+    relay = Relay(studio.console.port)
+    try:
+        alice = sign_in(browser, studio, "alice", url=relay.url)
+        page = alice.page
+        body = page.locator("body")
+        expect(page.locator(by_id("banner-connection"))).to_be_hidden()
+        page.check(by_id("sound-toggle"))
+        studio.pause("t1", reason="before the outage", by="bob")
+        expect(alice.tile("t1")).to_have_attribute("data-status", "paused")
+        expect(body).to_have_attribute("data-beeps", "1")
+
+        # The browser's connection to the console is lost: its banner says so.
+        relay.cut()
+        expect(page.locator(by_id("banner-connection"))).to_be_visible()
+        expect(body).to_have_attribute("data-stream", "down")
+        screens.shoot(page, "connection-lost")
+        # Meanwhile t2 pauses too.
+        studio.pause("t2", reason="during the outage", by="bob")
+        relay.restore()
+        expect(body).to_have_attribute("data-stream", "up", timeout=TIMEOUT_S * 1000)
+        expect(page.locator(by_id("banner-connection"))).to_be_hidden()
+        expect(alice.tile("t2")).to_have_attribute("data-status", "paused")
+        expect(alice.queue_item("t2")).to_be_visible()
+        # t2's pause is new to this page: one beep; t1's, beeped for already, is not again.
+        expect(body).to_have_attribute("data-beeps", "2")
+        # A new pause of t1 (resumed, paused again), live: the third beep, not a fourth.
+        bob = studio.supervisor("bob")
+        try:
+            assert bob.request("t1", "resume", timeout=TIMEOUT_S)["ok"]
+            studio.wait_state("t1", lambda s, _f: s["phase"] != "PAUSED", "resumed")
+            assert bob.request("t1", "pause", timeout=TIMEOUT_S, reason="again")["ok"]
+        finally:
+            bob.close()
+        expect(alice.tile("t1").locator(by_id("pause-message"))).to_contain_text("again")
+        expect(body).to_have_attribute("data-beeps", "3")
+        alice.check_clean()
+    finally:
+        relay.close()
+
+
+def test_the_queue_is_oldest_first_and_its_keys_act_on_the_selected_pause(
+    studio: ConsoleStudio, browser: Any, screens: Screens
+) -> None:
+    from playwright.sync_api import expect
+
+    alice = sign_in(browser, studio, "alice")
+    page = alice.page
+    first = studio.draw_out_of_turn("t1")
+    second = studio.draw_out_of_turn("t2")
+    assert first["pause"]["since"] <= second["pause"]["since"]
+    items = page.locator(f"{by_id('queue-items')} > li")
+    expect(items).to_have_count(2)
+    assert [items.nth(i).get_attribute("data-table") for i in range(2)] == ["t1", "t2"]
+    expect(alice.queue_item("t1")).to_have_attribute("aria-current", "true")
+    page.keyboard.press("j")
+    expect(alice.queue_item("t2")).to_have_attribute("aria-current", "true")
+    page.keyboard.press("k")
+    expect(alice.queue_item("t1")).to_have_attribute("aria-current", "true")
+    page.keyboard.press("ArrowDown")
+    expect(alice.queue_item("t2")).to_have_attribute("aria-current", "true")
+    screens.shoot(page, "pause-queue-two-tables")
+    # "b" burns the selected table's card: t2's, not t1's.
+    before = last_seq(studio, "t2")
+    page.keyboard.press("b")
+    burned = next_event(studio, "t2", "cards_burned", after=before)
+    assert burned["data"]["count"] == 1
+    studio.wait_state("t2", lambda s, _f: s["phase"] == "SHOE_READY", "t2 resumed")
+    assert studio.state("t1")["phase"] == "PAUSED"  # type: ignore[index]
+    # The selection moves to what is left; "r" is not what t1's pause offers: nothing sent.
+    expect(alice.queue_item("t1")).to_have_attribute("aria-current", "true")
+    page.keyboard.press("r")
+    before = last_seq(studio, "t1")
+    page.keyboard.press("b")
+    next_event(studio, "t1", "cards_burned", after=before)
+    assert [r["resolution"] for r in commands_by(studio.tables["t1"], "alice")] == ["burn"]
+    alice.check_clean()
+
+
+def test_a_table_silent_in_a_round_shows_stale(
+    console_studio_with: Any, browser: Any, screens: Screens
+) -> None:
+    from playwright.sync_api import expect
+
+    studio: ConsoleStudio = console_studio_with(stale_after_s=2)
+    hand = DealerHand(studio.tables["t1"])
+    alice = sign_in(browser, studio, "alice")
+    hold_a_deal(studio, hand, "t1")
+    # The dealer does not draw: t1 publishes nothing while it waits for the card.
+    tile = alice.tile("t1")
+    expect(tile).to_have_attribute("data-status", "stale")
+    expect(tile.locator(by_id("tile-status"))).to_have_text("STALE")
+    expect(tile.locator(by_id("tile-stale"))).to_be_visible()
+    expect(alice.tile("t2")).to_have_attribute("data-status", "running")
+    screens.shoot(alice.page, "wall-stale-table")
+    # The card comes: live again.
+    drawn = hand.draw_wanted()
+    hand.go()
+    assert drawn.card is not None
+    expect(tile).to_have_attribute("data-status", "running")
+    alice.check_clean()
+
+
+def test_the_consoles_broker_link_down_shows_its_banner_and_no_table_as_offline(
+    studio: ConsoleStudio, browser: Any, screens: Screens
+) -> None:
+    from playwright.sync_api import expect
+
+    alice = sign_in(browser, studio, "alice")
+    page = alice.page
+    banner = page.locator(by_id("banner-link"))
+    expect(banner).to_be_hidden()
+    studio.broker.stop()
+    expect(banner).to_be_visible()
+    expect(page.locator("body")).to_have_attribute("data-link", "down")
+    for table in ("t1", "t2"):
+        # Unknown, never offline: the console cannot tell.
+        expect(alice.tile(table)).to_have_attribute("data-status", "unknown")
+        pause = alice.tile(table).locator(by_id("action-pause"))
+        expect(pause).to_be_disabled()
+        expect(pause).to_have_attribute("title", "the console's link to the broker is down")
+    screens.shoot(page, "broker-link-down")
+    studio.broker.restart()
+    expect(banner).to_be_hidden(timeout=TIMEOUT_S * 1000)
+    for table in ("t1", "t2"):
+        expect(alice.tile(table)).to_have_attribute(
+            "data-status", "running", timeout=TIMEOUT_S * 1000
+        )
+    expect(alice.tile("t1").locator(by_id("action-pause"))).to_be_enabled()
+    alice.check_clean()
+
+
+def test_end_shoe_and_new_shoe_are_sent_after_their_confirmations(
+    studio: ConsoleStudio, browser: Any, screens: Screens
+) -> None:
+    from playwright.sync_api import expect
+
+    alice = sign_in(browser, studio, "alice")
+    page = alice.page
+    tile = alice.tile("t2")
+    dialog = page.locator(by_id("confirm-dialog"))
+    before = last_seq(studio, "t2")
+    tile.locator(by_id("action-end-shoe")).click()
+    expect(dialog.locator(by_id("confirm-title"))).to_contain_text("End shoe 1 on table t2")
+    expect(dialog.locator(by_id("confirm-text"))).to_contain_text("no more rounds")
+    dialog.locator(by_id("confirm-reason")).fill("end of shift")
+    dialog.locator(by_id("confirm-ok")).click()
+    ended = next_event(studio, "t2", "shoe_ended", after=before)
+    assert ended["data"]["shoe_id"] == 1, ended
+    studio.wait_state("t2", lambda s, _f: s["phase"] == "AWAITING_SHUFFLE", "the shoe ended")
+    expect(tile.locator(by_id("tile-shoe"))).to_contain_text("no shoe")
+    end = tile.locator(by_id("action-end-shoe"))
+    expect(end).to_be_disabled()
+    expect(end).to_have_attribute("title", "no shoe is in play")
+
+    tile.locator(by_id("action-new-shoe")).click()
+    expect(dialog.locator(by_id("confirm-title"))).to_contain_text("new shoe on table t2")
+    expect(dialog.locator(by_id("confirm-text"))).to_contain_text("shuffled")
+    screens.shoot(page, "new-shoe-confirmation")
+    dialog.locator(by_id("confirm-ok")).click()
+    started = next_event(studio, "t2", "shoe_started", after=before)
+    assert (started["data"]["shoe_id"], started["data"]["by"]) == (2, "alice"), started
+    # The dealer reveals and burns: the new shoe is ready.
+    studio.wait_state("t2", lambda s, _f: s["phase"] == "SHOE_READY", "the new shoe burned")
+    expect(tile.locator(by_id("tile-shoe"))).to_contain_text("shoe 2")
+    done = [(r["command"], r["reason"]) for r in commands_by(studio.tables["t2"], "alice")]
+    assert done == [("end_shoe", "end of shift"), ("new_shoe", "")], done
+    alice.check_clean()
