@@ -38,6 +38,7 @@ TOP_LEVEL_MODULES: tuple[str, ...] = (
     "controller.demo",  # demo: a whole simulated table
     "controller.daemon",  # run: the table as a daemon with its MQTT API
     "controller.ctl",  # ctl: a supervisor's actions on a table over its MQTT API
+    "controller.console.cli",  # console: the supervisors' web console over the MQTT API
 )
 
 # Commands grouped under a shared word: `livetable sim shoe`, `livetable bench rules`.
@@ -54,6 +55,7 @@ GROUP_MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
             "vision.bench",
             "controller.table.bench",
             "simulators.latency_bench",
+            "simulators.console_bench",
         ),
     ),
 }

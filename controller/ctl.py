@@ -8,10 +8,13 @@ import-linter contract keeps it off the table, the drivers, the vision and the s
 
 Actions: ``status``, ``pause``, ``resume``, ``enter-card``, ``cancel`` (only with the id of
 the round in play: the confirmation a script gives), ``end-shoe``, ``new-shoe``, ``watch``
-(events and state as they come, caught up by ``seq`` on a gap) and ``history`` (every event
-of one round, from the ``events`` catch-up). Readable output by default, ``--json`` for
-scripts; the exit status is 0 only on the table's success answer, and every failure is one
-line (an unreachable broker, refused credentials, an unknown table, the table's refusal).
+(events and state as they come, caught up by ``seq`` on a gap), ``history`` (every event
+of one round, from the ``events`` catch-up) and ``audit`` (every supervisor command the table
+journaled, with its outcome, from the ``audit`` request; ``--csv`` for a spreadsheet, every
+cell that a spreadsheet would run as a formula defused). Readable output by default,
+``--json`` for scripts; the exit status is 0 only on the table's success answer, and every
+failure is one line (an unreachable broker, refused credentials, an unknown table, the
+table's refusal).
 
 The password comes from ``--password-file``, ``$LIVETABLE_PASSWORD`` or a prompt on a
 terminal, in that order; it is never echoed, printed or logged.
@@ -20,6 +23,7 @@ terminal, in that order; it is never echoed, printed or logged.
 from __future__ import annotations
 
 import argparse
+import csv
 import getpass
 import json
 import logging
@@ -75,6 +79,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "livetable ctl --table t1 --user alice pause --reason 'spilled drink'",
             "livetable ctl --table t1 --user alice resume --resolution burn",
             "livetable ctl --table t1 --user alice cancel --round 42 --json",
+            "livetable ctl --table t1 --user viewer --role viewer audit --csv > audit.csv",
         ),
     )
     parser.add_argument("--table", required=True, help="the table id (its [table] id)")
@@ -166,7 +171,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "history", "every event of one round, for a dispute", "history --round 42", _history
     )
     history.add_argument("--round", type=positive_int, required=True, help="the round id")
+    audit = action(
+        "audit",
+        "every supervisor command the table journaled, with its outcome (refusals too)",
+        "audit --since 1200 --csv",
+        _audit,
+    )
+    audit.add_argument(
+        "--since",
+        type=non_negative_int,
+        default=0,
+        help="list the commands after this journal row (default 0: all)",
+    )
+    audit.add_argument(
+        "--csv",
+        action="store_true",
+        help="CSV with a header row on stdout, for a spreadsheet (formula cells defused)",
+    )
     default_to_help(parser)
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse type: an integer of 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
 
 
 # -- connecting ---------------------------------------------------------------------------
@@ -272,14 +305,13 @@ def _run(args: argparse.Namespace, run: Callable[..., int]) -> int:
         close(client)
 
 
-def _command(args: argparse.Namespace, client: Any, command: str, **fields: Any) -> int:
-    """Send ``command`` and report the table's answer: 0 on success, CtlError otherwise."""
+def _ask(args: argparse.Namespace, client: Any, command: str, **fields: Any) -> dict[str, Any]:
+    """Send ``command`` and return the table's answer, ok or not; CtlError if there is none
+    (the broker would not pass it on, or the table did not answer in time)."""
     from controller.api_client import BrokerRefused
 
-    if command in ACTING and client.availability == "offline":
-        raise CtlError(f"table {args.table!r} is offline (its daemon is not running): nothing sent")
     try:
-        answer = client.request(command, args.timeout_s, **fields)
+        answer: dict[str, Any] = client.request(command, args.timeout_s, **fields)
     except BrokerRefused as refusal:
         raise CtlError(
             f"the broker refused to pass {command} on for {args.user or 'anonymous'} as "
@@ -289,11 +321,23 @@ def _command(args: argparse.Namespace, client: Any, command: str, **fields: Any)
         raise CtlError(
             f"table {args.table!r} did not answer {command} within {args.timeout_s:g} s"
         ) from None
+    return answer
+
+
+def _refused(args: argparse.Namespace, command: str, answer: dict[str, Any]) -> CtlError:
+    code = (answer.get("error") or {}).get("code", "error")
+    return CtlError(f"table {args.table!r} refused {command} ({code}): {answer.get('message')}")
+
+
+def _command(args: argparse.Namespace, client: Any, command: str, **fields: Any) -> int:
+    """Send ``command`` and report the table's answer: 0 on success, CtlError otherwise."""
+    if command in ACTING and client.availability == "offline":
+        raise CtlError(f"table {args.table!r} is offline (its daemon is not running): nothing sent")
+    answer = _ask(args, client, command, **fields)
     if args.json:
         print_json(answer)
     if not answer.get("ok"):
-        code = (answer.get("error") or {}).get("code", "error")
-        raise CtlError(f"table {args.table!r} refused {command} ({code}): {answer.get('message')}")
+        raise _refused(args, command, answer)
     if not args.json:
         print(f"{args.table}: {answer.get('message')}", flush=True)
     return 0
@@ -424,6 +468,139 @@ def _history(args: argparse.Namespace, client: Any) -> int:
     if not args.json and last["type"] not in ("round_settled", "round_voided"):
         print(f"(round {args.round} is still in play)", flush=True)
     return 0
+
+
+def _audit(args: argparse.Namespace, client: Any) -> int:
+    entries, epoch = audit_entries(args, client)
+    if args.csv:
+        write_audit_csv(entries, sys.stdout)
+        sys.stdout.flush()
+    elif args.json:
+        for entry in entries:
+            print_json(entry)
+    else:
+        print(
+            f"table {args.table}: {len(entries)} supervisor command(s) after journal row "
+            f"{args.since} (journal epoch {epoch}; times UTC)",
+            flush=True,
+        )
+        for line in audit_lines(entries):
+            print(line, flush=True)
+    return 0
+
+
+def audit_entries(args: argparse.Namespace, client: Any) -> tuple[list[dict[str, Any]], str]:
+    """Every entry of the table's audit after ``args.since``, paged while ``more``, and the
+    journal's epoch; CtlError on a refusal, or if the journal changed meanwhile."""
+    entries: list[dict[str, Any]] = []
+    since = args.since
+    epoch: str | None = None
+    while True:
+        answer = _ask(args, client, "audit", since=since)
+        if not answer.get("ok"):
+            raise _refused(args, "audit", answer)
+        data = answer["data"]
+        if epoch is not None and data["epoch"] != epoch:
+            raise CtlError(
+                f"table {args.table!r} started another journal while its audit was read: "
+                "run it again"
+            )
+        epoch = data["epoch"]
+        entries += data["entries"]
+        if not data["more"] or data["last"] == since:
+            return entries, epoch
+        since = data["last"]
+
+
+def _when(at: Any) -> str:
+    if not isinstance(at, int | float):
+        return ""
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _outcome(entry: dict[str, Any]) -> str:
+    if entry.get("ok") is None:
+        return "no answer recorded"
+    if entry["ok"]:
+        return f"ok: {entry.get('message')}"
+    return f"REFUSED ({entry.get('code')}): {entry.get('message')}"
+
+
+def _printable(text: str) -> str:
+    """``text`` with its control characters escaped: a reason typed by someone must not
+    move the cursor or recolour the terminal of whoever reads the audit."""
+    return "".join(char if char.isprintable() else json.dumps(char)[1:-1] for char in str(text))
+
+
+def audit_lines(entries: list[dict[str, Any]]) -> list[str]:
+    """The audit as aligned columns, for a person: row, time (UTC), account, role,
+    command, its arguments and the outcome."""
+    rows = [
+        [
+            f"#{entry['journal_seq']}",
+            _when(entry.get("at")),
+            entry.get("account") or "",
+            entry.get("role") or "-",
+            entry.get("command") or "",
+            " ".join(f"{key}={value}" for key, value in sorted(entry["args"].items())),
+            _outcome(entry),
+        ]
+        for entry in entries
+    ]
+    rows = [[_printable(cell) for cell in row] for row in rows]
+    widths = [max((len(row[column]) for row in rows), default=0) for column in range(6)]
+    return ["  ".join([*(row[i].ljust(widths[i]) for i in range(6)), row[6]]) for row in rows]
+
+
+# The CSV's columns: each argument the journal keeps has its own (so a spreadsheet can sort
+# and filter by it); any other goes to other_args as JSON.
+AUDIT_CSV_ARGS = ("reason", "resolution", "card", "boxes")
+AUDIT_CSV_HEADER = (
+    "journal_seq",
+    "at_utc",
+    "account",
+    "role",
+    "command",
+    "transaction",
+    *AUDIT_CSV_ARGS,
+    "other_args",
+    "ok",
+    "code",
+    "message",
+)
+# A cell starting with one of these is a formula to a spreadsheet (OWASP, "CSV Injection"):
+# a tab or a carriage return may hide one after it.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def defused(cell: Any) -> str:
+    """A CSV cell a spreadsheet never runs: text that starts like a formula gets a ' first."""
+    text = "" if cell is None else str(cell)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def write_audit_csv(entries: list[dict[str, Any]], out: Any) -> None:
+    """The audit as CSV on ``out``: the header row, then one row per command."""
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(AUDIT_CSV_HEADER)
+    for entry in entries:
+        args = entry.get("args") or {}
+        other = {key: value for key, value in args.items() if key not in AUDIT_CSV_ARGS}
+        ok = entry.get("ok")
+        row = [
+            entry.get("journal_seq"),
+            _when(entry.get("at")),
+            entry.get("account"),
+            entry.get("role"),
+            entry.get("command"),
+            entry.get("transaction"),
+            *(args.get(name) for name in AUDIT_CSV_ARGS),
+            json.dumps(other, sort_keys=True) if other else "",
+            "" if ok is None else str(ok).lower(),
+            entry.get("code"),
+            entry.get("message"),
+        ]
+        writer.writerow([defused(cell) for cell in row])
 
 
 def round_events(events: list[dict[str, Any]], round_id: int) -> list[dict[str, Any]]:

@@ -11,7 +11,9 @@ driver, camera) plus an MQTT link:
   are validated on the MQTT thread, and those that act on the table run on the table's
   thread (a :class:`~controller.runtime.RuntimeTask`) so that they see and change the state
   without a race; every answer is kept, so a repeated request is answered again and
-  executed once, across restarts too.
+  executed once, across restarts too. ``status`` and ``events`` are answered on the MQTT
+  thread; ``audit`` (every supervisor command journaled, with its answer) on a thread of
+  its own, from the journal read-only (:mod:`controller.audit`).
 
 The main thread runs the table's loop, feeds systemd's watchdog and stops cleanly on SIGTERM
 (availability ``offline``, journal closed) well within 2 s.
@@ -44,9 +46,11 @@ from typing import Any
 
 from controller import sd_notify
 from controller.assembly import AssembledTable, DeviceEffects, Effects, assemble
+from controller.audit import AuditReader
 from controller.cli_support import examples
 from controller.config import LivetableConfig, MqttConfig, load_config
 from controller.errors import ConfigurationError, JournalError, TableError
+from controller.logs import LIFECYCLE_LOGGER
 from controller.mqtt_api import (
     EVENTS_PAGE_MAX,
     TABLE_COMMANDS,
@@ -601,6 +605,14 @@ class TableDaemon:
             self._pending: list[Published] = []
             self._routes: dict[str, Route] = {}
             self.limits = CommandLimits()
+            # Answers on the link, which is made last (it needs the replayed table).
+            self.audits: AuditReader[Route] = AuditReader(
+                config.table.journal_path,
+                self.outbox,
+                epoch,
+                lambda route: self.link.answer_room(route),
+                lambda route, answer: self.link.respond(route, answer),
+            )
             self.assembled = self._assemble(shoe, camera_source)
         except BaseException:
             self.outbox.close()
@@ -638,6 +650,7 @@ class TableDaemon:
         """Close the table and its outbox and let the journal go, without running it (what
         :meth:`run` does when it ends)."""
         try:
+            self.audits.stop()
             self.assembled.close()
         finally:
             try:
@@ -741,6 +754,21 @@ class TableDaemon:
             return
         if request.command == "events":
             self.link.respond(route, self._events_since(request, route))  # type: ignore[arg-type]
+            return
+        if request.command == "audit":
+            # Read on the audit's own thread (see controller.audit): a long journal's search
+            # holds up neither this thread's events nor the table's cards.
+            if not self.audits.submit(request, route):  # type: ignore[arg-type]
+                self.link.respond(
+                    route,  # type: ignore[arg-type]
+                    response_message(
+                        request.transaction,
+                        "audit",
+                        False,
+                        "the table is busy with other audit requests; send it again shortly",
+                        code="unavailable",
+                    ),
+                )
             return
         limited = self._over_budget(request)
         if limited is not None:
@@ -976,6 +1004,21 @@ class TableDaemon:
         failure: JournalError | None = self.runtime.failure
         return failure
 
+    def _starting_line(self) -> str:
+        """The table, its game, shoe, broker and journal, and the rows it replayed."""
+        table, shoe, broker = self.config.table, self.config.shoe, self.config.mqtt
+        game = f"{table.game} ({table.baccarat_mode})" if table.game == "baccarat" else table.game
+        shoe_text = f"shoe {shoe.port} ({shoe.protocol})" if shoe is not None else "no shoe"
+        assert broker is not None  # required by __init__
+        login = f"user {broker.username}" if broker.username else "anonymous"
+        tls = ", TLS" if broker.tls is not None else ""
+        return (
+            f"table {table.table_id} starting: {game}, {shoe_text}, broker "
+            f"{broker.host}:{broker.port} (MQTT {broker.protocol}{tls}, client "
+            f"{broker.client_id}, {login}), journal {table.journal_path} "
+            f"({self.assembled.table.journal.last_seq} rows replayed)"
+        )
+
     def run(self, stop: threading.Event) -> int:
         """Run the table until ``stop`` is set (0), or until its journal or outbox cannot be
         written: then the requests that wait are answered ``unavailable``, the table is
@@ -983,6 +1026,10 @@ class TableDaemon:
         watchdog = sd_notify.watchdog_interval_s()
         ping_every = None if watchdog is None else watchdog / 2
         last_ping = 0.0
+        # What runs and when it is ready: the two lines a healthy table logs without -v.
+        lifecycle = logging.getLogger(LIFECYCLE_LOGGER)
+        lifecycle.info("%s", self._starting_line())
+        self.audits.start()
         self.link.start()
         try:
             # A table that carries on an old journal says so (its numbers carry on too).
@@ -990,12 +1037,9 @@ class TableDaemon:
             self.assembled.start()
             if self.failure() is None:
                 sd_notify.ready(f"table {self.config.table.table_id} running")
-                logger.info(
-                    "table %s running: %s, journal %s (%d rows), %d event(s) published so far",
+                lifecycle.info(
+                    "table %s running: ready, %d event(s) published so far",
                     self.config.table.table_id,
-                    self.config.table.game,
-                    self.config.table.journal_path,
-                    self.assembled.table.journal.last_seq,
                     self.publications.seq,
                 )
             while not stop.is_set() and self.failure() is None:
@@ -1007,6 +1051,9 @@ class TableDaemon:
         finally:
             sd_notify.stopping()
             try:
+                # First: its read-only connection must not outlive the journal's own (the
+                # last to close folds the write-ahead log back into the journal).
+                self.audits.stop()
                 self.assembled.close()
             finally:
                 try:

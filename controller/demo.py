@@ -18,7 +18,7 @@ with ``--json`` every MQTT message as one JSON object per line (``topic``, ``pay
 
 Without ``--broker`` an MQTT broker (amqtt) runs inside the demo on a free loopback port
 with one account, printed so that another client can watch, e.g.
-``mosquitto_sub -h 127.0.0.1 -p PORT -u demo -P PASSWORD -t 'livetable/#' -v``.
+``mosquitto_sub -h 127.0.0.1 -p PORT -u demo -P PASSWORD -i demo -t 'livetable/#' -v``.
 
 With ``--camera`` the table has a camera too: the dealer lays every round card on the camera
 simulator's felt and the table's camera reader reads the cards the shoe misreads. Without
@@ -168,8 +168,14 @@ class BrokerAddress:
     mqtt_protocol: str = "5"  # the daemons' [mqtt] protocol
 
     def watch_command(self) -> str:
-        login = f" -u {self.login[0]} -P {self.login[1]}" if self.login else ""
-        return f"mosquitto_sub -h {self.host} -p {self.port}{login} -t '{TOPIC_PREFIX}/#' -v"
+        # -i: a studio broker refuses a client without an id (and takes the account's name
+        # as its id); mosquitto_sub sends none unless told.
+        login = f" -u {self.login[0]} -P {self.login[1]} -i {self.login[0]}" if self.login else ""
+        client_id = "" if self.login else " -i livetable-watch"
+        return (
+            f"mosquitto_sub -h {self.host} -p {self.port}{login}{client_id} "
+            f"-t '{TOPIC_PREFIX}/#' -v"
+        )
 
 
 def parse_broker_url(url: str) -> BrokerAddress:

@@ -34,6 +34,9 @@ REDACTED: Final = "***"
 # Below DEBUG, as the shoe driver's raw-byte level (drivers/shoe/driver.py RAW).
 RAW_LEVEL: Final = 5
 _LEVELS: Final = (logging.WARNING, logging.INFO, logging.DEBUG, RAW_LEVEL)
+# The daemon's start and ready lines (INFO): shown at every verbosity, so that a healthy
+# `livetable run` without -v says what it runs and when it is ready, and nothing else.
+LIFECYCLE_LOGGER: Final = "livetable.run"
 
 # The last word of a key that holds a secret. "password_file" or "key_file" name a file and
 # are not secret; "mqtt_password" and "api_key" are.
@@ -186,7 +189,8 @@ def configure_logging(
     environ: Mapping[str, str] | None = None,
 ) -> logging.Handler:
     """Log to ``stream`` (stderr) one line per record, at WARNING (``verbosity`` 0), INFO
-    (1), DEBUG (2) or raw shoe bytes (3 and more).
+    (1), DEBUG (2) or raw shoe bytes (3 and more); :data:`LIFECYCLE_LOGGER`'s lines at INFO
+    whatever the verbosity.
 
     ``journald``: None detects it from ``$JOURNAL_STREAM``; True or False forces it. Calling
     this again replaces the handler it installed before. Returns the handler."""
@@ -204,5 +208,7 @@ def configure_logging(
             root.removeHandler(old)
             old.close()
     root.addHandler(handler)
-    root.setLevel(_LEVELS[min(max(verbosity, 0), len(_LEVELS) - 1)])
+    level = _LEVELS[min(max(verbosity, 0), len(_LEVELS) - 1)]
+    root.setLevel(level)
+    logging.getLogger(LIFECYCLE_LOGGER).setLevel(min(level, logging.INFO))
     return handler

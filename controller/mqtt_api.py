@@ -30,6 +30,8 @@ MAX_TEXT_CHARS: Final = 500
 # JSON would make the decoder recurse (Python stops it with a RecursionError).
 MAX_JSON_DEPTH: Final = 32
 EVENTS_PAGE_MAX: Final = 500
+AUDIT_PAGE_MAX: Final = 500
+AUDIT_PAGE_DEFAULT: Final = 200
 
 ROLES: Final = ("platform", "supervisor", "viewer")
 
@@ -38,6 +40,9 @@ _Spec = dict[str, tuple[type | tuple[type, ...], bool]]
 COMMANDS: Final[dict[str, tuple[frozenset[str], _Spec]]] = {
     "status": (frozenset(ROLES), {}),
     "events": (frozenset(ROLES), {"since": (int, True), "limit": (int, False)}),
+    # The supervisors' commands with their outcomes: for supervisors and those who watch
+    # them (a viewer may audit the table); the platform has no business with it.
+    "audit": (frozenset({"supervisor", "viewer"}), {"since": (int, False), "limit": (int, False)}),
     "open_round": (frozenset({"platform", "supervisor"}), {"boxes": (int, False)}),
     "decide": (
         frozenset({"platform"}),
@@ -57,7 +62,9 @@ COMMANDS: Final[dict[str, tuple[frozenset[str], _Spec]]] = {
     "end_shoe": (frozenset({"supervisor"}), {"reason": (str, False)}),
     "new_shoe": (frozenset({"supervisor"}), {}),
 }
-TABLE_COMMANDS: Final = frozenset(COMMANDS) - {"status", "events"}
+# The requests that read and change nothing; the others act on the table, on its thread.
+READ_COMMANDS: Final = frozenset({"status", "events", "audit"})
+TABLE_COMMANDS: Final = frozenset(COMMANDS) - READ_COMMANDS
 RESOLUTIONS: Final = ("", "accept", "burn", "enter_card", "no_cards_drawn")
 
 
@@ -237,6 +244,8 @@ def _check_values(command: str, args: dict[str, Any], transaction: str) -> None:
         raise bad("pause needs a reason")
     if command == "events" and "limit" in args and not 1 <= args["limit"] <= EVENTS_PAGE_MAX:
         raise bad(f"limit must be 1 to {EVENTS_PAGE_MAX}")
+    if command == "audit" and "limit" in args and not 1 <= args["limit"] <= AUDIT_PAGE_MAX:
+        raise bad(f"limit must be 1 to {AUDIT_PAGE_MAX}")
     if command == "open_round" and args.get("boxes", 0) > 7:
         raise bad("boxes must be 0 (the table's default) to 7")
     if command == "resume" and args.get("resolution", "") not in RESOLUTIONS:

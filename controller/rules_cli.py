@@ -40,7 +40,9 @@ from controller.games.registry import (
     Interval,
     Progress,
     find_game,
+    game_spec,
 )
+from controller.games.replay_request import check_choice, in_words, nearest, unknown_key_words
 
 logger = logging.getLogger(__name__)
 
@@ -72,8 +74,9 @@ output, blackjack:
 output, a line that cannot be played:
   {{"line": N, "error": "line N: what is wrong"}}
 
-Cards are written like AS, TD (or 10D), 9H. The exit status is 0 when every line was
-played, 1 when any line gave an error (counted on stderr at the end)."""
+Cards are written like AS, TD (or 10D), 9H. A key not listed above is refused, naming the
+nearest one that is (a misspelt "decisions" is never taken as none). The exit status is 0
+when every line was played, 1 when any line gave an error (counted on stderr at the end)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -143,10 +146,16 @@ def replay_request(request: object) -> dict[str, Any]:
     """Play one parsed request; RulesError for anything the rules cannot play."""
     if not isinstance(request, dict):
         raise RulesError(f"a request must be a JSON object, not {type(request).__name__}")
-    game = request.get("game")
-    spec = find_game(game)
-    if spec is None:
-        raise RulesError(f"unknown game {game!r}: expected one of {', '.join(GAME_IDS)}")
+    if "game" not in request:
+        # A misspelt "game" (the one key every line has) is named as the games' own keys are.
+        needs = f"a line needs game: {in_words(GAME_IDS)}"
+        unknown = [key for key in request if nearest(key, ("game",))]
+        if unknown:
+            raise RulesError(f"{unknown_key_words(unknown[:1], ('game',))} ({needs})")
+        raise RulesError(needs)
+    game = request["game"]
+    check_choice(game, GAME_IDS, "game")
+    spec = game_spec(game)
     try:
         return spec.replay(request)
     except ImportError as error:
@@ -168,10 +177,14 @@ def replay_line(line: str, number: int | None = None) -> dict[str, Any]:
 
 def _replay_error(line: str) -> dict[str, Any] | str:
     """The answer to ``line``, or the words of its error."""
+    # The line without its line break: else a line cut short fails after the break, and its
+    # column would be column 1 of a second line that is not there.
+    text = line.rstrip("\r\n")
     try:
-        request = json.loads(line)
+        request = json.loads(text)
     except json.JSONDecodeError as error:
-        return f"malformed JSON at column {error.colno}: {error.msg}"
+        cut = " (the line ends before its JSON does: cut short?)" if error.pos >= len(text) else ""
+        return f"malformed JSON at column {error.colno}: {error.msg}{cut}"
     try:
         return replay_request(request)
     except TableError as error:

@@ -15,8 +15,10 @@ journal_path = "/var/lib/livetable/t1.journal"
 baccarat_mode = "traditional"     # or "no-commission"
 ```
 
-A relative ``journal_path`` is taken relative to the TOML file. The environment variable
-``LIVETABLE_JOURNAL_PATH`` overrides it (for containers).
+``id`` and ``journal_path`` are required (a file without one is refused, naming the key);
+every other key has the default shown. A relative ``journal_path`` is taken relative to the
+TOML file. The environment variable ``LIVETABLE_JOURNAL_PATH`` overrides it (for
+containers), and then the file need not give it.
 """
 
 from __future__ import annotations
@@ -163,12 +165,18 @@ def table_config_from_mapping(
         raise ConfigurationError(f"unknown keys in [table]: {', '.join(unknown)}")
     values: dict[str, Any] = {_KEYS[key]: value for key, value in section.items()}
     environ = os.environ if environ is None else environ
+    # No defaults for these two: a table without its id would run as "table", whose messages
+    # the studio ACL drops, and a journal without a path would land in whatever folder the
+    # daemon was started from. LIVETABLE_JOURNAL_PATH stands in for the key (containers).
+    if "id" not in section:
+        raise ConfigurationError("[table] needs id")
     journal = environ.get(JOURNAL_PATH_ENV) or values.get("journal_path")
-    if journal is not None:
-        if not isinstance(journal, str) or not journal:
-            raise ConfigurationError("journal_path must be a non-empty string")
-        path = Path(journal)
-        if not path.is_absolute() and base_dir is not None:
-            path = base_dir / path
-        values["journal_path"] = path
+    if journal is None:
+        raise ConfigurationError("[table] needs journal_path")
+    if not isinstance(journal, str) or not journal:
+        raise ConfigurationError("journal_path must be a non-empty string")
+    path = Path(journal)
+    if not path.is_absolute() and base_dir is not None:
+        path = base_dir / path
+    values["journal_path"] = path
     return TableConfig(**values)

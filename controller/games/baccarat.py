@@ -22,6 +22,7 @@ from typing import Any, Final, NamedTuple
 from controller.errors import RulesError
 from controller.games.base import CardNeeded, Step
 from controller.games.cards import Card, parse_card
+from controller.games.replay_request import check_choice, check_keys
 
 GAME: Final = "baccarat"
 TRADITIONAL: Final = "traditional"
@@ -428,12 +429,16 @@ def play_baccarat(
     return round_.result()
 
 
+# The keys of a replay line, in the order the command's help gives them.
+REPLAY_KEYS: Final = ("game", "mode", "cards")
+
+
 def replay(request: Mapping[str, Any]) -> dict[str, Any]:
     """Play one `livetable rules replay` line: ``{"game", "mode", "cards"}`` in, the
     round's :meth:`BaccaratResult.as_dict` out; :class:`RulesError` if it cannot be played."""
+    check_keys(request, REPLAY_KEYS, "a baccarat line")
     mode = request.get("mode", TRADITIONAL)
-    if mode not in MODES:
-        raise RulesError(f"unknown baccarat mode {mode!r}: expected one of {MODES}")
+    check_choice(mode, MODES, "baccarat mode")
     cards = request.get("cards")
     if not isinstance(cards, list):
         raise RulesError("'cards' must be a list of card strings like \"AS\"")

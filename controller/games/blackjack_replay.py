@@ -13,7 +13,7 @@ Pure code: no I/O, no clock, no randomness.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from controller.errors import RulesError
 from controller.games.base import CardNeeded
@@ -32,6 +32,10 @@ from controller.games.blackjack_hand import (
 from controller.games.boundless import PlayerResolver, players_need_card
 from controller.games.boundless_side_bets import side_bet_results
 from controller.games.cards import Card, ShoeCount, parse_card
+from controller.games.replay_request import check_keys
+
+# The keys of a replay line, in the order the command's help gives them.
+REPLAY_KEYS: Final = ("game", "cards", "boxes", "insurance", "decisions")
 
 
 def replay(request: Mapping[str, Any]) -> dict[str, Any]:
@@ -52,6 +56,9 @@ def replay(request: Mapping[str, Any]) -> dict[str, Any]:
     game = request.get("game")
     if not isinstance(game, str):
         raise RulesError("'game' must be a string naming a blackjack game")
+    # Before anything is played: a misspelt key ("decision") would otherwise leave its
+    # default in place, and the box be auto-played without a word.
+    check_keys(request, REPLAY_KEYS, f"a {game} line")
     rules = rules_for(game)
     cards = _parse_card_list(request.get("cards"))
     boxes = request.get("boxes", 1)

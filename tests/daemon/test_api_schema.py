@@ -24,6 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from controller.audit import audit_answer, audit_entry
 from controller.games.registry import GAME_IDS
 from controller.mqtt_api import COMMANDS, RequestError, parse_request
 from controller.outbox import Outbox
@@ -46,6 +47,7 @@ from controller.table.events import (
     ShoeOffline,
     ShoeOnline,
     SupervisorCommanded,
+    encode_event,
 )
 from controller.table.machine import TableMachine
 from controller.table.state import Phase
@@ -79,6 +81,9 @@ class Wire:
         # account/transaction -> the command the request's topic named, which the daemon's
         # answer echoes (the table names open_round "round" and enter_card "resume").
         self.commands: dict[str, str] = {}
+        # The commands journaled as the daemon would have (sent by a client): (journal row,
+        # kind, fields), what an audit request lists.
+        self.commanded: list[tuple[int, str, dict[str, Any]]] = []
         self._state_version = 0
 
     def publish(self, topic: str, message: dict[str, Any] | str) -> None:
@@ -156,6 +161,27 @@ class Wire:
             if not more:
                 break
             since = rows[-1][0]
+        if role != "platform":
+            self.audit(account, role)
+
+    def audit(self, account: str, role: str) -> None:
+        """The audit requests that page, two at a time, through every command journaled,
+        answered as the daemon answers them (controller/audit.py)."""
+        since = 0
+        while True:
+            transaction = self.request(role, account, "audit", {"since": since, "limit": 2})
+            rows = [row for row in self.commanded if row[0] > since]
+            entries = [
+                audit_entry(seq, kind, fields, self.outbox.answer(fields["command_id"]))
+                for seq, kind, fields in rows[:2]
+            ]
+            answer = audit_answer(
+                transaction, since, entries, len(rows) > 2, self.publications.epoch, 65536
+            )
+            self.publish(f"{BASE}/response/{account}", answer)
+            if not answer["data"]["more"]:
+                break
+            since = answer["data"]["last"]
 
     def close(self) -> None:
         self.outbox.close()
@@ -173,6 +199,9 @@ class WiredTable:
         event, transaction = self._as_request(event)
         effects = self.machine.handle(event)
         self.wire.record(effects, getattr(event, "at", None))
+        if isinstance(event, SupervisorCommanded | RoundRequested) and transaction is not None:
+            kind, fields = encode_event(event)
+            self.wire.commanded.append((self.wire.journal_seq, kind, fields))
         if isinstance(event, PlatformDecided) and transaction is not None:
             self._answer_decision(effects, transaction)
         for effect in effects:

@@ -6,11 +6,14 @@ Every action succeeds where the table's state allows it (checked on MQTT by an i
 subscriber, and in the journal under the supervisor's name); every failure is one line on
 stderr and a non-zero exit: an unreachable broker, a wrong password, an unknown table, an
 action the state does not allow (the table's own words), a round id that is not the round
-in play, and a viewer's pause. The password is never printed.
+in play, and a viewer's pause. ``ctl audit`` lists the commands with their outcomes, as CSV
+too, whose formula-like cells a spreadsheet never runs. The password is never printed.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import signal
@@ -25,6 +28,7 @@ from typing import Any
 import pytest
 
 from controller.api_client import Account, ApiClient
+from controller.ctl import AUDIT_CSV_HEADER
 from simulators.shoe.simulator import FaultPlan
 from tests.daemon.test_security import (  # noqa: F401 (peers, tables, tls_broker: fixtures)
     BASE,
@@ -537,3 +541,49 @@ def test_a_cancel_that_names_another_round_voids_nothing(studio: Studio) -> None
         assert [e["data"]["round_id"] for e in events(studio, "round_voided")] == [in_play]
     finally:
         supervisor.close()
+
+
+def test_audit_lists_every_command_and_its_csv_runs_nothing_in_a_spreadsheet(
+    studio: Studio,
+) -> None:
+    """``ctl audit``: the supervisor's commands with the table's answers, refusals
+    included, readable, as JSON lines and as CSV (which the csv module reads back, with the
+    reason typed as a formula defused); a viewer reads it, the platform may not."""
+    ctl = studio.ctl
+    ok(ctl("pause", "--reason", '=HYPERLINK("http://x.example","y")'))
+    one_line_error(ctl("pause", "--reason", "again"), "refused pause (refused)", "already paused")
+    ok(ctl("resume"))
+
+    text = ok(ctl("audit"))
+    lines = text.splitlines()
+    assert lines[0].startswith("table t1: 3 supervisor command(s) after journal row 0"), text
+    assert [line.split()[5] for line in lines[1:]] == ["pause", "pause", "resume"], text
+    assert "REFUSED (refused): the table is already paused" in lines[2], text
+    assert all(" alice " in line and " supervisor " in line for line in lines[1:]), text
+
+    entries = [json.loads(line) for line in ok(ctl("audit", "--json")).splitlines()]
+    assert [(e["command"], e["ok"]) for e in entries] == [
+        ("pause", True),
+        ("pause", False),
+        ("resume", True),
+    ]
+
+    rows = list(csv.reader(io.StringIO(ok(ctl("audit", "--csv")))))
+    header, *body = rows
+    assert header == list(AUDIT_CSV_HEADER)
+    assert len(body) == 3 and all(len(row) == len(header) for row in body)
+    cell = dict(zip(header, body[0], strict=True))
+    assert cell["reason"] == '\'=HYPERLINK("http://x.example","y")', cell
+    assert (cell["account"], cell["command"], cell["ok"]) == ("alice", "pause", "true")
+    assert cell["journal_seq"] == str(entries[0]["journal_seq"])
+    refused = dict(zip(header, body[1], strict=True))
+    assert (refused["ok"], refused["code"]) == ("false", "refused")
+    assert refused["message"] == "the table is already paused"
+    assert not any(value.startswith(("=", "+", "-", "@")) for row in body for value in row)
+
+    # From a row on: only what came after it.
+    after = ok(ctl("audit", "--json", "--since", str(entries[0]["journal_seq"])))
+    assert [json.loads(line) for line in after.splitlines()] == entries[1:]
+    # A viewer reads it; the platform's account is refused by the table.
+    assert "resume" in ok(ctl("--role", "viewer", "audit", role="viewer"))
+    one_line_error(ctl("--role", "platform", "audit", role="platform"), "refused audit (forbidden)")

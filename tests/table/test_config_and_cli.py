@@ -70,7 +70,10 @@ def test_the_environment_overrides_the_journal_path(tmp_path: Path) -> None:
 def test_bad_settings_are_refused_with_a_clear_error(line: str, message: str) -> None:
     import tomllib
 
-    base = "" if line.startswith("game") else 'game = "baccarat"\n'
+    # Every required key but the one the line sets (id and journal_path have no default).
+    required = {"id": '"t7"', "game": '"baccarat"', "journal_path": '"t7.journal"'}
+    given = line.split("=")[0].strip()
+    base = "".join(f"{key} = {value}\n" for key, value in required.items() if key != given)
     data = tomllib.loads(f"[table]\n{base}{line}\n")
     with pytest.raises(ConfigurationError, match=message):
         table_config_from_mapping(data, environ={})
@@ -147,7 +150,7 @@ def test_every_section_is_refused_in_one_format(
 ) -> None:
     # One loader for every section: the file, then what is wrong, naming the key.
     sections = {
-        "[table]": 'id = "t7"\ngame = "baccarat"',
+        "[table]": 'id = "t7"\ngame = "baccarat"\njournal_path = "t7.journal"',
         "[shoe]": 'port = "/dev/ttyUSB0"',
         "[camera]": "source = 0\nresolution = [640, 360]",
         "[vision]": "",

@@ -1,0 +1,221 @@
+"""The console's configuration, ``console.toml``, validated at start.
+
+```toml
+[console]
+listen = "127.0.0.1:8080"      # HOST:PORT; --listen overrides
+idle_timeout_s = 900           # a session ends after this long without a request
+stale_after_s = 120            # an online table silent this long in a round is stale
+certificate = "/etc/livetable/console.crt"   # both, or neither: HTTPS
+key = "/etc/livetable/console.key"
+[broker]
+host = "127.0.0.1"
+port = 1883
+protocol = "5"                 # or "3.1.1"
+topic_prefix = "livetable"
+tls_ca = "/etc/livetable/ca.crt"             # optional: TLS to the broker, trusting this CA
+```
+
+Read with :func:`~controller.config_file.read_toml` as a table's configuration is: every
+error is one :class:`~controller.errors.ConfigurationError` naming the file and the key
+(``console.toml: [console] idle_timeout_s must be a number of seconds from 10 to 86400``).
+No password is in this file: every person signs in with their own broker account.
+Relative paths are taken relative to the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from controller.config_file import read_toml
+from controller.errors import ConfigurationError
+
+# As the table's configuration has them (controller.config), which the console cannot
+# import: that module loads the drivers' and the camera's settings.
+MQTT_PROTOCOLS: Final = ("3.1.1", "5")
+_TOPIC_FORBIDDEN: Final = frozenset("+#/\0")
+
+
+def topic_level_ok(text: str) -> bool:
+    """Whether ``text`` can be one MQTT topic level (a prefix, an account name)."""
+    return bool(text) and not (_TOPIC_FORBIDDEN & set(text))
+
+
+DEFAULT_LISTEN: Final = "127.0.0.1:8080"
+DEFAULT_IDLE_TIMEOUT_S: Final = 900.0
+DEFAULT_STALE_AFTER_S: Final = 120.0
+# A session shorter than this would end while a person reads a pause; longer than a day
+# is a session nobody ends.
+IDLE_TIMEOUT_RANGE_S: Final = (10.0, 86400.0)
+STALE_AFTER_RANGE_S: Final = (1.0, 86400.0)
+
+_CONSOLE_KEYS: Final = frozenset(
+    {"listen", "idle_timeout_s", "stale_after_s", "certificate", "key"}
+)
+_BROKER_KEYS: Final = frozenset({"host", "port", "protocol", "topic_prefix", "tls_ca"})
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerSettings:
+    """Where the console reaches the broker (each person's own account signs in)."""
+
+    host: str = "127.0.0.1"
+    port: int = 1883
+    protocol: str = "5"
+    topic_prefix: str = "livetable"
+    tls_ca: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleConfig:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
+    stale_after_s: float = DEFAULT_STALE_AFTER_S
+    certificate: Path | None = None
+    key: Path | None = None
+    broker: BrokerSettings = BrokerSettings()
+    source: Path | None = None
+
+    @property
+    def tls(self) -> bool:
+        return self.certificate is not None
+
+    @property
+    def origin(self) -> str:
+        """The console's own origin, as a browser sends it in ``Origin``."""
+        scheme = "https" if self.tls else "http"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{scheme}://{host}:{self.port}"
+
+
+def parse_listen(text: object, key: str = "[console] listen") -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:8080`` for IPv6) as (host, port); ConfigurationError naming
+    ``key`` otherwise."""
+    if not isinstance(text, str) or ":" not in text:
+        raise ConfigurationError(f"{key} must be HOST:PORT (e.g. 127.0.0.1:8080), not {text!r}")
+    host, _, port_text = text.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not host or not port_text.isdigit() or not (0 < int(port_text) < 65536):
+        raise ConfigurationError(f"{key} must be HOST:PORT (e.g. 127.0.0.1:8080), not {text!r}")
+    return host, int(port_text)
+
+
+def _seconds(
+    section: dict[str, Any], key: str, default: float, bounds: tuple[float, float]
+) -> float:
+    value = section.get(key, default)
+    low, high = bounds
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise ConfigurationError(
+            f"[console] {key} must be a number of seconds from {low:g} to {high:g}, not {value!r}"
+        )
+    return float(value)
+
+
+def _path(section: str, key: str, value: object, base_dir: Path | None, check: bool) -> Path:
+    if not isinstance(value, str) or not value:
+        raise ConfigurationError(f"[{section}] {key} must be a non-empty path")
+    path = Path(value)
+    if not path.is_absolute() and base_dir is not None:
+        path = base_dir / path
+    if check and not path.is_file():
+        raise ConfigurationError(f"[{section}] {key} {path} does not exist")
+    return path
+
+
+def _table(document: dict[str, Any], name: str, keys: frozenset[str]) -> dict[str, Any]:
+    section = document.get(name, {})
+    if not isinstance(section, dict):
+        raise ConfigurationError(f"[{name}] must be a table")
+    unknown = sorted(set(section) - keys)
+    if unknown:
+        raise ConfigurationError(f"unknown keys in [{name}]: {', '.join(unknown)}")
+    return section
+
+
+def broker_from_mapping(
+    section: dict[str, Any], base_dir: Path | None = None, check_files: bool = True
+) -> BrokerSettings:
+    host = section.get("host", "127.0.0.1")
+    if not isinstance(host, str) or not host:
+        raise ConfigurationError("[broker] host must be a non-empty string")
+    port = section.get("port", 1883)
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        raise ConfigurationError(f"[broker] port must be 1-65535, not {port!r}")
+    protocol = str(section.get("protocol", "5"))
+    if protocol not in MQTT_PROTOCOLS:
+        raise ConfigurationError(
+            f"[broker] protocol must be one of {', '.join(MQTT_PROTOCOLS)}, not {protocol!r}"
+        )
+    prefix = section.get("topic_prefix", "livetable")
+    if not isinstance(prefix, str) or not topic_level_ok(prefix):
+        raise ConfigurationError(
+            "[broker] topic_prefix must be one topic level without / + # (e.g. livetable)"
+        )
+    tls_ca = None
+    if "tls_ca" in section:
+        tls_ca = _path("broker", "tls_ca", section["tls_ca"], base_dir, check_files)
+    return BrokerSettings(
+        host=host, port=port, protocol=protocol, topic_prefix=prefix, tls_ca=tls_ca
+    )
+
+
+def config_from_mapping(
+    document: dict[str, Any], base_dir: Path | None = None, check_files: bool = True
+) -> ConsoleConfig:
+    """The console's settings from a parsed document; ConfigurationError names the key."""
+    unknown = sorted(set(document) - {"console", "broker"})
+    if unknown:
+        raise ConfigurationError(f"unknown sections: {', '.join(f'[{n}]' for n in unknown)}")
+    console = _table(document, "console", _CONSOLE_KEYS)
+    broker = _table(document, "broker", _BROKER_KEYS)
+    host, port = parse_listen(console.get("listen", DEFAULT_LISTEN))
+    if ("certificate" in console) != ("key" in console):
+        raise ConfigurationError("[console] certificate and key go together")
+    certificate = key = None
+    if "certificate" in console:
+        certificate = _path("console", "certificate", console["certificate"], base_dir, check_files)
+        key = _path("console", "key", console["key"], base_dir, check_files)
+    return ConsoleConfig(
+        host=host,
+        port=port,
+        idle_timeout_s=_seconds(
+            console, "idle_timeout_s", DEFAULT_IDLE_TIMEOUT_S, IDLE_TIMEOUT_RANGE_S
+        ),
+        stale_after_s=_seconds(
+            console, "stale_after_s", DEFAULT_STALE_AFTER_S, STALE_AFTER_RANGE_S
+        ),
+        certificate=certificate,
+        key=key,
+        broker=broker_from_mapping(broker, base_dir, check_files),
+    )
+
+
+@contextlib.contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """The file's name in front of a section's error, as the table's configuration does."""
+    try:
+        yield
+    except ConfigurationError as error:
+        raise ConfigurationError(f"{path}: {error}") from error
+
+
+def load_console_config(
+    path: Path, *, listen: str | None = None, check_files: bool = True
+) -> ConsoleConfig:
+    """Read and validate ``console.toml``; ``listen`` (``HOST:PORT``, from ``--listen``)
+    replaces ``[console] listen``. Every error names the file and the key."""
+    path = Path(path)
+    document = read_toml(path)
+    with _naming(path):
+        config = config_from_mapping(document, path.parent, check_files)
+    if listen is not None:
+        host, port = parse_listen(listen, "--listen")
+        config = dataclasses.replace(config, host=host, port=port)
+    return dataclasses.replace(config, source=path)

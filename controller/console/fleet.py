@@ -1,0 +1,139 @@
+"""The wall of tables: a ``StudioClient``'s feeds turned into the console's tiles.
+
+Pure functions of a feed (``TableFeed``: availability, state, dealer line, the last events
+in ``seq`` order), the console's own broker link and the time:
+
+- :func:`tile_status`: ``unknown`` while the console's link is down (never "offline" then:
+  the console cannot tell), ``offline`` when the table's daemon says so (or never said
+  anything), ``paused``, ``stale`` (online, a round in play, and no message for
+  ``stale_after_s``), else ``running``;
+- :func:`build_tile` and :func:`urgency_order` (paused, offline, stale, running, unknown;
+  then by id);
+- :func:`round_events`: every event of one round (as ``livetable ctl history`` gives it);
+- :func:`possible_faces`: the faces still possible in the shoe in play (8 decks: a face is
+  impossible once its 8 copies were seen), and whether the feed saw the shoe's start.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any, Final, Protocol
+
+from controller.ctl import round_events
+
+__all__ = [
+    "RECENT_EVENTS",
+    "build_tile",
+    "possible_faces",
+    "round_events",
+    "tile_status",
+    "urgency_order",
+]
+
+RECENT_EVENTS: Final = 12
+DECKS: Final = 8
+RANKS: Final = "A23456789TJQK"
+SUITS: Final = "SHDC"
+FACES: Final = tuple(rank + suit for suit in SUITS for rank in RANKS)
+STATUS_ORDER: Final = {"paused": 0, "offline": 1, "stale": 2, "running": 3, "unknown": 4}
+# Keys of a round_settled result that hold cards, in every game's result.
+_CARD_KEYS: Final = frozenset({"cards", "player", "banker", "player_cards"})
+
+
+class Feed(Protocol):
+    """What the console reads of a ``StudioClient`` ``TableFeed``."""
+
+    table_id: str
+    availability: str | None
+    state: dict[str, Any] | None
+    dealer: dict[str, Any] | None
+    events: list[dict[str, Any]]
+    last_message_at: float | None
+    complete_since: int
+
+
+def tile_status(feed: Feed, *, link_up: bool, now: float, stale_after_s: float) -> str:
+    if not link_up:
+        return "unknown"
+    if feed.availability != "online":
+        return "offline"
+    state = feed.state or {}
+    if state.get("phase") == "PAUSED":
+        return "paused"
+    in_round = state.get("round") is not None
+    silent = feed.last_message_at is None or now - feed.last_message_at >= stale_after_s
+    if in_round and silent:
+        return "stale"
+    return "running"
+
+
+def build_tile(feed: Feed, *, link_up: bool, now: float, stale_after_s: float) -> dict[str, Any]:
+    """The page's tile of one table (the console contract's ``Tile``)."""
+    state = feed.state
+    pause = (state or {}).get("pause") or {}
+    age = None if feed.last_message_at is None else max(0.0, now - feed.last_message_at)
+    return {
+        "table": feed.table_id,
+        "status": tile_status(feed, link_up=link_up, now=now, stale_after_s=stale_after_s),
+        "availability": feed.availability,
+        "age_s": None if age is None else round(age, 3),
+        "last_message_at": feed.last_message_at,
+        "state": state,
+        "dealer": feed.dealer,
+        "recent": list(feed.events[-RECENT_EVENTS:]),
+        "paused_by": pause.get("by"),
+    }
+
+
+def urgency_order(tiles: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Most urgent first: paused, offline, stale, running, unknown; then by table id."""
+    return sorted(tiles, key=lambda tile: (STATUS_ORDER.get(tile["status"], 9), tile["table"]))
+
+
+def _cards_in(value: Any, key: str | None = None) -> list[str]:
+    """Every card face in a round result (hands nested in boxes included)."""
+    if isinstance(value, dict):
+        return [card for k, v in value.items() for card in _cards_in(v, k)]
+    if isinstance(value, list):
+        if key in _CARD_KEYS and all(isinstance(v, str) for v in value):
+            return [v for v in value if v in _FACE_SET]
+        return [card for v in value for card in _cards_in(v, key)]
+    return []
+
+
+_FACE_SET: Final = frozenset(FACES)
+
+
+def possible_faces(events: list[dict[str, Any]], complete_since: int) -> dict[str, Any]:
+    """``{"possible": [faces], "complete": bool}`` for the shoe in play, from a feed's
+    events: the cards seen face up since the last ``shoe_started`` (dealt, hole cards read,
+    and the hole cards a settled round's result reveals). ``complete`` is false when the
+    feed does not reach back to that ``shoe_started``: then some cards dealt may be
+    missing from the count, and the list may offer a face that is no longer possible (never
+    the other way round)."""
+    start = None
+    for index in range(len(events) - 1, -1, -1):
+        if events[index]["type"] == "shoe_started":
+            start = index
+            break
+    shoe = events if start is None else events[start + 1 :]
+    complete = start is not None and int(events[start]["seq"]) > complete_since
+    seen: Counter[str] = Counter()
+    by_round: dict[Any, Counter[str]] = {}
+    for event in shoe:
+        data = event.get("data") or {}
+        kind = event["type"]
+        if kind in ("card_dealt", "hole_card_read") and data.get("card") in _FACE_SET:
+            seen[data["card"]] += 1
+            by_round.setdefault(data.get("round_id"), Counter())[data["card"]] += 1
+        elif kind == "round_settled":
+            # The result shows every card of the round: the hole card a peek revealed
+            # without turning it over is counted from here.
+            shown = Counter(_cards_in(data.get("result")))
+            counted = by_round.pop(data.get("round_id"), Counter())
+            seen.update(shown - counted)
+    return {
+        "possible": [face for face in FACES if seen[face] < DECKS],
+        "complete": complete,
+    }

@@ -1,0 +1,65 @@
+"""What every `livetable rules replay` line is checked against before it is played: only the
+keys its game takes (a misspelt key is refused, naming the nearest right one, rather than
+dropped and its default played), and a named choice among the ones there are, said in words.
+
+Pure code, shared by the games' ``replay`` functions and the replay command.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+
+from controller.errors import RulesError
+
+
+def in_words(choices: Sequence[str]) -> str:
+    """``a``, ``a or b``, ``a, b or c``."""
+    if len(choices) <= 1:
+        return "".join(choices)
+    return f"{', '.join(choices[:-1])} or {choices[-1]}"
+
+
+def _all_of(names: Sequence[str]) -> str:
+    """``a and b``, ``a, b and c``: every one of ``names``."""
+    if len(names) <= 1:
+        return "".join(names)
+    return f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def nearest(word: object, choices: Sequence[str]) -> str | None:
+    """The choice ``word`` was most likely meant to be, if one is close."""
+    if not isinstance(word, str):
+        return None
+    close = difflib.get_close_matches(word, choices, n=1)
+    return close[0] if close else None
+
+
+def unknown_key_words(unknown: Sequence[str], known: Sequence[str]) -> str:
+    """``unknown key 'decision': did you mean 'decisions'?`` for each of ``unknown``."""
+    parts = []
+    for key in unknown:
+        guess = nearest(key, known)
+        parts.append(f"unknown key {key!r}" + (f": did you mean {guess!r}?" if guess else ""))
+    return "; ".join(parts)
+
+
+def check_keys(request: Mapping[str, object], keys: Sequence[str], what: str) -> None:
+    """RulesError unless every key of ``request`` is one of ``keys`` (``what``: which line,
+    e.g. ``a baccarat line``, in the error)."""
+    unknown = sorted(key for key in request if key not in keys)
+    if unknown:
+        raise RulesError(f"{unknown_key_words(unknown, keys)} ({what} takes {_all_of(keys)})")
+
+
+def check_choice(value: object, choices: Sequence[str], what: str) -> None:
+    """RulesError unless ``value`` is one of ``choices``: ``unknown baccarat mode 'x':
+    expected traditional or no-commission``, with the nearest choice when one is close."""
+    if isinstance(value, str) and value in choices:
+        return
+    guess = nearest(value, choices)
+    if guess is None:
+        raise RulesError(f"unknown {what} {value!r}: expected {in_words(choices)}")
+    raise RulesError(
+        f"unknown {what} {value!r}: did you mean {guess!r}? (expected {in_words(choices)})"
+    )

@@ -1,0 +1,132 @@
+"""console.toml: defaults, every setting, and each mistake one line naming file and key
+(from ``livetable console`` too)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from controller.console.config import ConsoleConfig, load_console_config
+from controller.errors import ConfigurationError
+from tests.support.daemon import REPO_ROOT
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "console.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_an_empty_file_takes_the_defaults(tmp_path: Path) -> None:
+    config = load_console_config(write(tmp_path, ""))
+    assert (config.host, config.port) == ("127.0.0.1", 8080)
+    assert (config.idle_timeout_s, config.stale_after_s) == (900, 120)
+    assert not config.tls and config.origin == "http://127.0.0.1:8080"
+    broker = config.broker
+    assert (broker.host, broker.port, broker.protocol, broker.topic_prefix) == (
+        "127.0.0.1",
+        1883,
+        "5",
+        "livetable",
+    )
+    assert broker.tls_ca is None
+
+
+def test_every_setting_relative_paths_beside_the_file(tmp_path: Path) -> None:
+    for name in ("console.crt", "console.key", "ca.crt"):
+        (tmp_path / name).write_text("x")
+    config = load_console_config(
+        write(
+            tmp_path,
+            '[console]\nlisten = "[::1]:8443"\nidle_timeout_s = 60\nstale_after_s = 30.5\n'
+            'certificate = "console.crt"\nkey = "console.key"\n'
+            '[broker]\nhost = "broker.studio"\nport = 8883\nprotocol = "3.1.1"\n'
+            'topic_prefix = "studio"\ntls_ca = "ca.crt"\n',
+        )
+    )
+    assert config == ConsoleConfig(
+        host="::1",
+        port=8443,
+        idle_timeout_s=60,
+        stale_after_s=30.5,
+        certificate=tmp_path / "console.crt",
+        key=tmp_path / "console.key",
+        broker=config.broker,
+        source=tmp_path / "console.toml",
+    )
+    assert config.tls and config.origin == "https://[::1]:8443"
+    assert config.broker.tls_ca == tmp_path / "ca.crt"
+    assert (config.broker.host, config.broker.protocol) == ("broker.studio", "3.1.1")
+
+
+def test_listen_from_the_command_line_wins(tmp_path: Path) -> None:
+    config = load_console_config(
+        write(tmp_path, '[console]\nlisten = "0.0.0.0:80"\n'), listen="127.0.0.1:9000"
+    )
+    assert (config.host, config.port) == ("127.0.0.1", 9000)
+    with pytest.raises(ConfigurationError, match="--listen must be HOST:PORT"):
+        load_console_config(write(tmp_path, ""), listen="9000")
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("[console]\ncolour = 1\n", "unknown keys in [console]: colour"),
+        ("[consol]\n", "unknown sections: [consol]"),
+        ('[console]\nlisten = "8080"\n', "[console] listen must be HOST:PORT"),
+        ('[console]\nlisten = "h:99999"\n', "[console] listen must be HOST:PORT"),
+        ("[console]\nidle_timeout_s = 1\n", "[console] idle_timeout_s must be a number"),
+        ('[console]\nstale_after_s = "2"\n', "[console] stale_after_s must be a number"),
+        ('[console]\ncertificate = "c.crt"\n', "[console] certificate and key go together"),
+        (
+            '[console]\ncertificate = "c.crt"\nkey = "c.key"\n',
+            "[console] certificate",
+        ),
+        ("[broker]\nport = 0\n", "[broker] port must be 1-65535"),
+        ('[broker]\nprotocol = "4"\n', "[broker] protocol must be one of 3.1.1, 5"),
+        ('[broker]\ntopic_prefix = "a/b"\n', "[broker] topic_prefix must be one topic level"),
+        ('[broker]\ntls_ca = "missing.crt"\n', "[broker] tls_ca"),
+        ("[broker]\nuser = 'alice'\n", "unknown keys in [broker]: user"),
+        ("broker = 3\n", "[broker] must be a table"),
+        ("[console\n", "is not valid TOML"),
+    ],
+)
+def test_each_mistake_names_the_file_and_the_key(tmp_path: Path, text: str, words: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigurationError) as raised:
+        load_console_config(path)
+    message = str(raised.value)
+    assert str(path) in message and words in message, message
+    assert "\n" not in message
+
+
+def test_livetable_console_says_it_in_one_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "[console]\nidle_timeout_s = -5\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "controller.cli", "console", "--config", str(path)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 1, done
+    assert done.stderr.splitlines() == [
+        f"livetable: error: {path}: [console] idle_timeout_s must be a number of seconds "
+        "from 10 to 86400, not -5"
+    ]
+    missing = subprocess.run(
+        [sys.executable, "-m", "controller.cli", "console", "--config", str(tmp_path / "no")],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert missing.returncode == 1
+    assert missing.stderr.splitlines() == [
+        f"livetable: error: config file {tmp_path / 'no'} does not exist"
+    ]

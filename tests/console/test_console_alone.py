@@ -1,0 +1,138 @@
+"""The console alone (no tables): HTTPS when console.toml names a certificate and key (TLS
+only, Secure cookies, HSTS); a key that does not fit the certificate is one line at start;
+a broker that cannot be reached is said on the sign-in page."""
+
+from __future__ import annotations
+
+import signal
+import ssl
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+import trustme
+
+from tests.support.broker import free_port
+from tests.support.console import ConsoleHttp
+from tests.support.daemon import REPO_ROOT
+from tests.support.wait import wait_until
+
+TIMEOUT_S = 30.0
+
+
+def console_toml(tmp_path: Path, certificate: Path, key: Path, port: int) -> Path:
+    path = tmp_path / "console.toml"
+    path.write_text(
+        f'[console]\nlisten = "127.0.0.1:{port}"\ncertificate = "{certificate}"\n'
+        f'key = "{key}"\n[broker]\nport = {free_port()}\n',
+        encoding="utf-8",
+    )
+    return path
+
+
+def livetable_console(config: Path, log: Path) -> subprocess.Popen[bytes]:
+    with open(log, "wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "controller.cli", "console", "--config", str(config)],
+            cwd=REPO_ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+        )
+
+
+def test_the_console_serves_https_with_secure_cookies(tmp_path: Path) -> None:
+    ca = trustme.CA()
+    served = ca.issue_cert("127.0.0.1")
+    certificate, key = tmp_path / "console.crt", tmp_path / "console.key"
+    served.cert_chain_pems[0].write_to_path(certificate)
+    served.private_key_pem.write_to_path(key)
+    port = free_port()
+    process = livetable_console(
+        console_toml(tmp_path, certificate, key, port), tmp_path / "console.log"
+    )
+    trusted = ssl.create_default_context()
+    ca.configure_trust(trusted)
+    base = f"https://127.0.0.1:{port}"
+    try:
+
+        def healthy() -> bool:
+            assert process.poll() is None, (tmp_path / "console.log").read_text()
+            try:
+                with urllib.request.urlopen(f"{base}/healthz", context=trusted, timeout=2) as r:
+                    return bool(r.read() == b"ok")
+            except (urllib.error.URLError, ConnectionError):
+                return False
+
+        wait_until(healthy, TIMEOUT_S, "the console answering over HTTPS")
+        with urllib.request.urlopen(f"{base}/signin", context=trusted, timeout=5) as page:
+            cookie = page.headers["Set-Cookie"]
+            assert cookie.startswith("livetable_signin=") and "Secure" in cookie, cookie
+            assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+            assert page.headers["Strict-Transport-Security"].startswith("max-age=")
+        # Plain HTTP to the TLS port gets no page.
+        with pytest.raises((urllib.error.URLError, ConnectionError, OSError)):
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5).read()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(TIMEOUT_S) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_a_key_that_is_not_the_certificates_is_one_line(tmp_path: Path) -> None:
+    ca = trustme.CA()
+    certificate, key = tmp_path / "console.crt", tmp_path / "other.key"
+    ca.issue_cert("127.0.0.1").cert_chain_pems[0].write_to_path(certificate)
+    ca.issue_cert("127.0.0.1").private_key_pem.write_to_path(key)
+    config = console_toml(tmp_path, certificate, key, free_port())
+    done = subprocess.run(
+        [sys.executable, "-m", "controller.cli", "console", "--config", str(config)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 1, done
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"livetable: error: {config}: [console] certificate {certificate}")
+    assert f"and key {key} cannot be used" in line, line
+
+
+def test_a_broker_that_cannot_be_reached_is_said_on_the_sign_in_page(tmp_path: Path) -> None:
+    port = free_port()
+    config = tmp_path / "console.toml"
+    # Nothing listens on the broker's port.
+    config.write_text(
+        f'[console]\nlisten = "127.0.0.1:{port}"\n[broker]\nport = {free_port()}\n',
+        encoding="utf-8",
+    )
+    process = livetable_console(config, tmp_path / "console.log")
+    try:
+        browser = ConsoleHttp(f"http://127.0.0.1:{port}")
+
+        def listening() -> bool:
+            assert process.poll() is None, (tmp_path / "console.log").read_text()
+            try:
+                return browser.get("/healthz").status == 200
+            except OSError:
+                return False
+
+        wait_until(listening, TIMEOUT_S, "the console listening")
+        answer = browser.sign_in("alice", "a-password")
+        assert answer.status == 503, answer.text
+        assert "The broker cannot be reached" in answer.text
+        # Not counted as a failed sign-in: the next attempt is not held back.
+        assert browser.sign_in("alice", "a-password").status == 503
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(TIMEOUT_S) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert "a-password" not in (tmp_path / "console.log").read_text()

@@ -1,0 +1,131 @@
+"""The server's parts that need no network: the audit's CSV (no cell a spreadsheet would
+run), the origin check, and the tiles' coalescing (feeds held in memory)."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+import itertools
+import time
+from typing import Any
+
+from aiohttp.test_utils import make_mocked_request
+
+from controller.api_client import TableFeed, TableUpdate
+from controller.console.server import (
+    COALESCE_S,
+    AccountFeed,
+    audit_csv,
+    origin_ok,
+    spreadsheet_safe,
+)
+
+
+def test_a_cell_that_starts_like_a_formula_is_text() -> None:
+    for dangerous in ("=1+1", "+1", "-1", "@SUM(A1)", "\t=1", "\r=1"):
+        assert spreadsheet_safe(dangerous) == "'" + dangerous
+    assert spreadsheet_safe("pause") == "pause"
+    assert spreadsheet_safe(None) == ""
+    assert spreadsheet_safe(True) == "true" and spreadsheet_safe(-1) == "'-1"
+    assert spreadsheet_safe({"reason": "=x"}) == '{"reason": "=x"}'
+
+
+def test_the_audit_csv_has_a_header_and_one_row_per_entry() -> None:
+    entries = [
+        {
+            "journal_seq": 7,
+            "at": 1767225700.25,
+            "account": "alice",
+            "role": "supervisor",
+            "command": "pause",
+            "transaction": "=cmd|' /C calc'!A0",
+            "args": {"reason": "spill"},
+            "ok": False,
+            "code": "refused",
+            "message": "-the table is already paused",
+        }
+    ]
+    rows = list(csv.reader(io.StringIO(audit_csv(entries))))
+    assert rows[0][:4] == ["journal_seq", "at", "time_utc", "account"]
+    assert rows[1] == [
+        "7",
+        "1767225700.25",
+        "2026-01-01T00:01:40.250+00:00",
+        "alice",
+        "supervisor",
+        "pause",
+        "'=cmd|' /C calc'!A0",
+        '{"reason": "spill"}',
+        "false",
+        "refused",
+        "'-the table is already paused",
+    ]
+
+
+def test_the_origin_is_the_consoles_own_or_absent() -> None:
+    def request(origin: str | None, host: str = "console.studio:8080") -> bool:
+        headers = {"Host": host, **({"Origin": origin} if origin is not None else {})}
+        return origin_ok(make_mocked_request("POST", "/api/tables/t1/request", headers=headers))
+
+    assert request(None)
+    assert request("http://console.studio:8080")
+    assert request("https://console.studio:8080"), "behind a TLS proxy"
+    assert request("https://console.studio", host="console.studio")
+    assert not request("http://evil.example")
+    assert not request("http://console.studio:8081")
+    assert not request("null")
+    assert not request("http://console.studio:8080.evil.example")
+
+
+class Feeds:
+    """A StudioClient's reading side, for the tiles: feeds held here, no connection."""
+
+    def __init__(self, *feeds: TableFeed) -> None:
+        self.held = {feed.table_id: feed for feed in feeds}
+
+    def feeds(self) -> dict[str, TableFeed]:
+        return dict(self.held)
+
+    def feed(self, table_id: str) -> TableFeed | None:
+        return self.held.get(table_id)
+
+
+def test_a_burst_of_updates_is_one_tile_per_table_at_most_every_100_ms() -> None:
+    async def scenario() -> list[tuple[float, str, Any]]:
+        now = time.time()
+        tables = [
+            TableFeed(t, availability="online", state={"phase": "DEALING"}, last_message_at=now)
+            for t in ("t1", "t2")
+        ]
+        feed = AccountFeed("alice", asyncio.get_running_loop(), stale_after_s=120)
+        feed.client, feed.link_up = Feeds(*tables), True
+        sent: list[tuple[float, str, Any]] = []
+        broadcast = feed.broadcast
+
+        def stamped(kind: str, data: Any) -> None:
+            sent.append((time.monotonic(), kind, data))
+            broadcast(kind, data)
+
+        feed.broadcast = stamped  # type: ignore[method-assign]
+        subscriber = feed.subscribe("session")
+        feed.start()
+        try:
+            for _ in range(3):
+                for _ in range(50):  # as the network thread calls it
+                    feed.on_update(TableUpdate("t1", "event", {}))
+                await asyncio.wait_for(subscriber.queue.get(), 10)
+            # The marker: another table's tile, asked for after the last burst's.
+            feed.on_update(TableUpdate("t2", "state", {}))
+            while (item := await asyncio.wait_for(subscriber.queue.get(), 10)) is not None:
+                if item[1]["table"] == "t2":
+                    break
+        finally:
+            feed.close()
+        return sent
+
+    sent = asyncio.run(scenario())
+    t1 = [at for at, kind, tile in sent if kind == "tile" and tile["table"] == "t1"]
+    assert len(t1) == 3, "one tile per burst of 50"
+    assert all(later - earlier >= COALESCE_S for earlier, later in itertools.pairwise(t1))
+    assert [tile["table"] for _at, _kind, tile in sent] == ["t1", "t1", "t1", "t2"]

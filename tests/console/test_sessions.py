@@ -1,0 +1,125 @@
+"""The console's sessions, pure: the sign-in throttle, idle expiry, CSRF tokens and the one
+broker client per account, on a clock the test moves by hand (no sleeping)."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.console.sessions import (
+    MAX_SIGN_IN_DELAY_S,
+    AccountLinks,
+    SessionStore,
+    SignInThrottle,
+    new_token,
+    sign_in_delay,
+    tokens_match,
+)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_delay_doubles_with_each_failure_up_to_five_minutes() -> None:
+    assert [sign_in_delay(n) for n in range(7)] == [0, 1, 2, 4, 8, 16, 32]
+    assert sign_in_delay(9) == 256 and sign_in_delay(10) == MAX_SIGN_IN_DELAY_S == 300
+    assert sign_in_delay(10_000) == 300
+
+
+def test_five_failures_wait_1_2_4_8_16_s_and_a_success_resets_the_name() -> None:
+    clock = Clock()
+    throttle = SignInThrottle(clock)
+    assert throttle.retry_after("alice") == 0
+    for expected in (1, 2, 4, 8, 16):
+        assert throttle.failed("alice") == expected
+        assert throttle.retry_after("alice") == expected
+        clock.now += expected - 0.5
+        assert throttle.retry_after("alice") == 0.5, "not yet"
+        clock.now += 0.5
+        assert throttle.retry_after("alice") == 0, "now it may try again"
+    assert throttle.failures("alice") == 5
+    # Another name is not held back by alice's failures.
+    throttle.failed("alice")
+    assert throttle.retry_after("bob") == 0
+    throttle.succeeded("alice")
+    assert throttle.failures("alice") == 0 and throttle.retry_after("alice") == 0
+    assert throttle.failed("alice") == 1, "the count starts again"
+
+
+def test_a_flood_of_names_forgets_the_oldest_not_the_memory() -> None:
+    throttle = SignInThrottle(Clock(), max_names=3)
+    for name in ("a", "b", "c", "d"):
+        throttle.failed(name)
+    assert throttle.failures("a") == 0 and throttle.failures("d") == 1
+    # A name failing again is the newest.
+    throttle.failed("b")
+    throttle.failed("e")
+    assert throttle.failures("b") == 2 and throttle.failures("c") == 0
+
+
+def test_a_session_ends_after_its_idle_time_and_each_request_starts_it_again() -> None:
+    clock = Clock()
+    store = SessionStore(900, clock)
+    session = store.create("alice", "supervisor")
+    assert store.get(session.id) is session
+    clock.now += 899
+    assert store.get(session.id) is session, "a request just in time"
+    clock.now += 899
+    # A look that is not a request (the stream's check) does not keep it alive.
+    assert store.get(session.id, touch=False) is session
+    clock.now += 1
+    assert store.get(session.id) is None, "900 s without a request"
+    assert [s.id for s in store.expire()] == [session.id]
+    assert store.expire() == [] and len(store) == 0
+    assert store.get(None) is None and store.get("") is None and store.get("forged") is None
+
+
+def test_sessions_have_their_own_random_ids_and_csrf_tokens() -> None:
+    store = SessionStore(900, Clock())
+    first, second = store.create("alice", "supervisor"), store.create("alice", "supervisor")
+    tokens = {first.id, first.csrf, second.id, second.csrf}
+    assert len(tokens) == 4
+    assert all(len(token) >= 43 for token in tokens), "256 bits, base64"
+    assert store.of_account("alice") == [first, second]
+    assert store.end(first.id) is first and store.get(first.id) is None
+    assert store.get(second.id) is second
+
+
+def test_csrf_tokens_match_only_themselves() -> None:
+    token = new_token()
+    assert tokens_match(token, token)
+    assert not tokens_match(token, token[:-1])
+    assert not tokens_match(token, new_token())
+    assert not tokens_match(token, None) and not tokens_match(token, "")
+    assert not tokens_match(None, None) and not tokens_match("", "")
+
+
+def test_one_client_per_account_shared_by_its_sessions_and_handed_back_with_the_last() -> None:
+    links: AccountLinks[str] = AccountLinks()
+    links.add("alice", "her-password", "alice's client")
+    with pytest.raises(ValueError):
+        links.add("alice", "her-password", "a second client")
+    links.attach("alice", "s1")
+    links.attach("alice", "s2")
+    assert links.password_matches("alice", "her-password")
+    assert not links.password_matches("alice", "her-passwor")
+    assert not links.password_matches("bob", "her-password")
+    assert links.detach("alice", "s1") is None, "s2 still uses it"
+    assert links.client("alice") == "alice's client"
+    assert links.detach("alice", "s2") == "alice's client", "the last one: close it"
+    assert "alice" not in links and links.client("alice") is None
+    assert links.detach("alice", "s2") is None
+
+
+def test_the_password_is_not_kept_only_a_keyed_digest() -> None:
+    links: AccountLinks[object] = AccountLinks()
+    links.add("alice", "correct horse", object())
+    held = repr(vars(links)) + repr(links._links)
+    assert "correct horse" not in held
+    other: AccountLinks[object] = AccountLinks()
+    other.add("alice", "correct horse", object())
+    assert links._links["alice"].digest != other._links["alice"].digest, "a key per process"
