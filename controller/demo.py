@@ -46,6 +46,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import unquote, urlsplit
@@ -83,6 +84,9 @@ ONLINE_WITHIN_S = 30.0
 # The live view's redraws per second (the decision countdown moves in tenths).
 REFRESH_PER_S = 8
 MAX_TABLES = 8
+DEFAULT_TIMEOUT_S = 600.0
+# How long the console the demo starts has to answer on its port.
+CONSOLE_START_S = 30.0
 TOPIC_PREFIX = "livetable"
 
 
@@ -485,6 +489,7 @@ class DemoTable:
         broker: BrokerAddress,
         in_process: bool,
         deck: Path | None,
+        stood_aside: Callable[[str, str], None] | None = None,
     ) -> None:
         from controller.api_client import Account, ApiClient
         from simulators.daemon_process import DaemonProcess
@@ -546,6 +551,8 @@ class DemoTable:
             dealer=self.dealer,
             resolve_delay_s=args.resolve_delay_s,
             mistake_rate=args.mistake_rate,
+            resolves_pauses=args.supervisor != "manual",
+            on_stood_aside=None if stood_aside is None else partial(stood_aside, table_id),
         )
 
     def start(self) -> None:
@@ -562,6 +569,75 @@ class DemoTable:
         for made in self.clients:
             made.close()
         self.shoe.stop()
+
+
+# -- the console ----------------------------------------------------------------------------
+
+
+class ConsoleProcess:
+    """``livetable console`` as a child process on a free loopback port, against the demo's
+    broker: its ``console.toml`` and its log in the work folder."""
+
+    def __init__(self, work: Path, broker: BrokerAddress) -> None:
+        from simulators.broker import free_port
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/"
+        self.config = work / "console.toml"
+        self.log_path = work / "console.log"
+        # The daemons' protocol: the embedded broker speaks 3.1.1 only.
+        self.config.write_text(
+            "# Written by livetable demo --console.\n"
+            f'[console]\nlisten = "127.0.0.1:{self.port}"\n\n'
+            f'[broker]\nhost = "{broker.host}"\nport = {broker.port}\n'
+            f'protocol = "{broker.mqtt_protocol}"\ntopic_prefix = "{TOPIC_PREFIX}"\n',
+            encoding="utf-8",
+        )
+        self.process: Any = None
+
+    def start(self) -> str:
+        """Start it and wait until it answers; its address."""
+        import subprocess
+        import urllib.error
+        import urllib.request
+
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                [
+                    *[sys.executable, "-m", "controller.cli"],
+                    *["console", "--config", str(self.config)],
+                    *["--listen", f"127.0.0.1:{self.port}"],
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
+        deadline = time.monotonic() + CONSOLE_START_S
+        while time.monotonic() < deadline and self.process.poll() is None:
+            try:
+                with urllib.request.urlopen(f"{self.url}healthz", timeout=2) as answer:
+                    if answer.status == 200:
+                        return self.url
+            except (urllib.error.URLError, OSError):
+                time.sleep(0.1)
+        said = self.log_path.read_text(errors="replace").strip().splitlines()[-1:]
+        raise ConfigurationError(
+            "the console did not start"
+            + (f": {said[0]}" if said else f" in {CONSOLE_START_S:g} s")
+            + f" (its log: {self.log_path})"
+        )
+
+    def stop(self) -> None:
+        import subprocess
+
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
 
 
 # -- what is printed ------------------------------------------------------------------------
@@ -725,7 +801,8 @@ def _run_demo(args: argparse.Namespace, out: TextIO) -> int:
         else:
             from simulators.embedded_broker import EmbeddedBroker
 
-            embedded = running.enter_context(EmbeddedBroker())
+            # With the console, every person signs in under a name of their own.
+            embedded = running.enter_context(EmbeddedBroker(any_account=args.console))
             broker = BrokerAddress(
                 embedded.host, embedded.port, (embedded.username, embedded.password), "3.1.1"
             )
@@ -755,9 +832,27 @@ def _run_demo(args: argparse.Namespace, out: TextIO) -> int:
                 f"the broker at mqtt://{broker.host}:{broker.port} "
                 + (f"refused the demo's view: {refused}" if refused else "did not answer")
             )
+        console_url = ""
+        if args.console:
+            console = ConsoleProcess(work, broker)
+            running.callback(console.stop)
+            console_url = console.start()
+            how = (
+                "sign in under any name, e.g. supervisor floor, with any password (the demo's "
+                "broker takes every account)"
+                if not args.broker
+                else "sign in with an account of that broker"
+            )
+            say(f"livetable demo: the supervisors' console at {console_url} : {how}")
+
+        def stood_aside(table_id: str, said: str) -> None:
+            watch.note(table_id, said)
+            if not live:
+                say(f"{table_id} {said}")
+
         in_process = args.tables == 1 or args.camera
         tables = [
-            DemoTable(index, table_id, args, work, broker, in_process, deck)
+            DemoTable(index, table_id, args, work, broker, in_process, deck, stood_aside)
             for index, table_id in enumerate(ids)
         ]
         if not args.json:
@@ -772,7 +867,8 @@ def _run_demo(args: argparse.Namespace, out: TextIO) -> int:
             table.start()
         header = (
             f"livetable demo · {args.game} · broker mqtt://{broker.host}:{broker.port} · "
-            f"Ctrl-C stops\nwatch: {broker.watch_command()}"
+            f"Ctrl-C stops\n"
+            + (f"console: {console_url}" if console_url else f"watch: {broker.watch_command()}")
         )
         finished = _play(args, tables, watch, header, out, live, work)
         elapsed = time.monotonic() - started
@@ -823,7 +919,11 @@ def _play(
     work: Path,
 ) -> bool:
     """Until every table has played its rounds (True), a daemon stops or time runs out."""
-    deadline = time.monotonic() + args.timeout_s
+    timeout_s = args.timeout_s
+    if timeout_s is None:
+        # A person resolves the pauses: the demo waits for them as long as it takes.
+        timeout_s = float("inf") if args.supervisor == "manual" else DEFAULT_TIMEOUT_S
+    deadline = time.monotonic() + timeout_s
     online_by = time.monotonic() + ONLINE_WITHIN_S
 
     def playing() -> bool:
@@ -1070,7 +1170,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "temporary folder, removed at the end)",
     )
     parser.add_argument(
-        "--timeout-s", type=positive_seconds, default=600.0, help="give up after this (600)"
+        "--timeout-s",
+        type=positive_seconds,
+        default=None,
+        help=f"give up after this (default {DEFAULT_TIMEOUT_S:g}; none with --supervisor manual)",
+    )
+    parser.add_argument(
+        "--console",
+        action="store_true",
+        help="serve the supervisors' web console (livetable console) on a free loopback port "
+        "against the demo's broker, and print its address",
+    )
+    parser.add_argument(
+        "--supervisor",
+        choices=("bot", "manual"),
+        default="bot",
+        help="bot: the simulated supervisor resolves every pause (default); manual: it stands "
+        "aside and a person resolves them (at the console: --console)",
     )
     add_json(parser)
     parser.add_argument(

@@ -162,6 +162,8 @@ class TableWatch:
     rounds_voided: int = 0
     camera_reads: int = 0
     messages: int = 0
+    for_a_person: str | None = None
+    """With the supervisor standing aside: what the person resolving the pause needs."""
 
     def on_event(self, event: dict[str, Any]) -> str | None:
         """Apply an event once (QoS 1 may repeat it); its line, or None for a repeat."""
@@ -181,6 +183,7 @@ class TableWatch:
             self.pause = Pause(str(data.get("reason")), str(data.get("message")), event.get("at"))
         elif kind == "table_resumed":
             self.resumes += 1
+            self.for_a_person = None
         if kind == "table_resumed" and self.pause is not None:
             took = ""
             if self.pause.since is not None and event.get("at") is not None:
@@ -228,6 +231,11 @@ class DemoWatch:
             return table_id, None
         kind = {"events": "event"}.get(channel, channel)
         return table_id, self.take(table_id, kind, body)
+
+    def note(self, table_id: str, text: str) -> None:
+        """What the demo's supervisor, standing aside, says a person needs for the pause."""
+        with self.lock:
+            self.tables.setdefault(table_id, TableWatch(table_id)).for_a_person = text
 
     def update(self, update: Any) -> str | None:
         """Take one :class:`~controller.api_client.TableUpdate` (the demo's API client
@@ -440,6 +448,8 @@ def _rows(table: TableWatch, now: float, brief: bool) -> list[tuple[Any, Any]]:
             rows.append(("result", describe_event({"type": "round_voided", "data": table.result})))
     if table.pause is not None:
         rows.extend(_pause_rows(table.pause, now, brief))
+        if table.pause.resolved is None and table.for_a_person:
+            rows.append(("console", Text(table.for_a_person, style="bold yellow")))
     return rows
 
 
