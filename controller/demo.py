@@ -14,7 +14,15 @@ a platform opens rounds and answers decisions.
 What you see is what an MQTT subscriber sees: on a terminal, a live view of every table
 (phase, shoe, hands and totals, the decision awaited and its countdown, the result of each
 bet, pauses and how they were resolved, the last events); otherwise one line per event;
-with ``--json`` every MQTT message as one JSON object per line (``topic``, ``payload``).
+with ``--json`` every message of the tables' topics (availability, state, events in ``seq``
+order, the dealer's line) as one JSON object per line (``topic``, ``payload``). The view is
+the API client's :class:`~controller.api_client.StudioClient`: one account's connection to
+every table.
+
+With ``--console`` the supervisors' web console (``livetable console``) runs beside it, on a
+free loopback port against the demo's broker; with ``--supervisor manual`` the simulated
+supervisor stands aside and a person resolves the pauses there. Ctrl-C and SIGTERM stop the
+tables (and the console) and remove the temporary work folder.
 
 Without ``--broker`` an MQTT broker (amqtt) runs inside the demo on a free loopback port
 with one account, printed so that another client can watch, e.g.
@@ -30,6 +38,7 @@ examples:
   livetable demo
   livetable demo --game blackjack-classic --rounds 10 --tables 2
   livetable demo --json --rounds 3 --broker mqtt://127.0.0.1:1883
+  livetable demo --console --supervisor manual
 """
 
 from __future__ import annotations
@@ -1033,7 +1042,12 @@ nobody could read; a platform opens rounds and answers decisions. They all talk 
 table only over MQTT.
 
 On a terminal you see a live view of every table; otherwise one line per event; with
---json every MQTT message as one JSON object per line (topic and payload).
+--json every message of the tables' topics as one JSON object per line (topic and
+payload).
+
+With --console the supervisors' web console runs on a free loopback port against the
+demo's broker (its address is printed; sign in under any name); with --supervisor manual
+no bot resolves a pause: a person does, at the console, and the demo waits for them.
 
 Without --broker an MQTT broker (amqtt) runs inside the demo on a free loopback port, with
 an account printed with a mosquitto_sub line so that another client can watch. With
@@ -1065,6 +1079,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "livetable demo",
             "livetable demo --game blackjack-classic --rounds 10 --tables 2",
             "livetable demo --json --rounds 3 --broker mqtt://127.0.0.1:1883",
+            "livetable demo --console --supervisor manual",
         ),
         formatter_class=HelpFormatter,
     )
