@@ -14,7 +14,15 @@ a platform opens rounds and answers decisions.
 What you see is what an MQTT subscriber sees: on a terminal, a live view of every table
 (phase, shoe, hands and totals, the decision awaited and its countdown, the result of each
 bet, pauses and how they were resolved, the last events); otherwise one line per event;
-with ``--json`` every MQTT message as one JSON object per line (``topic``, ``payload``).
+with ``--json`` every message of the tables' topics (availability, state, events in ``seq``
+order, the dealer's line) as one JSON object per line (``topic``, ``payload``). The view is
+the API client's :class:`~controller.api_client.StudioClient`: one account's connection to
+every table.
+
+With ``--console`` the supervisors' web console (``livetable console``) runs beside it, on a
+free loopback port against the demo's broker; with ``--supervisor manual`` the simulated
+supervisor stands aside and a person resolves the pauses there. Ctrl-C and SIGTERM stop the
+tables (and the console) and remove the temporary work folder.
 
 Without ``--broker`` an MQTT broker (amqtt) runs inside the demo on a free loopback port
 with one account, printed so that another client can watch, e.g.
@@ -30,6 +38,7 @@ examples:
   livetable demo
   livetable demo --game blackjack-classic --rounds 10 --tables 2
   livetable demo --json --rounds 3 --broker mqtt://127.0.0.1:1883
+  livetable demo --console --supervisor manual
 """
 
 from __future__ import annotations
@@ -40,11 +49,13 @@ import dataclasses
 import json
 import logging
 import os
+import signal
 import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import unquote, urlsplit
@@ -82,6 +93,9 @@ ONLINE_WITHIN_S = 30.0
 # The live view's redraws per second (the decision countdown moves in tenths).
 REFRESH_PER_S = 8
 MAX_TABLES = 8
+DEFAULT_TIMEOUT_S = 600.0
+# How long the console the demo starts has to answer on its port.
+CONSOLE_START_S = 30.0
 TOPIC_PREFIX = "livetable"
 
 
@@ -195,6 +209,198 @@ def parse_broker_url(url: str) -> BrokerAddress:
     return BrokerAddress(parts.hostname, port, login)
 
 
+def broker_argument(url: str) -> BrokerAddress:
+    """``--broker``'s type: a bad URL is an argument error (usage, exit 2)."""
+    try:
+        return parse_broker_url(url)
+    except ConfigurationError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix("--broker ")) from error
+
+
+def table_count(text: str) -> int:
+    """``--tables``' type: 1 to :data:`MAX_TABLES`."""
+    from controller.cli_support import positive_int
+
+    value = positive_int(text)
+    if value > MAX_TABLES:
+        raise argparse.ArgumentTypeError(f"{value} is more than the {MAX_TABLES} tables shown")
+    return value
+
+
+# -- what a broker given with --broker must let the demo do ------------------------------------
+
+# How long the broker check waits for each answer (a CONNACK, a PUBACK, a message back): a
+# broker answers in milliseconds; this only bounds one that says nothing at all.
+CHECK_ANSWER_S = 10.0
+# The account name under which the check writes a response topic nobody reads.
+CHECK_ACCOUNT = "livetable-demo-check"
+
+
+class _BrokerProbe:
+    """One MQTT 5 connection of the broker check (the API client's :func:`start_client`),
+    noting its CONNACK, PUBACKs, SUBACK, messages and whether the broker dropped it. It does
+    not reconnect: a drop is an answer."""
+
+    def __init__(self, broker: BrokerAddress, suffix: str) -> None:
+        import paho.mqtt.client as mqtt
+
+        from controller.api_client import start_client
+
+        self.lock = threading.Condition()
+        self.connack: Any = None
+        self.dropped: Any = None
+        self.suback: list[Any] | None = None
+        self.pubacks: dict[int, Any] = {}
+        self.received: list[str] = []
+        self.client = start_client(
+            broker.host,
+            broker.port,
+            f"{CHECK_ACCOUNT}-{os.getpid()}-{suffix}",
+            on_connect=self._note("connack"),
+            on_message=lambda _c, _u, message: self._add(self.received, message.topic),
+            on_disconnect=self._on_disconnect,
+            on_subscribe=lambda _c, _u, _mid, reasons, _p: self._set("suback", list(reasons)),
+            on_publish=lambda _c, _u, mid, reason, _p: self._put(mid, reason),
+            protocol=mqtt.MQTTv5,
+            login=broker.login,
+            reconnect_delay_s=(600, 600),
+        )
+
+    def _note(self, name: str) -> Callable[..., None]:
+        return lambda _c, _u, _f, reason, _p: self._set(name, reason)
+
+    def _on_disconnect(self, _c: Any, _u: Any, _f: Any, reason: Any, _p: Any) -> None:
+        self._set("dropped", reason)
+
+    def _set(self, name: str, value: Any) -> None:
+        with self.lock:
+            setattr(self, name, value)
+            self.lock.notify_all()
+
+    def _add(self, into: list[str], topic: str) -> None:
+        with self.lock:
+            into.append(topic)
+            self.lock.notify_all()
+
+    def _put(self, mid: int, reason: Any) -> None:
+        with self.lock:
+            self.pubacks[mid] = reason
+            self.lock.notify_all()
+
+    def wait(self, condition: Callable[[], bool]) -> bool:
+        with self.lock:
+            return self.lock.wait_for(condition, CHECK_ANSWER_S)
+
+    def publish(self, topic: str) -> Any:
+        """Publish at QoS 1 and wait: the PUBACK's reason, or None if the connection
+        dropped (or nothing came)."""
+        info = self.client.publish(topic, json.dumps({"transaction": CHECK_ACCOUNT}), qos=1)
+        self.wait(lambda: info.mid in self.pubacks or self.dropped is not None)
+        return self.pubacks.get(info.mid)
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+@contextlib.contextmanager
+def _said_by_the_api_client() -> Any:
+    """The API client's connection problems, kept (not logged) while the broker check runs:
+    the check says the first in one line itself."""
+    said: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            said.append(record.getMessage())
+
+    api_logger = logging.getLogger("controller.api_client")
+    handler, propagate = Keep(logging.WARNING), api_logger.propagate
+    api_logger.addHandler(handler)
+    api_logger.propagate = False
+    try:
+        yield said
+    finally:
+        api_logger.removeHandler(handler)
+        api_logger.propagate = propagate
+
+
+def check_broker(broker: BrokerAddress, ids: list[str], viewer: str) -> None:
+    """That the broker lets the demo's one account do what the demo does, else a
+    :class:`ConfigurationError` in one line naming what it refused: the connection; a
+    publish to a table's topics or of a request under the platform's, the supervisor's or
+    the viewer's role (its ACL, told by MQTT 5's PUBACK); a second connection of the same
+    account (a broker that takes the account's name as the client id drops the first); a
+    message on a table's topic passed back to the account (its ACL for reading)."""
+    from controller.api_client import PROBE_TABLE
+
+    url = f"mqtt://{broker.host}:{broker.port}"
+    user = broker.login[0] if broker.login is not None else None
+    who = f"account {user}" if user is not None else "an anonymous client"
+    needs = (
+        "the demo's view, tables, platform and supervisor all use the one account of --broker: "
+        "it needs a broker that lets one account read and write every table's topics, e.g. "
+        "mosquitto without an ACL, or the demo's own broker (no --broker)"
+    )
+    with _said_by_the_api_client() as said, contextlib.ExitStack() as probes:
+        first = _BrokerProbe(broker, "a")
+        probes.callback(first.close)
+        first.wait(lambda: first.connack is not None or bool(said))
+        if first.connack is None:
+            problem = said[0].split(f"{broker.host}:{broker.port} ", 1)[-1] if said else ""
+            raise ConfigurationError(
+                f"the broker at {url} {problem or f'did not answer in {CHECK_ANSWER_S:g} s'}"
+            )
+        if first.connack.is_failure:
+            hint = (
+                f"account {user}: a wrong password, or an account the broker does not know"
+                if user is not None
+                else "no account was given: --broker mqtt://user:password@host:port"
+            )
+            raise ConfigurationError(
+                f"the broker at {url} refused the connection ({first.connack}): {hint}"
+            )
+        written = [f"{TOPIC_PREFIX}/{table_id}/response/{CHECK_ACCOUNT}" for table_id in ids]
+        requests = [
+            f"{TOPIC_PREFIX}/{PROBE_TABLE}/request/{role}/{name}/status"
+            for role, name in (
+                ("platform", "platform"),
+                ("supervisor", "demo-supervisor"),
+                ("viewer", viewer),
+            )
+        ]
+        for topic in written + requests:
+            reason = first.publish(topic)
+            if reason is None or reason.is_failure:
+                what = "no answer" if reason is None else str(reason)
+                raise ConfigurationError(
+                    f"the broker at {url} refused {who} a publish to {topic} ({what}): {needs}"
+                )
+        second = _BrokerProbe(broker, "b")
+        probes.callback(second.close)
+        second.wait(lambda: second.connack is not None)
+        first.publish(written[0])
+        if first.dropped is not None:
+            raise ConfigurationError(
+                f"the broker at {url} allows one connection per account (a second connection "
+                f"of {who} dropped the first: it takes the account's name as the client id): "
+                f"{needs}"
+            )
+        read = f"{TOPIC_PREFIX}/+/response/{CHECK_ACCOUNT}"
+        second.client.subscribe(read, qos=1)
+        second.wait(lambda: second.suback is not None)
+        if second.suback is None or any(reason.is_failure for reason in second.suback):
+            raise ConfigurationError(
+                f"the broker at {url} refused {who} the subscription to {read} "
+                f"({second.suback}): {needs}"
+            )
+        first.publish(written[0])
+        if not second.wait(lambda: written[0] in second.received):
+            raise ConfigurationError(
+                f"the broker at {url} does not pass {written[0]} to {who} (its ACL does not "
+                f"let it read a table's topics): {needs}"
+            )
+
+
 # -- one table ----------------------------------------------------------------------------
 
 
@@ -292,6 +498,7 @@ class DemoTable:
         broker: BrokerAddress,
         in_process: bool,
         deck: Path | None,
+        stood_aside: Callable[[str, str], None] | None = None,
     ) -> None:
         from controller.api_client import Account, ApiClient
         from simulators.daemon_process import DaemonProcess
@@ -353,6 +560,8 @@ class DemoTable:
             dealer=self.dealer,
             resolve_delay_s=args.resolve_delay_s,
             mistake_rate=args.mistake_rate,
+            resolves_pauses=args.supervisor != "manual",
+            on_stood_aside=None if stood_aside is None else partial(stood_aside, table_id),
         )
 
     def start(self) -> None:
@@ -371,12 +580,83 @@ class DemoTable:
         self.shoe.stop()
 
 
+# -- the console ----------------------------------------------------------------------------
+
+
+class ConsoleProcess:
+    """``livetable console`` as a child process on a free loopback port, against the demo's
+    broker: its ``console.toml`` and its log in the work folder."""
+
+    def __init__(self, work: Path, broker: BrokerAddress) -> None:
+        from simulators.broker import free_port
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/"
+        self.config = work / "console.toml"
+        self.log_path = work / "console.log"
+        # The daemons' protocol: the embedded broker speaks 3.1.1 only.
+        self.config.write_text(
+            "# Written by livetable demo --console.\n"
+            f'[console]\nlisten = "127.0.0.1:{self.port}"\n\n'
+            f'[broker]\nhost = "{broker.host}"\nport = {broker.port}\n'
+            f'protocol = "{broker.mqtt_protocol}"\ntopic_prefix = "{TOPIC_PREFIX}"\n',
+            encoding="utf-8",
+        )
+        self.process: Any = None
+
+    def start(self) -> str:
+        """Start it and wait until it answers; its address."""
+        import subprocess
+        import urllib.error
+        import urllib.request
+
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                [
+                    *[sys.executable, "-m", "controller.cli"],
+                    *["console", "--config", str(self.config)],
+                    *["--listen", f"127.0.0.1:{self.port}"],
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
+        deadline = time.monotonic() + CONSOLE_START_S
+        while time.monotonic() < deadline and self.process.poll() is None:
+            try:
+                with urllib.request.urlopen(f"{self.url}healthz", timeout=2) as answer:
+                    if answer.status == 200:
+                        return self.url
+            except (urllib.error.URLError, OSError):
+                time.sleep(0.1)
+        said = self.log_path.read_text(errors="replace").strip().splitlines()[-1:]
+        raise ConfigurationError(
+            "the console did not start"
+            + (f": {said[0]}" if said else f" in {CONSOLE_START_S:g} s")
+            + f" (its log: {self.log_path})"
+        )
+
+    def stop(self) -> None:
+        import subprocess
+
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
 # -- what is printed ------------------------------------------------------------------------
 
 
 class Watcher:
-    """The demo's own MQTT subscriber to ``livetable/#``: feeds the view, prints lines or
-    JSON. Connected (and subscribed) before any table starts, so it sees every message."""
+    """The demo's own API client, one account's connection to every table (the API client's
+    :class:`~controller.api_client.StudioClient`): feeds the view, prints lines or JSON.
+    Connected before any table starts; a table it sees first has its events caught up from
+    the start, so it sees every event, in ``seq`` order, once."""
 
     def __init__(
         self,
@@ -385,60 +665,48 @@ class Watcher:
         printer: Callable[[str], None] | None,
         as_json: bool,
     ) -> None:
-        import paho.mqtt.client as mqtt
+        from controller.api_client import StudioClient
 
         self.watch = watch
         self.printer = printer
         self.as_json = as_json
-        self.subscribed = threading.Event()
-        client_id = f"livetable-demo-view-{os.getpid()}"
-        self.client = mqtt.Client(
-            mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=mqtt.MQTTv311
-        )
-        if broker.login is not None:
-            self.client.username_pw_set(*broker.login)
-        self.client.on_connect = self._on_connect
-        self.client.on_subscribe = lambda *_args: self.subscribed.set()
-        self.client.on_message = self._on_message
-        from controller.mqtt_connection import watch_connection
-
-        watch_connection(
-            self.client,
+        self.studio = StudioClient(
             broker.host,
             broker.port,
-            protocol="3.1.1",
-            username=None if broker.login is None else broker.login[0],
-            client_id=client_id,
-            log=logger,
-            name="livetable demo",
+            watcher_account(broker),
+            prefix=TOPIC_PREFIX,
+            client_id=f"livetable-demo-view-{os.getpid()}",
+            on_update=self._on_update,
         )
-        self.client.connect_async(broker.host, broker.port, keepalive=30)
-        self.client.loop_start()
 
-    def _on_connect(self, client: Any, _u: Any, _f: Any, reason: Any, _p: Any) -> None:
-        if not reason.is_failure:
-            client.subscribe(f"{TOPIC_PREFIX}/#", qos=1)
+    def wait_connected(self, timeout: float) -> bool:
+        return self.studio.wait_connected(timeout)
 
-    def _on_message(self, _client: Any, _u: Any, message: Any) -> None:
-        payload = bytes(message.payload)
-        table_id, line = self.watch.handle(message.topic, payload)
-        if self.printer is None:
+    def _on_update(self, update: Any) -> None:
+        line = self.watch.update(update)
+        if self.printer is None or update.kind == "epoch":
             return
         if self.as_json:
-            try:
-                body: Any = json.loads(payload)
-            except ValueError:
-                body = payload.decode("utf-8", "replace")
-            self.printer(json.dumps({"topic": message.topic, "payload": body}, sort_keys=True))
+            channel = "events" if update.kind == "event" else update.kind
+            topic = f"{TOPIC_PREFIX}/{update.table_id}/{channel}"
+            self.printer(json.dumps({"topic": topic, "payload": update.body}, sort_keys=True))
         elif line is not None:
-            event = json.loads(payload)
-            self.printer(f"{table_id} #{event['seq']:<4} {event['type']:<18} {line}")
-        elif message.topic.endswith("/availability"):
-            self.printer(f"{table_id} is {payload.decode('utf-8', 'replace')}")
+            event = update.body
+            self.printer(f"{update.table_id} #{event['seq']:<4} {event['type']:<18} {line}")
+        elif update.kind == "availability":
+            self.printer(f"{update.table_id} is {update.body}")
 
     def close(self) -> None:
-        self.client.disconnect()
-        self.client.loop_stop()
+        self.studio.close()
+
+
+def watcher_account(broker: BrokerAddress) -> Any:
+    """The account the demo's view speaks as: a viewer, under the broker's login."""
+    from controller.api_client import Account
+
+    if broker.login is None:
+        return Account("viewer")
+    return Account("viewer", broker.login[0], broker.login[1])
 
 
 class Printer:
@@ -455,29 +723,6 @@ class Printer:
 
 
 # -- the demo -------------------------------------------------------------------------------
-
-
-def _check(args: argparse.Namespace) -> None:
-    for name in ("rounds", "tables"):
-        if getattr(args, name) < 1:
-            raise ConfigurationError(f"--{name} must be at least 1")
-    if args.tables > MAX_TABLES:
-        raise ConfigurationError(f"--tables is at most {MAX_TABLES}")
-    for name in ("misread_rate", "mistake_rate", "line_noise"):
-        value = getattr(args, name)
-        if value is not None and not 0.0 <= value <= 1.0:
-            raise ConfigurationError(f"--{name.replace('_', '-')} must be between 0 and 1")
-    for name in (
-        "pace_s",
-        "betting_s",
-        "decision_s",
-        "dealer_idle_s",
-        "resolve_delay_s",
-        "camera_deadline_s",
-        "timeout_s",
-    ):
-        if getattr(args, name) < 0:
-            raise ConfigurationError(f"--{name.replace('_', '-')} cannot be negative")
 
 
 def table_ids(tables: int) -> list[str]:
@@ -500,8 +745,57 @@ def _check_work_dir(args: argparse.Namespace) -> None:
             )
 
 
+class Stopped(KeyboardInterrupt):
+    """SIGTERM, taken as Ctrl-C is: the demo stops its tables and removes its work folder."""
+
+
+@contextlib.contextmanager
+def _sigterm_as_ctrl_c() -> Any:
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set a handler (a demo run inside a test's thread)
+        return
+
+    def stop(_signum: int, _frame: Any) -> None:
+        raise Stopped
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class _DeliberateFault(logging.Filter):
+    """The shoe protocol's warnings about what came down the line, lowered to debug: in the
+    demo every misread, garbled or lost frame is one the simulated shoe made on purpose, and
+    the table's events say each (a ``misread`` pause, ``cards_lost``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.WARNING:
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            return logging.getLogger().isEnabledFor(logging.DEBUG)
+        return True
+
+
+@contextlib.contextmanager
+def deliberate_faults_logged_as_debug() -> Any:
+    """While the demo runs, the shoe protocol's warnings of the in-process daemon are debug
+    lines (``-vv`` shows them); a daemon process logs to its own file."""
+    shoe_logger = logging.getLogger("drivers.shoe.sessions")
+    lowered = _DeliberateFault()
+    shoe_logger.addFilter(lowered)
+    try:
+        yield
+    finally:
+        shoe_logger.removeFilter(lowered)
+
+
 def run_demo(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
-    _check(args)
+    with _sigterm_as_ctrl_c(), deliberate_faults_logged_as_debug():
+        return _run_demo(args, out)
+
+
+def _run_demo(args: argparse.Namespace, out: TextIO) -> int:
     _check_work_dir(args)
     live = not args.json and not args.plain and out.isatty()
     # With --json, stdout is JSON lines only: everything said to a person goes to stderr.
@@ -509,13 +803,15 @@ def run_demo(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     deck = None
     if args.camera:
         deck = _camera_deck(args, sys.stderr if args.json else out)
+    ids = table_ids(args.tables)
     with contextlib.ExitStack() as running:
         if args.broker:
-            broker = parse_broker_url(args.broker)
+            broker = args.broker
         else:
             from simulators.embedded_broker import EmbeddedBroker
 
-            embedded = running.enter_context(EmbeddedBroker())
+            # With the console, every person signs in under a name of their own.
+            embedded = running.enter_context(EmbeddedBroker(any_account=args.console))
             broker = BrokerAddress(
                 embedded.host, embedded.port, (embedded.username, embedded.password), "3.1.1"
             )
@@ -524,22 +820,48 @@ def run_demo(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
             f"livetable demo: {where} at mqtt://{broker.host}:{broker.port}; watch it with: "
             f"{broker.watch_command()}"
         )
-        work = Path(running.enter_context(tempfile.TemporaryDirectory(prefix="livetable-demo-")))
+        if args.broker:
+            check_broker(broker, ids, watcher_account(broker).name)
         if args.work_dir:
             work = Path(args.work_dir)
             work.mkdir(parents=True, exist_ok=True)
-        ids = table_ids(args.tables)
-        from controller.demo_view import DemoWatch
+        else:
+            work = Path(
+                running.enter_context(tempfile.TemporaryDirectory(prefix="livetable-demo-"))
+            )
+        from controller.demo_view import DemoWatch, summary_line
 
         watch = DemoWatch(TOPIC_PREFIX, ids)
         lines = Printer(out) if args.json else say
         watcher = Watcher(broker, watch, None if live else lines, args.json)
         running.callback(watcher.close)
-        if not watcher.subscribed.wait(10):
-            raise ConfigurationError(f"cannot subscribe at mqtt://{broker.host}:{broker.port}")
+        if not watcher.wait_connected(CHECK_ANSWER_S):
+            refused = watcher.studio.refused
+            raise ConfigurationError(
+                f"the broker at mqtt://{broker.host}:{broker.port} "
+                + (f"refused the demo's view: {refused}" if refused else "did not answer")
+            )
+        console_url = ""
+        if args.console:
+            console = ConsoleProcess(work, broker)
+            running.callback(console.stop)
+            console_url = console.start()
+            how = (
+                "sign in under any name, e.g. supervisor floor, with any password (the demo's "
+                "broker takes every account)"
+                if not args.broker
+                else "sign in with an account of that broker"
+            )
+            say(f"livetable demo: the supervisors' console at {console_url} : {how}")
+
+        def stood_aside(table_id: str, said: str) -> None:
+            watch.note(table_id, said)
+            if not live:
+                say(f"{table_id} {said}")
+
         in_process = args.tables == 1 or args.camera
         tables = [
-            DemoTable(index, table_id, args, work, broker, in_process, deck)
+            DemoTable(index, table_id, args, work, broker, in_process, deck, stood_aside)
             for index, table_id in enumerate(ids)
         ]
         if not args.json:
@@ -554,7 +876,8 @@ def run_demo(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
             table.start()
         header = (
             f"livetable demo · {args.game} · broker mqtt://{broker.host}:{broker.port} · "
-            f"Ctrl-C stops\nwatch: {broker.watch_command()}"
+            f"Ctrl-C stops\n"
+            + (f"console: {console_url}" if console_url else f"watch: {broker.watch_command()}")
         )
         finished = _play(args, tables, watch, header, out, live, work)
         elapsed = time.monotonic() - started
@@ -564,14 +887,11 @@ def run_demo(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     # Every table is stopped now (availability offline), the broker too.
     if not args.json:
         for table in tables:
-            seen = watch.tables[table.table_id]
-            extra = f", the camera read {seen.camera_reads} card(s)" if args.camera else ""
-            say(
-                f"livetable demo: table {table.table_id}: {seen.rounds_settled} round(s) settled, "
-                f"{seen.rounds_voided} voided, {seen.pauses} pause(s) resolved by the "
-                f"supervisor, {table.dealer.cards_drawn} card(s) drawn, {seen.last_seq} "
-                f"event(s) published{extra}"
-            )
+            with watch.lock:
+                line = summary_line(
+                    watch.tables[table.table_id], table.dealer.cards_drawn, args.camera
+                )
+            say(f"livetable demo: {line}")
         say(f"livetable demo: {elapsed:.1f} s")
     for table in failed:
         print(
@@ -608,7 +928,11 @@ def _play(
     work: Path,
 ) -> bool:
     """Until every table has played its rounds (True), a daemon stops or time runs out."""
-    deadline = time.monotonic() + args.timeout_s
+    timeout_s = args.timeout_s
+    if timeout_s is None:
+        # A person resolves the pauses: the demo waits for them as long as it takes.
+        timeout_s = float("inf") if args.supervisor == "manual" else DEFAULT_TIMEOUT_S
+    deadline = time.monotonic() + timeout_s
     online_by = time.monotonic() + ONLINE_WITHIN_S
 
     def playing() -> bool:
@@ -718,7 +1042,12 @@ nobody could read; a platform opens rounds and answers decisions. They all talk 
 table only over MQTT.
 
 On a terminal you see a live view of every table; otherwise one line per event; with
---json every MQTT message as one JSON object per line (topic and payload).
+--json every message of the tables' topics as one JSON object per line (topic and
+payload).
+
+With --console the supervisors' web console runs on a free loopback port against the
+demo's broker (its address is printed; sign in under any name); with --supervisor manual
+no bot resolves a pause: a person does, at the console, and the demo waits for them.
 
 Without --broker an MQTT broker (amqtt) runs inside the demo on a free loopback port, with
 an account printed with a mosquitto_sub line so that another client can watch. With
@@ -750,6 +1079,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "livetable demo",
             "livetable demo --game blackjack-classic --rounds 10 --tables 2",
             "livetable demo --json --rounds 3 --broker mqtt://127.0.0.1:1883",
+            "livetable demo --console --supervisor manual",
         ),
         formatter_class=HelpFormatter,
     )
@@ -759,7 +1089,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--tables",
-        type=positive_int,
+        type=table_count,
         default=1,
         help=f"tables, each its own daemon and shoe, shown one above another (default 1, at "
         f"most {MAX_TABLES})",
@@ -767,6 +1097,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--broker",
         metavar="URL",
+        type=broker_argument,
         help="use this broker, mqtt://[user:password@]host[:port] (default: start one inside "
         "the demo on a free loopback port)",
     )
@@ -854,7 +1185,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "temporary folder, removed at the end)",
     )
     parser.add_argument(
-        "--timeout-s", type=positive_seconds, default=600.0, help="give up after this (600)"
+        "--timeout-s",
+        type=positive_seconds,
+        default=None,
+        help=f"give up after this (default {DEFAULT_TIMEOUT_S:g}; none with --supervisor manual)",
+    )
+    parser.add_argument(
+        "--console",
+        action="store_true",
+        help="serve the supervisors' web console (livetable console) on a free loopback port "
+        "against the demo's broker, and print its address",
+    )
+    parser.add_argument(
+        "--supervisor",
+        choices=("bot", "manual"),
+        default="bot",
+        help="bot: the simulated supervisor resolves every pause (default); manual: it stands "
+        "aside and a person resolves them (at the console: --console)",
     )
     add_json(parser)
     parser.add_argument(

@@ -17,9 +17,13 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-# Events a person watching does not need a line for.
-QUIET_EVENTS = frozenset({"betting_closed"})
 LAST_EVENTS = 12
+# How a card that did not come from the shoe's reading came into the round.
+CARD_SOURCES = {
+    "camera": "read by the camera: the shoe misread it",
+    "supervisor": "entered by a supervisor",
+    "unread": "misread by the shoe: read when it is turned over",
+}
 
 
 def _cards(cards: list[Any] | None) -> str:
@@ -79,9 +83,25 @@ def describe_event(event: dict[str, Any]) -> str:
     """One line for an event (``type`` and ``data`` as published)."""
     kind, data = event.get("type", "?"), event.get("data") or {}
     if kind == "card_dealt":
-        face = "face down" if data.get("face_down") else data.get("card", "?")
-        source = data.get("source", "shoe")
-        return f"{data.get('position')} {face}" + ("" if source == "shoe" else f" (by {source})")
+        face = "a card face down" if data.get("face_down") else data.get("card", "?")
+        how = CARD_SOURCES.get(str(data.get("source", "shoe")))
+        return f"{data.get('position')}: {face}" + (f" ({how})" if how else "")
+    if kind == "hole_card_read":
+        by = "the camera" if data.get("source") == "camera" else "a supervisor"
+        card = data.get("card")
+        shown = f": {card}" if card else " (its face is shown when it is turned over)"
+        return f"the misread card at {data.get('position')} was read by {by}{shown}"
+    if kind == "burn_started":
+        return f"shoe {data.get('shoe_id')}: burning {data.get('cards')} cards"
+    if kind == "burn_completed":
+        return (
+            f"shoe {data.get('shoe_id')}: burn done: {data.get('cards')} cards discarded, the "
+            "revealed one included"
+        )
+    if kind == "shoe_started":
+        return f"shoe {data.get('shoe_id')} declared by {data.get('by')}: reveal its first card"
+    if kind == "betting_closed":
+        return f"round {data.get('round_id')}: bets closed, dealing starts"
     if kind == "round_opened":
         return (
             f"round {data.get('round_id')} (no. {data.get('round_number')} of shoe "
@@ -104,6 +124,14 @@ def describe_event(event: dict[str, Any]) -> str:
         return f"{data.get('reason')} resolved by {data.get('by')}: {how}"
     if kind == "round_voided":
         return f"round {data.get('round_id')} voided by {data.get('by')}: {data.get('reason')}"
+    if kind == "cards_burned":
+        return f"{data.get('count')} card(s) drawn out of turn discarded"
+    if kind == "cards_lost":
+        return f"{data.get('count')} card(s) left the shoe unread (frames lost)"
+    if kind == "cut_card_drawn":
+        return f"the cut card is out: round {data.get('final_round')} is the shoe's last"
+    if kind == "shoe_ended":
+        return f"shoe {data.get('shoe_id')} ended: {data.get('why')}"
     text = json.dumps(data, separators=(", ", ": "), sort_keys=True)
     return text if len(text) <= 120 else text[:117] + "..."
 
@@ -129,10 +157,13 @@ class TableWatch:
     result: dict[str, Any] | None = None
     pause: Pause | None = None
     pauses: int = 0
+    resumes: int = 0
     rounds_settled: int = 0
     rounds_voided: int = 0
     camera_reads: int = 0
     messages: int = 0
+    for_a_person: str | None = None
+    """With the supervisor standing aside: what the person resolving the pause needs."""
 
     def on_event(self, event: dict[str, Any]) -> str | None:
         """Apply an event once (QoS 1 may repeat it); its line, or None for a repeat."""
@@ -150,7 +181,10 @@ class TableWatch:
         elif kind == "table_paused":
             self.pauses += 1
             self.pause = Pause(str(data.get("reason")), str(data.get("message")), event.get("at"))
-        elif kind == "table_resumed" and self.pause is not None:
+        elif kind == "table_resumed":
+            self.resumes += 1
+            self.for_a_person = None
+        if kind == "table_resumed" and self.pause is not None:
             took = ""
             if self.pause.since is not None and event.get("at") is not None:
                 took = f" after {float(event['at']) - float(self.pause.since):.1f} s"
@@ -159,8 +193,7 @@ class TableWatch:
         elif kind == "card_dealt" and data.get("source") == "camera":
             self.camera_reads += 1
         line = describe_event(event)
-        if kind not in QUIET_EVENTS:
-            self.events.append(f"#{seq} {kind}: {line}")
+        self.events.append(f"#{seq} {kind}: {line}")
         return line
 
     def on_state(self, state: dict[str, Any]) -> None:
@@ -185,27 +218,55 @@ class DemoWatch:
         self.tables: dict[str, TableWatch] = {t: TableWatch(t) for t in tables or []}
 
     def handle(self, topic: str, payload: bytes) -> tuple[str, str | None]:
-        """Take one message; (table id, the event's line or None)."""
+        """Take one raw MQTT message; (table id, the event's line or None)."""
         levels = topic.split("/")
         if len(levels) < 3 or levels[0] != self.prefix:
             return "", None
-        table_id, kind = levels[1], levels[2]
+        table_id, channel = levels[1], levels[2]
+        if channel == "availability":
+            return table_id, self.take(table_id, "availability", payload.decode("utf-8", "replace"))
+        try:
+            body = json.loads(payload)
+        except ValueError:
+            return table_id, None
+        kind = {"events": "event"}.get(channel, channel)
+        return table_id, self.take(table_id, kind, body)
+
+    def note(self, table_id: str, text: str) -> None:
+        """What the demo's supervisor, standing aside, says a person needs for the pause."""
+        with self.lock:
+            self.tables.setdefault(table_id, TableWatch(table_id)).for_a_person = text
+
+    def update(self, update: Any) -> str | None:
+        """Take one :class:`~controller.api_client.TableUpdate` (the demo's API client
+        gives every one); the event's line, or None."""
+        return self.take(update.table_id, update.kind, update.body)
+
+    def take(self, table_id: str, kind: str, body: Any) -> str | None:
+        """``kind``: availability, state, event (others are counted only)."""
         with self.lock:
             table = self.tables.setdefault(table_id, TableWatch(table_id))
             table.messages += 1
             if kind == "availability":
-                table.availability = payload.decode("utf-8", "replace")
-                return table_id, None
-            if kind not in ("state", "events"):
-                return table_id, None
-            try:
-                body = json.loads(payload)
-            except ValueError:
-                return table_id, None
-            if kind == "state":
+                table.availability = str(body)
+            elif kind == "state" and isinstance(body, dict):
                 table.on_state(body)
-                return table_id, None
-            return table_id, table.on_event(body)
+            elif kind == "event" and isinstance(body, dict):
+                return table.on_event(body)
+        return None
+
+
+def summary_line(table: TableWatch, cards_drawn: int, camera: bool) -> str:
+    """The demo's last word on a table. A pause is counted resolved by its ``table_resumed``
+    event (a table stopped while paused has one pause more than resumes)."""
+    extra = f", the camera read {table.camera_reads} card(s)" if camera else ""
+    unresolved = table.pauses - table.resumes
+    still = f" ({unresolved} left unresolved)" if unresolved > 0 else ""
+    return (
+        f"table {table.table_id}: {table.rounds_settled} round(s) settled, "
+        f"{table.rounds_voided} voided, {table.resumes} pause(s) resolved{still}, "
+        f"{cards_drawn} card(s) drawn, {table.last_seq} event(s) published{extra}"
+    )
 
 
 # -- the live view (rich) ---------------------------------------------------------------------
@@ -288,78 +349,194 @@ def _shoe(state: dict[str, Any]) -> str:
     )
 
 
-def table_panel(table: TableWatch, now: float, events_shown: int = LAST_EVENTS) -> Any:
-    from rich.console import Group
-    from rich.panel import Panel
-    from rich.table import Table
+def _bet_items(result: dict[str, Any]) -> list[Any]:
+    """Each bet and its net as one piece of text that never breaks between the two."""
+    from rich.text import Text
+
+    items = []
+    for bet, net in bet_outcomes(result):
+        style = "green" if net > 0 else ("yellow" if net == 0 else "dim")
+        items.append(Text(f"{bet} {_net(net)}", style=style, no_wrap=True))
+    return items
+
+
+def _bets_in_brief(result: dict[str, Any]) -> Any:
+    """One line: the bets that won or pushed, and how many lost (several tables on one
+    screen leave a line for the bets)."""
+    from rich.text import Text
+
+    outcomes = bet_outcomes(result)
+    text = Text(no_wrap=True, overflow="ellipsis")
+    kept = [(bet, net) for bet, net in outcomes if net >= 0]
+    for bet, net in kept:
+        text.append(f"{bet} {_net(net)}", style="green" if net > 0 else "yellow")
+        text.append("  ")
+    lost = len(outcomes) - len(kept)
+    if lost:
+        text.append(f"{lost} {'other bets' if kept else 'bets'} lost", style="dim")
+    return text
+
+
+def _phase_text(state: dict[str, Any]) -> Any:
+    from rich.text import Text
+
+    phase = str(state.get("phase", "-"))
+    return Text(phase, style="bold white on red" if phase == "PAUSED" else "bold cyan")
+
+
+def _pause_rows(pause: Pause, now: float, brief: bool) -> list[tuple[Any, Any]]:
+    from rich.text import Text
+
+    text = Text(f"{pause.reason}: {pause.message}", style="bold red")
+    if pause.resolved is None:
+        if pause.since is not None:
+            for_s = f"for {max(0.0, now - float(pause.since)):.1f} s"
+            text.append(f" ({for_s})" if brief else f"\n{for_s}", style="red")
+        if brief and pause.needs:
+            text.append("\nneeds " + "; ".join(pause.needs), style="red")
+        for need in [] if brief else pause.needs:
+            text.append(f"\nneeds {need}", style="red")
+        return [(Text("PAUSED", style="bold red"), text)]
+    text.stylize("red")
+    text.append((" · " if brief else "\n") + pause.resolved, style="green")
+    if brief:
+        text.no_wrap, text.overflow = True, "ellipsis"
+    return [("last pause", text)]
+
+
+def _rows(table: TableWatch, now: float, brief: bool) -> list[tuple[Any, Any]]:
+    """The panel's rows (label, content); ``brief``: as few lines as will say it."""
+    from rich.columns import Columns
     from rich.text import Text
 
     state = table.state or {}
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(style="bold", no_wrap=True)
-    grid.add_column(overflow="fold")
-    phase = str(state.get("phase", "-"))
-    phase_style = "bold white on red" if phase == "PAUSED" else "bold cyan"
-    grid.add_row("phase", Text(phase, style=phase_style))
-    grid.add_row("shoe", _shoe(state) if state else "-")
     live_round = state.get("round") or {}
     view = live_round.get("view")
-    if live_round:
-        grid.add_row("round", f"{live_round.get('id')}")
-    if isinstance(view, dict):
-        for label, cards in _hands(view):
-            grid.add_row(label, cards)
-    grid.add_row("awaiting", _awaiting(state, now) if state else "-")
+    rows: list[tuple[Any, Any]] = []
+    if brief:
+        phase = _phase_text(state)
+        if live_round:
+            phase.append(f" · round {live_round.get('id')}", style="bold")
+        phase.append(f" · {_shoe(state) if state else '-'}")
+        rows.append(("phase", phase))
+        if isinstance(view, dict):
+            # Each hand one piece that never breaks: as many on a line as fit.
+            hands = [Text(f"{label} {cards}", no_wrap=True) for label, cards in _hands(view)]
+            rows.append(("hands", Columns(hands, padding=(0, 3))))
+    else:
+        rows.append(("phase", _phase_text(state)))
+        rows.append(("shoe", _shoe(state) if state else "-"))
+        if live_round:
+            rows.append(("round", f"{live_round.get('id')}"))
+        if isinstance(view, dict):
+            rows.extend(_hands(view))
+    rows.append(("awaiting", _awaiting(state, now) if state else "-"))
     if table.result is not None:
         if "result" in table.result:
-            grid.add_row("result", settled_summary(table.result))
-            outcomes = Text()
-            for bet, net in bet_outcomes(table.result["result"]):
-                style = "green" if net > 0 else ("yellow" if net == 0 else "dim")
-                outcomes.append(f"{bet} {_net(net)}  ", style=style)
-            grid.add_row("bets", outcomes)
+            summary = settled_summary(table.result)
+            rows.append(
+                ("result", Text(summary, no_wrap=True, overflow="ellipsis") if brief else summary)
+            )
+            bets = table.result["result"]
+            rows.append(
+                (
+                    "bets",
+                    _bets_in_brief(bets) if brief else Columns(_bet_items(bets), padding=(0, 2)),
+                )
+            )
         else:
-            grid.add_row("result", describe_event({"type": "round_voided", "data": table.result}))
-    pause = table.pause
-    if pause is not None:
-        text = Text(f"{pause.reason}: {pause.message}", style="bold red")
-        if pause.resolved is None:
-            if pause.since is not None:
-                text.append(f"\nfor {max(0.0, now - float(pause.since)):.1f} s", style="red")
-            for need in pause.needs:
-                text.append(f"\nneeds {need}", style="red")
-            grid.add_row(Text("PAUSED", style="bold red"), text)
-        else:
-            text.stylize("red")
-            text.append(f"\n{pause.resolved}", style="green")
-            grid.add_row("last pause", text)
-    events = Text("\n".join(list(table.events)[-events_shown:]), style="dim")
-    availability = table.availability or "?"
-    title = f"table {table.table_id} · {state.get('game', '?')} · {availability}"
-    subtitle = (
-        f"{table.rounds_settled} settled, {table.rounds_voided} voided, {table.pauses} pause(s)"
-    )
-    border = "red" if phase == "PAUSED" else ("green" if availability == "online" else "yellow")
-    return Panel(
-        Group(grid, Text("last events", style="bold"), events),
-        title=title,
-        subtitle=subtitle,
-        border_style=border,
-    )
+            rows.append(("result", describe_event({"type": "round_voided", "data": table.result})))
+    if table.pause is not None:
+        rows.extend(_pause_rows(table.pause, now, brief))
+        if table.pause.resolved is None and table.for_a_person:
+            rows.append(("console", Text(table.for_a_person, style="bold yellow")))
+    return rows
+
+
+class TablePanel:
+    """One table's panel, fitted to the height it is given (the live view gives each table
+    its share of the terminal): the rows in full, or in brief when they would leave no room
+    for the last events, then as many of the last events as fit, the newest last."""
+
+    def __init__(self, table: TableWatch, now: float, events_max: int = LAST_EVENTS) -> None:
+        self.table = table
+        self.now = now
+        self.events_max = events_max
+
+    def _grid(self, brief: bool) -> Any:
+        from rich.table import Table
+
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="bold", no_wrap=True)
+        grid.add_column(overflow="fold")
+        for label, content in _rows(self.table, self.now, brief):
+            grid.add_row(label, content)
+        return grid
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        from rich.console import Group
+        from rich.panel import Panel
+        from rich.text import Text
+
+        table, state = self.table, self.table.state or {}
+        height = options.height
+        inner = options.update(width=max(1, options.max_width - 4), height=None)
+        grid = self._grid(brief=False)
+        events_max = min(self.events_max, len(table.events))
+        if height is not None:
+            # Inside the border: the rows, "last events", and at least two of them.
+            room = height - 2
+            used = len(console.render_lines(grid, inner, pad=False))
+            if used + 1 + min(2, events_max) > room:
+                grid = self._grid(brief=True)
+                used = len(console.render_lines(grid, inner, pad=False))
+            events_max = max(0, min(events_max, room - used - 1))
+        parts: list[Any] = [grid]
+        if events_max:
+            shown = list(table.events)[-events_max:]
+            parts.append(Text("last events", style="bold"))
+            parts.append(Text("\n".join(shown), style="dim", no_wrap=True, overflow="ellipsis"))
+        phase = str(state.get("phase", "-"))
+        availability = table.availability or "?"
+        border = "red" if phase == "PAUSED" else ("green" if availability == "online" else "yellow")
+        yield Panel(
+            Group(*parts),
+            title=f"table {table.table_id} · {state.get('game', '?')} · {availability}",
+            subtitle=(
+                f"{table.rounds_settled} settled, {table.rounds_voided} voided, "
+                f"{table.pauses} pause(s)"
+            ),
+            border_style=border,
+            height=height,
+        )
+
+
+def table_panel(table: TableWatch, now: float, events_shown: int = LAST_EVENTS) -> Any:
+    return TablePanel(table, now, events_shown)
 
 
 def render(watch: DemoWatch, header: str, now: float | None = None) -> Any:
-    """The whole screen: a header line, then every table, one above another."""
+    """The whole screen: a header line, then every table, one above another, each in its
+    share of the height."""
     from rich.layout import Layout
     from rich.text import Text
 
     now = time.time() if now is None else now
     with watch.lock:
-        shown = LAST_EVENTS if len(watch.tables) < 2 else max(2, 8 // len(watch.tables))
-        panels = [table_panel(table, now, shown) for table in watch.tables.values()]
+        panels = [TablePanel(_copy(table), now) for table in watch.tables.values()]
     layout = Layout()
     layout.split_column(
         Layout(Text(header, style="bold"), size=2, name="header"),
         *[Layout(panel, name=f"table{index}") for index, panel in enumerate(panels)],
     )
     return layout
+
+
+def _copy(table: TableWatch) -> TableWatch:
+    """What a frame draws, taken under the watch's lock (the panel is drawn after it)."""
+    from copy import copy
+
+    taken = copy(table)
+    taken.events = deque(table.events, maxlen=LAST_EVENTS)
+    taken.pause = copy(table.pause)
+    return taken

@@ -47,11 +47,16 @@ class OneAccountAuth(BaseAuthPlugin):  # type: ignore[misc,valid-type]
     class Config:
         username: str = DEMO_USERNAME
         password: str = ""
+        any_account: bool = False
 
     async def authenticate(self, *, session: Any) -> bool:
         config = self.context.config
         username = session.username or ""
         password = session.password or ""
+        if config.any_account:
+            # The demo's console: a person signs in under a name of their own (it names
+            # them in the tables' journals), with any password; loopback only.
+            return bool(username)
         if isinstance(password, bytes):
             password = password.decode("utf-8", "replace")
         return bool(config.password) and (
@@ -65,10 +70,15 @@ class EmbeddedBroker:
 
     ``with EmbeddedBroker() as broker:`` then ``broker.port``, ``broker.username``,
     ``broker.password``; :meth:`watch_command` is a ``mosquitto_sub`` line for a person.
+    ``any_account``: every user name is let in, with any password (the demo's console,
+    where each person signs in under their own name).
     """
 
-    def __init__(self, host: str = "127.0.0.1", password: str | None = None) -> None:
+    def __init__(
+        self, host: str = "127.0.0.1", password: str | None = None, any_account: bool = False
+    ) -> None:
         self.host = host
+        self.any_account = any_account
         self.port = 0
         self.username = DEMO_USERNAME
         self.password = password or secrets.token_urlsafe(9)
@@ -108,6 +118,7 @@ class EmbeddedBroker:
                 f"{__name__}.OneAccountAuth": {
                     "username": self.username,
                     "password": self.password,
+                    "any_account": self.any_account,
                 }
             },
         }

@@ -121,6 +121,12 @@ class Link:
 
     The stamp is the first thing the client's callback does; parsing happens on the caller's
     thread, in :meth:`next_message`, so it never delays a stamp.
+
+    The daemon's side and the floor's are this same class, so that both are stamped alike.
+    It is not the API client (``controller/api_client.py``): that one parses, orders and
+    locks before a consumer hears of a message, which the floor's pipeline would not pay,
+    and its connections ping the broker every 30 s, which would fall into the timed cards
+    (see the keepalive below).
     """
 
     def __init__(self, host: str, port: int, topics: list[str], account: str) -> None:

@@ -212,6 +212,10 @@ class TableBots:
     ``resolve_delay_s``: how long the supervisor takes to resolve a pause (so a person
     watching sees it). ``mistake_rate``: the share of rounds in which the dealer draws a card
     out of turn while bets are taken (the table pauses; the supervisor burns it).
+    ``resolves_pauses`` False: the supervisor stands aside and a person resolves every pause
+    (at the console); ``on_stood_aside`` is then told, once per pause, what the person needs:
+    the pause and, for a card to enter, the card the dealer laid on the felt (a hole card
+    only as where the dealer keeps it: it is shown to nobody before it is turned over).
     """
 
     platform: ApiClient
@@ -224,6 +228,8 @@ class TableBots:
     dealer: Dealer | None = None
     resolve_delay_s: float = 0.0
     mistake_rate: float = 0.0
+    resolves_pauses: bool = True
+    on_stood_aside: Callable[[str], None] | None = None
     rounds_opened: int = 0
     rounds_settled: int = 0
     rounds_voided: int = 0
@@ -243,6 +249,7 @@ class TableBots:
     # it, the shoe never announced that card (its frame was lost).
     _laid: LaidCard = field(default_factory=LaidCard)
     _retry_at: float = 0.0
+    _stood_aside_for: Any = None
     unseen: list[str] = field(default_factory=list)
     """Cards the dealer drew while nobody read the shoe (the table was down), in order: at a
     pause that asks whether any card left the shoe unseen, the supervisor enters each from
@@ -402,6 +409,9 @@ class TableBots:
             return True  # a person paused it: a person resumes it
         if resolved == ("resume", {"resolution": "no_cards_drawn"}) and self.unseen:
             resolved = ENTER_CARD, {"card": self.unseen[0]}
+        if not self.resolves_pauses:
+            self._stand_aside(pause, resolved)
+            return True
         wait = max(self.resolve_delay_s, self._retry_at - time.monotonic())
         if wait > 0 and self._stop.wait(wait):
             return False
@@ -421,6 +431,28 @@ class TableBots:
         self.errors.append(f"resolving {pause.get('reason')}: {answer['message']}")
         self._retry_at = time.monotonic() + RETRY_S
         return False
+
+    def _stand_aside(self, pause: dict[str, Any], resolved: tuple[str, dict[str, Any]]) -> None:
+        """Tell, once per pause, what a person resolving it needs."""
+        key = (pause.get("reason"), pause.get("since"))
+        if key == self._stood_aside_for:
+            return
+        self._stood_aside_for = key
+        needs = "; ".join(pause.get("needs", [])) or "a plain resume"
+        said = f"paused ({pause.get('reason')}), for a supervisor at the console: {needs}"
+        command, args = resolved
+        if command == ENTER_CARD:
+            if HOLE_CARD in needs:
+                said += (
+                    " (the dealer shows the hole card to the supervisor alone: the demo's "
+                    "dealer wrote it in the table's shoe-truth.jsonl)"
+                )
+            else:
+                card = args.get("card") or self._unread_card(pause)
+                if card is not None:
+                    said += f"; the card on the felt is {card}"
+        if self.on_stood_aside is not None:
+            self.on_stood_aside(said)
 
     def _unread_card(self, pause: dict[str, Any]) -> str | None:
         """The face of the card the pause asks for, as the dealer saw it on the felt."""

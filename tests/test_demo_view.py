@@ -11,13 +11,29 @@ platform and supervisor (:class:`simulators.mqtt_bots.TableBots` with
 
 from __future__ import annotations
 
+import fcntl
+import os
+import re
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from rich.console import Console
 
-from controller.demo_view import DemoWatch, bet_outcomes, table_panel
+from controller.demo_view import (
+    DemoWatch,
+    bet_outcomes,
+    describe_event,
+    summary_line,
+    table_panel,
+)
 from controller.games.cards import parse_card
 from controller.table.effects import PublishEvent
 from controller.wire import encode, event_message
@@ -262,3 +278,185 @@ def test_the_one_fault_dealer_meets_its_fault_on_one_card_only(tmp_path: Path) -
         assert [e.event for e in emitted] == ["card", "misread", "card"]
         assert dealer.faulty == emitted[1].card
         assert shoe.faults == FaultPlan()
+
+
+# -- what each event says, and the demo's last word -----------------------------------------
+
+
+def _event(seq: int, kind: str, **data: Any) -> dict[str, Any]:
+    return {"api": 1, "seq": seq, "table": TABLE, "type": kind, "at": 1000.0 + seq, "data": data}
+
+
+def test_the_plain_lines_say_what_burns_and_unread_cards_mean() -> None:
+    assert describe_event(_event(1, "burn_started", shoe_id=1, cards=10)) == (
+        "shoe 1: burning 10 cards"
+    )
+    assert describe_event(_event(2, "burn_completed", shoe_id=1, cards=11)) == (
+        "shoe 1: burn done: 11 cards discarded, the revealed one included"
+    )
+    unread = describe_event(
+        _event(3, "card_dealt", round_id=1, position="dealer", face_down=True, source="unread")
+    )
+    assert unread == "dealer: a card face down (misread by the shoe: read when it is turned over)"
+    hidden = describe_event(
+        _event(4, "card_dealt", round_id=1, position="dealer", face_down=True, source="shoe")
+    )
+    assert hidden == "dealer: a card face down"
+    read = describe_event(
+        _event(5, "hole_card_read", round_id=1, position="dealer", source="camera", card="7H")
+    )
+    assert read == "the misread card at dealer was read by the camera: 7H"
+    not_yet = describe_event(
+        _event(6, "hole_card_read", round_id=1, position="dealer", source="supervisor")
+    )
+    assert not_yet.startswith("the misread card at dealer was read by a supervisor (")
+    assert "{" not in read + not_yet  # words, not the event's JSON
+
+
+def test_betting_closed_is_among_the_last_events() -> None:
+    watch = DemoWatch(tables=[TABLE])
+    watch.take(TABLE, "event", _event(1, "betting_closed", round_id=4))
+    assert list(watch.tables[TABLE].events) == [
+        "#1 betting_closed: round 4: bets closed, dealing starts"
+    ]
+
+
+def test_the_summary_counts_a_pause_resolved_by_its_table_resumed_event() -> None:
+    """Two pauses, one resumed, and the table stopped while paused: one resolved."""
+    watch = DemoWatch(tables=[TABLE])
+    paused = {"reason": "misread", "message": "a card could not be read"}
+    resumed = {"reason": "misread", "by": "demo-supervisor", "resolution": "enter_card"}
+    for seq, (kind, data) in enumerate(
+        [("table_paused", paused), ("table_resumed", resumed), ("table_paused", paused)], 1
+    ):
+        watch.take(TABLE, "event", _event(seq, kind, **data))
+    line = summary_line(watch.tables[TABLE], cards_drawn=7, camera=False)
+    assert "1 pause(s) resolved (1 left unresolved)" in line, line
+    assert line.startswith(f"table {TABLE}: 0 round(s) settled, 0 voided, ")
+    assert line.endswith("7 card(s) drawn, 3 event(s) published")
+
+
+# -- the live view on a 120x40 terminal with three tables ---------------------------------------
+
+SCREEN_COLUMNS, SCREEN_LINES = 120, 40
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _screen_text(screen: Any) -> list[str]:
+    """Every line the terminal showed since the last frame began: scrolled off, then shown."""
+    scrolled = ["".join(row[x].data for x in range(screen.columns)) for row in screen.history.top]
+    return [line.rstrip() for line in scrolled + list(screen.display)]
+
+
+def _panels(lines: list[str]) -> dict[str, list[str]]:
+    """The last frame's panels: table id -> the lines inside its border."""
+    panels: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in lines:
+        title = re.match(r"╭─+ table (\S+) ·", line)
+        if title:
+            current = panels[title.group(1)] = []
+        elif line.startswith("╰"):
+            current = None
+        elif current is not None:
+            current.append(line.strip("│ ").rstrip("│").rstrip())
+    return panels
+
+
+def test_the_live_view_fits_three_tables_on_a_120x40_terminal(tmp_path: Path) -> None:
+    """Every table's panel ends with its newest event (the round just settled, in the final
+    frame), and no bet's value is wrapped away from its name."""
+    pyte = pytest.importorskip("pyte")
+    screen = pyte.HistoryScreen(SCREEN_COLUMNS, SCREEN_LINES, history=5000)
+    stream = pyte.ByteStream(screen)
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", SCREEN_LINES, SCREEN_COLUMNS, 0, 0))
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "controller.cli",
+            "demo",
+            "--tables",
+            "3",
+            "--rounds",
+            "3",
+            "--misread-rate",
+            "0.2",
+            "--resolve-delay-s",
+            "0.2",
+            "--pace-s",
+            "0.02",
+            "--betting-s",
+            "0.3",
+            "--decision-s",
+            "60",
+            "--dealer-idle-s",
+            "60",
+        ],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        cwd=REPO_ROOT,
+        env={
+            **os.environ,
+            "TERM": "xterm-256color",
+            "COLUMNS": "",
+            "LINES": "",
+            "TMPDIR": str(temporary),
+        },
+        start_new_session=True,
+    )
+    os.close(slave)
+    lock = threading.Lock()
+    frames: list[list[str]] = []
+
+    def pump() -> None:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            with lock:
+                stream.feed(data)
+                frames.append([line.rstrip() for line in screen.display])
+
+    reader = threading.Thread(target=pump, name="pty-reader", daemon=True)
+    reader.start()
+    try:
+        status = process.wait(180)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGINT)
+            process.wait(30)
+        reader.join(5)
+        os.close(master)
+    lines = _screen_text(screen)
+    text = "\n".join(lines)
+    assert status == 0, text[-3000:]
+    summaries = dict(
+        re.findall(r"livetable demo: table (\S+): .*?(\d+) event\(s\) published", text)
+    )
+    assert sorted(summaries) == ["demo1", "demo2", "demo3"], text[-3000:]
+    last_frame = lines[: max(i for i, line in enumerate(lines) if "livetable demo: table" in line)]
+    panels = _panels(last_frame)
+    assert sorted(panels) == ["demo1", "demo2", "demo3"], "\n".join(last_frame)
+    for table_id, inside in panels.items():
+        events = [line for line in inside if re.match(r"#\d+ ", line)]
+        assert len(events) >= 2, (table_id, inside)
+        # The newest last, none missing between those shown.
+        seqs = [int(line[1:].split(" ", 1)[0]) for line in events]
+        assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), (table_id, events)
+        assert inside[-1] == events[-1] and " round_settled: " in events[-1], (table_id, inside)
+        assert seqs[-1] == int(summaries[table_id]), (table_id, events, summaries)
+    # In every frame drawn, each bets row is one line: a value never wraps from its name.
+    for frame in frames:
+        for row, line in enumerate(frame[:-1]):
+            if re.match(r"│ bets\s", line):
+                follower = frame[row + 1]
+                assert not re.match(r"│\s{6,}\S", follower), "\n".join(frame)
+    assert not list(temporary.glob("livetable-demo-*"))

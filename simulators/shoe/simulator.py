@@ -200,6 +200,13 @@ class ShoeSimulator:
     def start(self) -> None:
         if self._thread is not None:
             raise DeviceError("the shoe simulator is already running")
+        if not self.link.parent.is_dir():
+            # Said before anything is opened: the symlink (made beside the pty) is what fails,
+            # and the error would otherwise name the pty.
+            raise ConfigurationError(
+                f"cannot put the shoe's link {self.link} in {self.link.parent}: the folder "
+                f"{self.link.parent} does not exist"
+            )
         if self._truth_path is not None:
             self._truth_file = self._truth_path.open("a", encoding="utf-8")
         self._wake_r, self._wake_w = os.pipe()

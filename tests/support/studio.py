@@ -12,7 +12,7 @@ aside: it draws on the pty, as a dealer does). It never waits on an answer: a re
 its table is skipped until the answer comes (or its deadline passes), and the other tables
 are served meanwhile.
 
-:class:`StreamWatcher` is the independent consumer: one paho client on ``livetable/+/events``
+:class:`StreamWatcher` is the independent consumer: one plain MQTT client on ``livetable/+/events``
 and ``livetable/+/state`` (and ``availability``, to tell when a table is up), optionally with a
 persistent session, keeping every table's events in arrival order.
 
@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import socket
 import threading
 import time
 import uuid
@@ -34,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from controller import stats
-from controller.api_client import start_client
+from controller.api_client import Account, BrokerRefused, StudioClient, TableUpdate, start_client
 from simulators.mqtt_bots import (
     DECIDE,
     DRAW,
@@ -175,7 +174,12 @@ def make_table(
 class StreamWatcher:
     """Every table's ``events`` (in arrival order, repeats included), latest ``state`` and
     ``availability``, from one MQTT connection. With ``client_id``, a persistent session
-    (clean session off): the broker keeps its QoS 1 messages while it is away."""
+    (clean session off): the broker keeps its QoS 1 messages while it is away.
+
+    It is the tests' measure of delivery, so it stays a plain subscriber rather than the
+    shared client (:class:`~controller.api_client.StudioClient`), which asks a table for the
+    events it missed: what the broker delivered, each message's arrival time (latencies),
+    a gap as a gap, ``$SYS`` topics."""
 
     def __init__(
         self,
@@ -285,8 +289,10 @@ class StreamWatcher:
 
 
 class MultiTableAccount:
-    """One API account (platform or supervisor) for every table: its latest state per table,
-    what the bots need of its events, and its answers, from one MQTT connection."""
+    """One API account (platform or supervisor) for every table, on the shared client
+    (:class:`~controller.api_client.StudioClient`, one MQTT connection): its latest state per
+    table, what the bots need of its events (in ``seq`` order, gaps caught up by the client)
+    and its answers, taken without waiting."""
 
     def __init__(self, host: str, port: int, role: str, name: str) -> None:
         self.role = role
@@ -297,52 +303,30 @@ class MultiTableAccount:
         self.last_decision_request: dict[str, dict[str, Any]] = {}
         self.seen: dict[str, dict[int, str]] = {}
         """Every event's type by seq, per table."""
-        self._responses: dict[str, dict[str, Any]] = {}
-        self.connected = threading.Event()
-        self.client = start_client(
-            host,
-            port,
-            f"{name}-{uuid.uuid4().hex[:8]}",
-            on_connect=self._on_connect,
-            on_message=self._on_message,
-            login=(name, None),
+        # Kept from the client's updates as they come: the bots ask many times a second per
+        # table, and a copy of a table's feed (its events) each time would cost the test
+        # process what it measures of the daemons.
+        self.studio = StudioClient(
+            host, port, Account(role, name), prefix=PREFIX, on_update=self._on_update
         )
+        # Retained states follow the SUBACK: from here the bots see every table that is up.
+        self.connected = self.studio.subscribed
 
-    def _on_connect(self, client: Any, _u: Any, _f: Any, reason: Any, _p: Any) -> None:
-        if reason.is_failure:
-            return
-        # paho leaves Nagle's algorithm on: a request written just after an acknowledgement
-        # would wait for the broker's delayed ACK (about 40 ms on Linux). A platform that
-        # wants its answers fast sets TCP_NODELAY, as this one does.
-        client.socket().setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        client.subscribe(
-            [
-                (f"{PREFIX}/+/state", 1),
-                (f"{PREFIX}/+/events", 1),
-                (f"{PREFIX}/+/response/{self.name}", 1),
-            ]
-        )
-        self.connected.set()
-
-    def _on_message(self, _client: Any, _u: Any, message: Any) -> None:
-        topic = message.topic
-        table = _table_of(topic)
-        body = json.loads(message.payload)
+    def _on_update(self, update: TableUpdate) -> None:
+        table, body = update.table_id, update.body
         with self._lock:
-            if topic.endswith("/state"):
-                last = self.states.get(table)
-                if last is None or body["seq"] >= last["seq"]:
-                    self.states[table] = body
-            elif topic.endswith("/events"):
+            if update.kind == "state":
+                self.states[table] = body  # the client keeps the latest by seq
+            elif update.kind == "epoch":
+                self.seen.pop(table, None)
+                self.settled.pop(table, None)
+                self.last_decision_request.pop(table, None)
+            elif update.kind == "event":
                 self.seen.setdefault(table, {})[body["seq"]] = body["type"]
                 if body["type"] == "round_settled":
                     self.settled.setdefault(table, set()).add(body["seq"])
                 elif body["type"] == "decision_requested":
-                    last = self.last_decision_request.get(table)
-                    if last is None or body["seq"] > last["seq"]:
-                        self.last_decision_request[table] = body
-            else:
-                self._responses[str(body.get("transaction"))] = body
+                    self.last_decision_request[table] = body
 
     def state(self, table: str) -> dict[str, Any] | None:
         with self._lock:
@@ -367,18 +351,20 @@ class MultiTableAccount:
             return self.last_decision_request.get(table)
 
     def send(self, table: str, command: str, **args: Any) -> str:
-        transaction = uuid.uuid4().hex
-        topic = f"{PREFIX}/{table}/request/{self.role}/{self.name}/{command}"
-        self.client.publish(topic, json.dumps({"transaction": transaction, **args}), qos=1)
-        return transaction
+        return self.studio.send(table, command, **args)
 
     def take_response(self, transaction: str) -> dict[str, Any] | None:
-        with self._lock:
-            return self._responses.pop(transaction, None)
+        """The table's answer if it came, else None (never waits); a request the broker
+        refused (MQTT 5) is an answer that says so."""
+        try:
+            return self.studio.response(transaction, timeout=0)
+        except TimeoutError:
+            return None
+        except BrokerRefused as refused:
+            return {"ok": False, "message": f"the broker refused the request: {refused}"}
 
     def close(self) -> None:
-        self.client.disconnect()
-        self.client.loop_stop()
+        self.studio.close()
 
 
 @dataclass
