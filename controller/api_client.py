@@ -36,6 +36,8 @@ RESPONSE_TIMEOUT_S = 10.0
 # A StudioClient's catch-up waits no longer for a page: one table that does not answer must
 # not hold up the others' (the worker is one thread).
 CATCH_UP_TIMEOUT_S = 5.0
+# ... and asks again this long after a page that went unanswered.
+CATCH_UP_RETRY_S = 2.0
 
 
 class BrokerRefused(Exception):
@@ -189,12 +191,28 @@ class _RequestBook:
                     self._acks.pop(next(iter(self._acks)))
             elif refusal and transaction:
                 self._broker_refusals[transaction] = refusal
-                self._lock.notify_all()
+            self._lock.notify_all()
 
     def answered(self, body: dict[str, Any]) -> None:
         """Called holding the lock: the table's answer to one transaction."""
         self._responses[str(body.get("transaction"))] = body
         self._lock.notify_all()
+
+    def passed(self, transaction: str, timeout: float) -> bool:
+        """MQTT 5: wait for the broker's PUBACK of the request under ``transaction``: True
+        if the broker took it, False if it refused it (its ACL) or said nothing in
+        ``timeout``. The table's answer, if one comes, is left for :meth:`wait`."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while True:
+                if self._broker_refusals.pop(transaction, None) is not None:
+                    return False
+                if transaction not in self._mids.values():
+                    return True  # acknowledged without a refusal
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._lock.wait(min(left, 0.1))
 
     def wait(self, transaction: str, timeout: float | None) -> dict[str, Any]:
         timeout = self.timeout_s if timeout is None else timeout
@@ -485,6 +503,7 @@ class StudioClient:
         backfill: int = 1500,
         keep: int = 5000,
         reconnect_delay_s: tuple[int, int] | None = (1, 5),
+        login: tuple[str, str | None] | None = None,
     ) -> None:
         self.account = account
         self.prefix = prefix
@@ -502,13 +521,17 @@ class StudioClient:
         self.connected = threading.Event()
         self.subscribed = threading.Event()
         self.refused: Any = None
+        self.refused_subscriptions: list[str] = []
+        """The topics of this client's subscriptions that the broker refused (its ACL)."""
         self.link_up = False
         self.link_why = "connecting"
         self._worker = threading.Thread(
             target=self._catch_up_loop, name=f"catch-up-{account.name}", daemon=True
         )
         self._worker.start()
-        login = None if account.username is None else (account.username, account.password)
+        if login is None and account.username is not None:
+            login = (account.username, account.password)
+        # With ``login``: one broker account for several names (the demo's broker).
         self.client = start_client(
             host,
             port,
@@ -533,16 +556,7 @@ class StudioClient:
                 self._lock.notify_all()
             self._link(False, f"the broker refused the connection: {reason}")
             return
-        base = f"{self.prefix}/+"
-        client.subscribe(
-            [
-                (f"{base}/availability", 1),
-                (f"{base}/state", 1),
-                (f"{base}/events", 1),
-                (f"{base}/dealer", 1),
-                (f"{base}/response/{self.account.name}", 1),
-            ]
-        )
+        client.subscribe([(topic, 1) for topic in self._topics()])
         self.connected.set()
         self._link(True, "")
 
@@ -550,9 +564,31 @@ class StudioClient:
         if not self._closing:
             self._link(False, f"the broker connection dropped: {reason}")
 
-    def _on_subscribe(self, _c: Any, _u: Any, _mid: int, _reasons: Any, _p: Any) -> None:
+    def _on_subscribe(self, _c: Any, _u: Any, _mid: int, reasons: Any, _p: Any) -> None:
+        refused = [
+            topic
+            for topic, reason in zip(self._topics(), reasons, strict=False)
+            if getattr(reason, "is_failure", False)
+        ]
+        with self._lock:
+            self.refused_subscriptions = refused
+        for topic in refused:
+            # A platform may not read the dealer's line (the shipped ACL): expected. Anything
+            # else is an account without the rights its role needs.
+            log = logger.info if topic.endswith("/dealer") else logger.warning
+            log("the broker refused %s the subscription to %s", self.account.name, topic)
         # Retained messages follow the SUBACK: from here a table that shows none is not there.
         self.subscribed.set()
+
+    def _topics(self) -> list[str]:
+        base = f"{self.prefix}/+"
+        return [
+            f"{base}/availability",
+            f"{base}/state",
+            f"{base}/events",
+            f"{base}/dealer",
+            f"{base}/response/{self.account.name}",
+        ]
 
     def _link(self, up: bool, why: str) -> None:
         with self._lock:
@@ -656,6 +692,7 @@ class StudioClient:
             if last is not None and epoch == last.get("epoch") and body["seq"] < last["seq"]:
                 return  # an older state than the one held (states go by latest value)
             feed.state = body
+            self._lock.notify_all()  # the worker may be waiting for a first state
             if feed.ready and epoch is not None and epoch != feed.epoch:
                 # Another journal: its events start again at 1.
                 self._restart(feed, epoch)
@@ -717,11 +754,23 @@ class StudioClient:
             try:
                 self._catch_up_table(table_id)
             except (TimeoutError, BrokerRefused, RuntimeError) as error:
-                # The table did not answer (it is offline: asked again when it is back) or
-                # refused; what is held stays held.
+                # The table did not answer or refused; what is held stays held. Asked again
+                # when it comes back online, and after a while if it still says online.
                 logger.info("catching up %s: %s", table_id, error)
+                self._retry_later(table_id)
             except Exception:
                 logger.exception("catching up %s failed", table_id)
+
+    def _retry_later(self, table_id: str) -> None:
+        def again() -> None:
+            with self._lock:
+                feed = self._feeds.get(table_id)
+                if not self._closing and feed is not None and feed.availability == "online":
+                    self._want(table_id)
+
+        timer = threading.Timer(CATCH_UP_RETRY_S, again)
+        timer.daemon = True
+        timer.start()
 
     def _catch_up_table(self, table_id: str) -> None:
         with self._lock:
@@ -884,7 +933,7 @@ class StudioClient:
         for role in ("supervisor", "viewer"):
             if self.protocol == mqtt.MQTTv5:
                 transaction = self.send(PROBE_TABLE, "status", role=role)
-                if self._broker_passed(transaction, timeout):
+                if self._book.passed(transaction, timeout):
                     return role
                 continue
             online = [t for t, f in self.feeds().items() if f.availability == "online"]
@@ -896,22 +945,6 @@ class StudioClient:
                 continue
             return role
         return None
-
-    def _broker_passed(self, transaction: str, timeout: float) -> bool:
-        """MQTT 5: wait for the PUBACK of the request under ``transaction``: True if the
-        broker took it, False if it refused it (its ACL) or said nothing in ``timeout``."""
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            while True:
-                if transaction in self._book._broker_refusals:
-                    self._book._broker_refusals.pop(transaction)
-                    return False
-                if transaction not in self._book._mids.values():
-                    return True  # acknowledged without a refusal
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._lock.wait(min(left, 0.1))
 
     def close(self) -> None:
         with self._lock:
