@@ -92,7 +92,10 @@ SETTLE_S = 5.0
 ONLINE_WITHIN_S = 30.0
 # The live view's redraws per second (the decision countdown moves in tenths).
 REFRESH_PER_S = 8
-MAX_TABLES = 8
+# A studio's worth of tables (each its own livetable run process); the live view shows at
+# most MAX_SHOWN, so more are followed one line per event, as with --plain.
+MAX_TABLES = 50
+MAX_SHOWN = 8
 DEFAULT_TIMEOUT_S = 600.0
 # How long the console the demo starts has to answer on its port.
 CONSOLE_START_S = 30.0
@@ -223,7 +226,7 @@ def table_count(text: str) -> int:
 
     value = positive_int(text)
     if value > MAX_TABLES:
-        raise argparse.ArgumentTypeError(f"{value} is more than the {MAX_TABLES} tables shown")
+        raise argparse.ArgumentTypeError(f"{value} is more than the demo's {MAX_TABLES} tables")
     return value
 
 
@@ -798,6 +801,13 @@ def run_demo(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
 def _run_demo(args: argparse.Namespace, out: TextIO) -> int:
     _check_work_dir(args)
     live = not args.json and not args.plain and out.isatty()
+    if live and args.tables > MAX_SHOWN:
+        print(
+            f"livetable demo: {args.tables} tables are more than the live view shows "
+            f"({MAX_SHOWN}): one line per event instead",
+            file=out,
+        )
+        live = False
     # With --json, stdout is JSON lines only: everything said to a person goes to stderr.
     say = Printer(sys.stderr if args.json else out)
     deck = None
@@ -1092,7 +1102,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=table_count,
         default=1,
         help=f"tables, each its own daemon and shoe, shown one above another (default 1, at "
-        f"most {MAX_TABLES})",
+        f"most {MAX_TABLES}; more than {MAX_SHOWN} are shown one line per event, as --plain)",
     )
     parser.add_argument(
         "--broker",

@@ -249,7 +249,7 @@ def measure(tables: int, duration_s: float, sample_s: float, work: Path) -> dict
 
         def every_table_shown() -> bool:
             feeds = subscriber.feeds()
-            shown = page.evaluate("document.querySelectorAll('[data-testid=tile]').length")
+            shown = page.evaluate("document.querySelectorAll('article.tile').length")
             return len(feeds) >= tables and shown >= tables
 
         deadline = time.monotonic() + START_TIMEOUT_S

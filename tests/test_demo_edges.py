@@ -180,7 +180,7 @@ def test_sigterm_stops_the_demo_its_daemons_and_removes_its_work_folder(tmp_path
     "args",
     [
         ["--tables", "0"],
-        ["--tables", "9"],
+        ["--tables", "51"],
         ["--rounds", "0"],
         ["--misread-rate", "2"],
         ["--broker", "http://nowhere"],

@@ -652,6 +652,23 @@
     replaceIfDifferent(parent, nodes);
   }
 
+  /** For `livetable bench console`: when a benchmark puts an array in
+   * `window.livetableRenders`, each tile drawn with a new state is noted there as
+   * {table, seq, at} (Date.now() right after the wall was patched). Nothing is kept
+   * otherwise. */
+  const drawnSeq = new Map();
+  function stampDrawn(tiles) {
+    const renders = window.livetableRenders;
+    if (!Array.isArray(renders)) return;
+    const at = Date.now();
+    for (const tile of tiles) {
+      const seq = tile.state ? tile.state.seq : null;
+      if (seq === null || drawnSeq.get(tile.table) === seq) continue;
+      drawnSeq.set(tile.table, seq);
+      renders.push({ table: tile.table, seq, at });
+    }
+  }
+
   let renderQueued = false;
   /** Redraw the wall and the queue (at most once per animation frame). */
   function render() {
@@ -673,6 +690,7 @@
       ? { holder: holder.dataset.testid, control: active.dataset.testid } : null;
     const tiles = sortedTiles();
     patchKeyed(wall, tiles.map(renderTile));
+    stampDrawn(tiles);
     byTestId("wall-count").textContent = tiles.length ? `(${tiles.length})` : "";
     byTestId("wall-empty").hidden = tiles.length > 0;
     renderQueue();
