@@ -6,14 +6,15 @@ studio against it (``livetable demo --tables N --broker ...``: N ``livetable run
 with simulated shoes, a dealer, a platform and a supervisor each), ``livetable console``
 as a child process, and Debian's Chromium (headless, driven by playwright) signed in and
 showing the wall. Beside the console, the bench's own subscriber (the one API client,
-:class:`controller.api_client.StudioClient`) stamps every ``state`` message on arrival
-(``time.time()``, first thing in its callback); the page stamps every tile it draws
-(``Date.now()``, the same clock: one machine) with the table and the state's ``seq``.
+:class:`controller.api_client.StudioClient`, in a process of its own) stamps every
+``state`` message on arrival (``time.time()``); the page stamps every tile it draws
+(``Date.now()``, the same clock: one machine) with the table and the state's journal head
+(``journal.seq``: a state that changed no event keeps the last event's ``seq``).
 
 - **update → screen**: for each state message, from its arrival at the bench's subscriber
-  to the first tile drawn for that table whose ``seq`` is at least its own (a console that
-  coalesces a burst draws only the last: the earlier ones count until then). Percentiles
-  over the whole run.
+  to the first tile drawn for that table whose ``journal.seq`` is at least its own (a
+  console that coalesces a burst draws only the last: the earlier ones count until then).
+  Percentiles over the whole run.
 - **live for the whole run**: the page is never reloaded (a mark set in the page at the
   start is still there at the end, and no navigation happened) and it drew tiles in every
   minute.
@@ -118,20 +119,17 @@ class Stamps:
         self.latencies_ms: list[float] = []
         self.arrived = 0
 
-    def on_update(self, update: Any) -> None:
-        if update.kind != "state":
-            return
-        at = time.time()
+    def arrived_at(self, table: str, seq: int, at: float) -> None:
         with self._lock:
             self.arrived += 1
-            self.waiting.setdefault(update.table_id, []).append((int(update.body["seq"]), at))
+            self.waiting.setdefault(table, []).append((seq, at))
 
     def drawn(self, table: str, seq: int, at_ms: float) -> None:
         with self._lock:
             waiting = self.waiting.get(table, [])
             shown = [(s, t) for s, t in waiting if s <= seq]
             for _seq, arrived in shown:
-                self.latencies_ms.append(max(0.0, at_ms - arrived * 1000.0))
+                self.latencies_ms.append(at_ms - arrived * 1000.0)
             self.waiting[table] = [(s, t) for s, t in waiting if s > seq]
 
     def forget(self) -> None:
@@ -145,6 +143,65 @@ class Stamps:
         cut = time.time() - older_than_s
         with self._lock:
             return sum(1 for waiting in self.waiting.values() for _s, t in waiting if t < cut)
+
+
+class Stamper:
+    """The stamping process's lines, read on a thread into :class:`Stamps`."""
+
+    def __init__(self, process: Any, stamps: Stamps) -> None:
+        self.process = process
+        self.stamps = stamps
+        self.ready = threading.Event()
+        self._thread = threading.Thread(target=self._read, name="stamps", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            fields = line.split()
+            if fields == ["ready"]:
+                self.ready.set()
+            elif len(fields) == 3:
+                self.stamps.arrived_at(fields[0], int(fields[1]), float(fields[2]))
+
+
+@contextlib.contextmanager
+def _stamper(port: int, stamps: Stamps, log: Path) -> Iterator[Stamper]:
+    with log.open("wb") as errors:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "simulators.console_bench", "--stamps", str(port)],
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
+        try:
+            yield Stamper(process, stamps)
+        finally:
+            process.terminate()
+            process.wait(10)
+
+
+def stamp_states(port: int) -> None:
+    """The stamping process: one line ``table seq time`` per state message, on arrival."""
+    from controller.api_client import Account, StudioClient
+
+    out_lock = threading.Lock()
+
+    def on_update(update: Any) -> None:
+        if update.kind != "state":
+            return
+        at = time.time()
+        with out_lock:
+            # By the journal's head: states that changed no event share a seq.
+            print(update.table_id, int(update.body["journal"]["seq"]), repr(at), flush=True)
+
+    client = StudioClient(
+        "127.0.0.1", port, Account("viewer", "bench-stamps"), on_update=on_update, backfill=0
+    )
+    if not client.wait_connected(30):
+        raise SystemExit("the stamping subscriber could not connect")
+    print("ready", flush=True)
+    threading.Event().wait()
 
 
 @contextlib.contextmanager
@@ -228,12 +285,13 @@ def measure(tables: int, duration_s: float, sample_s: float, work: Path) -> dict
             )
         )
         _wait_listening(console_port, console, work / "console.log")
-        subscriber = StudioClient(
-            "127.0.0.1", broker.port, Account("viewer", "bench-stamps"), on_update=stamps.on_update
-        )
+        # The stamps are taken in a process of their own: in this one, the browser's driver
+        # would delay the MQTT thread (seen: stamps 100 ms late, after the page had drawn).
+        stamper = stack.enter_context(_stamper(broker.port, stamps, work / "stamper.log"))
+        subscriber = StudioClient("127.0.0.1", broker.port, Account("viewer", "bench-tables"))
         stack.callback(subscriber.close)
-        if not subscriber.wait_connected(30):
-            raise RuntimeError(f"the bench's subscriber could not connect: {subscriber.refused}")
+        if not subscriber.wait_connected(30) or not stamper.ready.wait(30):
+            raise RuntimeError("the bench's subscribers could not connect")
         playwright = stack.enter_context(sync_playwright())
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
         stack.callback(browser.close)
@@ -283,8 +341,8 @@ def measure(tables: int, duration_s: float, sample_s: float, work: Path) -> dict
             "states_arrived": stamps.arrived,
             "states_shown": len(latencies),
             "states_never_shown_after_5s": stamps.unshown(5.0),
-            "p50_ms": round(percentile(latencies, 0.50) or 0.0, 1),
-            "p99_ms": round(percentile(latencies, 0.99) or 0.0, 1),
+            "p50_ms": round(percentile(latencies, 50) if latencies else 0.0, 1),
+            "p99_ms": round(percentile(latencies, 99) if latencies else 0.0, 1),
             "max_ms": round(max(latencies, default=0.0), 1),
             "target_p99_ms": LATENCY_TARGET_MS,
             "reloaded": not kept or bool(navigations),
@@ -338,3 +396,8 @@ def run(args: argparse.Namespace) -> int:
         f"at the end, peak {memory['peak']} MB"
     )
     return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--stamps":
+        stamp_states(int(sys.argv[2]))

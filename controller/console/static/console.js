@@ -654,7 +654,8 @@
 
   /** For `livetable bench console`: when a benchmark puts an array in
    * `window.livetableRenders`, each tile drawn with a new state is noted there as
-   * {table, seq, at} (Date.now() right after the wall was patched). Nothing is kept
+   * {table, seq: the state's journal.seq, at: Date.now() right after the wall was patched}.
+   * Nothing is kept
    * otherwise. */
   const drawnSeq = new Map();
   function stampDrawn(tiles) {
@@ -662,7 +663,9 @@
     if (!Array.isArray(renders)) return;
     const at = Date.now();
     for (const tile of tiles) {
-      const seq = tile.state ? tile.state.seq : null;
+      // The journal's head, not `seq`: a state that changed no event (a timer, say) keeps
+      // the last event's seq, and is another state all the same.
+      const seq = tile.state && tile.state.journal ? tile.state.journal.seq : null;
       if (seq === null || drawnSeq.get(tile.table) === seq) continue;
       drawnSeq.set(tile.table, seq);
       renders.push({ table: tile.table, seq, at });
