@@ -417,9 +417,18 @@ class Subscriptions:
         self.refused: list[str] = []
         """What the broker refused for good on the current connection."""
 
-    def subscribe(self) -> None:
-        """On a new connection: subscribe to every topic (in one SUBSCRIBE)."""
+    def refused_now(self) -> list[str]:
+        """The topics refused on this connection so far (some may yet be granted on a
+        retry), in the order they were given."""
         with self._lock:
+            return [topic for topic, _qos in self.topics if topic in self._refused]
+
+    def subscribe(self, client: Any = None) -> None:
+        """On a new connection (of ``client``, from its ``on_connect``; by default the one
+        given at first): subscribe to every topic (in one SUBSCRIBE)."""
+        with self._lock:
+            if client is not None:
+                self.client = client
             self._generation += 1
             self._cancel()
             self._refused.clear()
