@@ -96,6 +96,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"the broker's port where --broker names none (default {DEFAULT_PORT}, "
         f"{DEFAULT_TLS_PORT} with --tls-ca)",
     )
+    parser.add_argument(
+        "--protocol",
+        default="5",
+        choices=("5", "3.1.1"),
+        help="the MQTT version (default 5; 3.1.1 for a broker that speaks only that, NATS)",
+    )
     parser.add_argument("--tls-ca", help="speak TLS to the broker, trusting this CA file")
     parser.add_argument("--user", help="your broker account (none: anonymous)")
     parser.add_argument(
@@ -284,7 +290,7 @@ def connect(args: argparse.Namespace) -> Any:
         args.table,
         Account(args.role, args.user, password),
         prefix=args.prefix,
-        protocol=mqtt.MQTTv5,
+        protocol=mqtt.MQTTv5 if args.protocol == "5" else mqtt.MQTTv311,
         client_id=client_id,
         tls_ca=args.tls_ca,
         hosts=brokers,
@@ -302,7 +308,8 @@ def connect(args: argparse.Namespace) -> Any:
                 raise CtlError(f"{where} did not answer within {args.timeout_s:g} s")
             client.connected.wait(0.05)
         if client.refused is not None:
-            raise CtlError(f"{where} {refusal_text(client.refused, '5', args.user, client_id)}")
+            refusal = refusal_text(client.refused, args.protocol, args.user, client_id)
+            raise CtlError(f"{where} {refusal}")
         if not client.subscribed.wait(max(0.0, deadline - time.monotonic())):
             raise CtlError(f"{where} did not confirm the subscriptions")
         seen = time.monotonic() + args.wait_s
