@@ -79,8 +79,11 @@ class Table:
         # Every state the persistent subscriber got, in the order it came.
         self.states: list[dict[str, Any]] = []
         self.subscriber = self._client(order[2], "viewer", "watcher", f"watch-{table_id}")
-        self.platform = self._client(order[1], "platform", "platform")
-        self.supervisor = self._client(order[2], "supervisor", "alice")
+        # The platform and the supervisor keep persistent sessions too: the bots count the
+        # rounds that ended from the events the platform got (a clean session loses those
+        # sent while it moves between nodes).
+        self.platform = self._client(order[1], "platform", "platform", f"platform-{table_id}")
+        self.supervisor = self._client(order[2], "supervisor", "alice", f"alice-{table_id}")
         self.bots = TableBots(
             self.platform,
             self.supervisor,
@@ -100,7 +103,7 @@ class Table:
             client_id=client_id,
             clean=client_id is None,
             hosts=[("127.0.0.1", each) for each in self.ports],
-            on_state=self.states.append if client_id is not None else None,
+            on_state=self.states.append if role == "viewer" else None,
         )
 
     def connections(self) -> list[int]:
@@ -164,11 +167,12 @@ def _kill_under(
     for table in tables:
         answer = _answered(table.supervisor, "status")
         assert answer["ok"], answer
-    line = (
-        f"node {node} killed: every table answered status {time.monotonic() - killed:.1f} s after"
-    )
-    figures.append(line)
-    print(line)
+        line = (
+            f"node {node} killed: {table.table_id} answered status "
+            f"{time.monotonic() - killed:.1f} s after"
+        )
+        figures.append(line)
+        print(line)
     cluster.restart(node)
     return figures
 
@@ -219,6 +223,9 @@ def test_four_tables_fail_over_across_a_three_node_cluster(
         for table in tables:
             for client in (table.subscriber, table.platform, table.supervisor):
                 assert client.wait_connected(TIMEOUT_S), "a node refused a client"
+                assert client.subscribed.wait(TIMEOUT_S), (
+                    f"{client.client._client_id!r}: no SUBACK in {TIMEOUT_S:g} s"
+                )
             table.daemon.start()
         for table in tables:
             table.platform.wait_for(
