@@ -254,11 +254,17 @@ def test_four_tables_fail_over_across_a_three_node_cluster(
             journaled = full.events
             assert gaps([event["seq"] for event in journaled]) == [], table.table_id
             last = journaled[-1]["seq"]
+            # Every one: a message in flight to the subscriber when its node died is sent
+            # again by the cluster only after the consumer's ack wait (30 s by default).
+            waited = time.monotonic()
+            wanted = {event["seq"] for event in journaled}
             table.subscriber.wait_for(
-                lambda c, last=last: any(e["seq"] == last for e in c.events),
+                lambda c, wanted=wanted: wanted <= {e["seq"] for e in c.events},
                 TIMEOUT_S,
-                f"{table.table_id}'s last event at its persistent subscriber",
+                f"{table.table_id}'s events at its persistent subscriber (missing at first: "
+                f"{gaps(sorted({e['seq'] for e in table.subscriber.events}))})",
             )
+            waited = time.monotonic() - waited
             seen = unique_by_seq(list(table.subscriber.events))
             assert seen == journaled, (
                 f"{table.table_id}: the subscriber's events differ from the journal: "
@@ -289,7 +295,8 @@ def test_four_tables_fail_over_across_a_three_node_cluster(
             line = (
                 f"{table.table_id}: {len(seen)} events once each ({repeats} repeats dropped), "
                 f"{rounds} rounds checked, {deciding} states in decisions, connections "
-                f"{table.connections()}, bot errors {len(table.bots.errors)}"
+                f"{table.connections()}, bot errors {len(table.bots.errors)}, waited "
+                f"{waited:.1f} s for the subscriber's last events"
             )
             print(line)
             logger.info("%s", line)
