@@ -265,7 +265,9 @@ def test_four_tables_fail_over_across_a_three_node_cluster(
                 f"{gaps(sorted({e['seq'] for e in table.subscriber.events}))})",
             )
             waited = time.monotonic() - waited
-            seen = unique_by_seq(list(table.subscriber.events))
+            # The table may still be at work (a round the bots opened on an answer they
+            # lost, its timers): what came after the catch-up is left out.
+            seen = [e for e in unique_by_seq(list(table.subscriber.events)) if e["seq"] <= last]
             assert seen == journaled, (
                 f"{table.table_id}: the subscriber's events differ from the journal: "
                 f"{gaps([e['seq'] for e in seen])}"
@@ -275,7 +277,8 @@ def test_four_tables_fail_over_across_a_three_node_cluster(
             assert rounds >= ROUNDS_AFTER, f"{table.table_id}: only {rounds} rounds settled"
             deciding = _hole_card_hidden(seen, table.states)
             assert deciding, f"{table.table_id}: no state in a decision to check"
-            # The retained state, as a newcomer on any node gets it: the table's last.
+            # The retained state, as a newcomer on any node gets it: the table's last, which
+            # the persistent subscriber got too.
             newcomer = ApiClient(
                 "127.0.0.1",
                 ports[TABLES.index(table.table_id) % 3],
@@ -285,11 +288,14 @@ def test_four_tables_fail_over_across_a_three_node_cluster(
             )
             try:
                 newcomer.wait_for(
-                    lambda c, last=last: c.state is not None and c.state["seq"] == last,
+                    lambda c, t=table, last=last: (
+                        c.state is not None
+                        and c.state["seq"] >= last
+                        and c.state == t.subscriber.state
+                    ),
                     TIMEOUT_S,
                     f"{table.table_id}'s last state retained",
                 )
-                assert newcomer.state == table.platform.state
             finally:
                 newcomer.close()
             line = (
