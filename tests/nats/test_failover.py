@@ -15,6 +15,9 @@ its table's last; every settled round is what the rules engine makes of the card
 decisions published; the hole card is published without its face until it is read at the
 reveal. How long each table took to be connected again after a kill is printed (no time is
 asserted; the figures are in docs/nats-notes.md).
+
+A second test shows, on a node of a cluster with the generated authorisation, what happens to
+a refused SUBSCRIBE: asked again at a slowing pace for the retry window, then left.
 """
 
 from __future__ import annotations
@@ -29,8 +32,10 @@ from typing import Any
 import paho.mqtt.client as mqtt
 
 from controller.api_client import Account, ApiClient
+from controller.mqtt_connection import Subscriptions
 from simulators.mqtt_bots import TableBots
 from simulators.shoe.simulator import ShoeSimulator
+from tests.nats.conftest import SecureCluster
 from tests.support.daemon import (
     DaemonProcess,
     check_stream,
@@ -311,3 +316,48 @@ def test_four_tables_fail_over_across_a_three_node_cluster(
     finally:
         for table in tables:
             table.close()
+
+
+def test_a_refused_subscribe_is_asked_again_then_left_to_the_acl(
+    secure_nats_cluster: SecureCluster,
+) -> None:
+    """What :class:`controller.mqtt_connection.Subscriptions` does with a SUBACK failure, on
+    a real node: the refused topic (outside the viewer's rights: refused for good) is sent
+    again at a slowing pace until the retry window ends, then reported; the granted one is
+    never sent again."""
+    cluster, passwords = secure_nats_cluster.cluster, secure_nats_cluster.passwords
+    granted_topic, refused_topic = "livetable/+/state", "livetable/t1/request/#"
+    answers: list[tuple[list[str], list[str]]] = []
+    done: list[list[str]] = []
+    client = mqtt.Client(
+        mqtt.CallbackAPIVersion.VERSION2, client_id="retry-probe", protocol=mqtt.MQTTv311
+    )
+    client.username_pw_set("viewer", passwords["viewer"])
+    subscriptions = Subscriptions(
+        client,
+        [(granted_topic, 1), (refused_topic, 1)],
+        log=logger,
+        retry_for_s=2.5,
+        on_done=done.append,
+    )
+    client.on_connect = lambda c, _u, _f, reason, _p: (
+        None if reason.is_failure else subscriptions.subscribe(c)
+    )
+    client.on_subscribe = lambda _c, _u, mid, reasons, _p: answers.append(
+        subscriptions.on_suback(mid, reasons)
+    )
+    client.connect_async("127.0.0.1", cluster.node(2).mqtt_port)
+    client.loop_start()
+    try:
+        wait_until(lambda: done, TIMEOUT_S, "the retries given up")
+    finally:
+        subscriptions.close()
+        client.disconnect()
+        client.loop_stop()
+    assert done == [[refused_topic]]
+    assert subscriptions.refused == [refused_topic]
+    # The first SUBACK answers both; each retry asks only for the refused one, refused again
+    # (0.5 s, 1 s, 2 s ... while the 2.5 s window lasts: at least two retries).
+    assert answers[0] == ([granted_topic], [refused_topic]), answers
+    assert len(answers) >= 3, answers
+    assert all(answer == ([], [refused_topic]) for answer in answers[1:]), answers
