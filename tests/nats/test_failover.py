@@ -356,6 +356,9 @@ def test_a_refused_subscribe_is_asked_again_then_left_to_the_acl(
         client.loop_stop()
     assert done == [[refused_topic]]
     assert subscriptions.refused == [refused_topic]
+    # A SUBACK that came before subscribe() had returned its packet id answers nothing here
+    # (([], [])): the helper takes it up when subscribe() returns.
+    answers = [answer for answer in answers if answer != ([], [])]
     # The first SUBACK answers both; each retry asks only for the refused one, refused again
     # (0.5 s, 1 s, 2 s ... while the 2.5 s window lasts: at least two retries).
     assert answers[0] == ([granted_topic], [refused_topic]), answers
