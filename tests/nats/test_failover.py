@@ -195,6 +195,7 @@ def _answered(client: ApiClient, command: str) -> dict[str, Any]:
         except TimeoutError:
             if time.monotonic() > deadline:
                 raise
+            print(f"{client.table_id}: no answer to {command} in {RETRY_S:g} s: sent again")
 
 
 def _hole_card_hidden(events: list[dict[str, Any]], states: list[dict[str, Any]]) -> int:
