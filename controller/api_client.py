@@ -22,13 +22,13 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import paho.mqtt.client as mqtt
 
-from controller.mqtt_connection import watch_connection
+from controller.mqtt_connection import Subscriptions, watch_connection
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +56,11 @@ class Account:
         return self.username or f"anonymous-{self.role}"
 
 
+def brokers(host: str, port: int, hosts: Sequence[tuple[str, int]] | None) -> list[tuple[str, int]]:
+    """``host:port`` first, then the other ``hosts`` in their order."""
+    return [(host, port)] + [each for each in hosts or () if each != (host, port)]
+
+
 def start_client(
     host: str,
     port: int,
@@ -71,6 +76,7 @@ def start_client(
     login: tuple[str, str | None] | None = None,
     tls_ca: str | None = None,
     reconnect_delay_s: tuple[int, int] | None = None,
+    hosts: Sequence[tuple[str, int]] | None = None,
 ) -> mqtt.Client:
     """A paho client (callback API 2) with these callbacks, connecting to ``host:port`` in
     the background (keepalive 30 s), its network thread started. Its connection is watched
@@ -80,7 +86,9 @@ def start_client(
     ``clean``: MQTT 3.1.1's clean session (off: the broker keeps the session's QoS 1
     messages while it is away; MQTT 5 has no such flag here). ``login``: (username,
     password). ``tls_ca``: TLS, with this CA file. ``reconnect_delay_s``: (first, longest)
-    wait before reconnecting, instead of paho's (1, 120).
+    wait before reconnecting, instead of paho's (1, 120). ``hosts``: a cluster's nodes; the
+    client starts at ``host:port`` and moves on to the next node, round-robin, whenever a
+    connection fails or drops (same client id: a persistent session follows it).
     """
     options: dict[str, Any] = {} if protocol == mqtt.MQTTv5 else {"clean_session": clean}
     client = mqtt.Client(
@@ -111,6 +119,7 @@ def start_client(
         client_id=client_id,
         log=logger,
         name=client_id,
+        hosts=brokers(host, port, hosts),
     )
     client.connect_async(host, port, keepalive=30)
     client.loop_start()
@@ -275,7 +284,10 @@ class ApiClient:
         on_state: Callable[[dict[str, Any]], None] | None = None,
         tls_ca: str | None = None,
         login: tuple[str, str | None] | None = None,
+        hosts: Sequence[tuple[str, int]] | None = None,
     ) -> None:
+        """``hosts``: a cluster's nodes to move on to when the connection fails or drops
+        (``host:port`` is the first tried)."""
         self.table_id = table_id
         self.account = account
         self.base = f"{prefix}/{table_id}"
@@ -292,6 +304,18 @@ class ApiClient:
         self.refused: Any = None
         if login is None and account.username is not None:
             login = (account.username, account.password)
+        self._subscriptions = Subscriptions(
+            None,
+            [
+                (f"{self.base}/state", 1),
+                (f"{self.base}/events", 1),
+                (f"{self.base}/availability", 1),
+                (self.response_topic, 1),
+            ],
+            log=logger,
+            name=self.account.name,
+            on_done=self._subscribed,
+        )
         # With ``login``: one broker account for every role (the demo's broker).
         self.client = start_client(
             host,
@@ -305,6 +329,7 @@ class ApiClient:
             tls_ca=tls_ca,
             on_subscribe=self._on_subscribe,
             on_publish=self._book.on_publish,
+            hosts=hosts,
         )
 
     @property
@@ -321,19 +346,19 @@ class ApiClient:
                 self.refused = reason
                 self._lock.notify_all()
             return
-        client.subscribe(
-            [
-                (f"{self.base}/state", 1),
-                (f"{self.base}/events", 1),
-                (f"{self.base}/availability", 1),
-                (self.response_topic, 1),
-            ]
-        )
+        # The first connection's subscriptions, or another node's (the session may be new
+        # there); a refused one is asked again for a while (a cluster that lost a node).
+        self._subscriptions.subscribe(client)
         self.connected.set()
 
-    def _on_subscribe(self, _c: Any, _u: Any, _mid: int, _reasons: Any, _p: Any) -> None:
+    def _on_subscribe(self, _c: Any, _u: Any, mid: int, reasons: Any, _p: Any) -> None:
+        self._subscriptions.on_suback(mid, reasons)
         # Retained messages follow the SUBACK: from here a missing state is missing.
         self.subscribed.set()
+
+    def _subscribed(self, refused: list[str]) -> None:
+        for topic in refused:
+            logger.warning("the broker refused %s the subscription to %s", self.account.name, topic)
 
     def _on_message(self, _client: Any, _u: Any, message: Any) -> None:
         topic = message.topic
@@ -432,6 +457,7 @@ class ApiClient:
                 self._lock.wait(min(left, 0.5))
 
     def close(self) -> None:
+        self._subscriptions.close()
         self.client.disconnect()
         self.client.loop_stop()
 
@@ -504,6 +530,7 @@ class StudioClient:
         keep: int = 5000,
         reconnect_delay_s: tuple[int, int] | None = (1, 5),
         login: tuple[str, str | None] | None = None,
+        hosts: Sequence[tuple[str, int]] | None = None,
     ) -> None:
         self.account = account
         self.prefix = prefix
@@ -531,6 +558,13 @@ class StudioClient:
         self._worker.start()
         if login is None and account.username is not None:
             login = (account.username, account.password)
+        self._subscriptions = Subscriptions(
+            None,
+            [(topic, 1) for topic in self._topics()],
+            log=logger,
+            name=account.name,
+            on_done=self._subscribed,
+        )
         # With ``login``: one broker account for several names (the demo's broker).
         self.client = start_client(
             host,
@@ -545,6 +579,7 @@ class StudioClient:
             login=login,
             tls_ca=tls_ca,
             reconnect_delay_s=reconnect_delay_s,
+            hosts=hosts,
         )
 
     # -- the connection ---------------------------------------------------------------------
@@ -556,7 +591,7 @@ class StudioClient:
                 self._lock.notify_all()
             self._link(False, f"the broker refused the connection: {reason}")
             return
-        client.subscribe([(topic, 1) for topic in self._topics()])
+        self._subscriptions.subscribe(client)
         self.connected.set()
         self._link(True, "")
 
@@ -564,21 +599,25 @@ class StudioClient:
         if not self._closing:
             self._link(False, f"the broker connection dropped: {reason}")
 
-    def _on_subscribe(self, _c: Any, _u: Any, _mid: int, reasons: Any, _p: Any) -> None:
-        refused = [
-            topic
-            for topic, reason in zip(self._topics(), reasons, strict=False)
-            if getattr(reason, "is_failure", False)
-        ]
+    def _on_subscribe(self, _c: Any, _u: Any, mid: int, reasons: Any, _p: Any) -> None:
+        self._subscriptions.on_suback(mid, reasons)
         with self._lock:
-            self.refused_subscriptions = refused
+            # What is refused so far; those the broker refuses for good are logged when the
+            # retries are over (see _subscribed).
+            self.refused_subscriptions = self._subscriptions.refused_now()
+        # Retained messages follow the SUBACK: from here a table that shows none is not there.
+        self.subscribed.set()
+
+    def _subscribed(self, refused: list[str]) -> None:
+        """Every subscription granted, or refused for good (after the retries)."""
+        with self._lock:
+            self.refused_subscriptions = [t for t in self._topics() if t in refused]
+            self._lock.notify_all()
         for topic in refused:
             # A platform may not read the dealer's line (the shipped ACL): expected. Anything
             # else is an account without the rights its role needs.
             log = logger.info if topic.endswith("/dealer") else logger.warning
             log("the broker refused %s the subscription to %s", self.account.name, topic)
-        # Retained messages follow the SUBACK: from here a table that shows none is not there.
-        self.subscribed.set()
 
     def _topics(self) -> list[str]:
         base = f"{self.prefix}/+"
@@ -950,6 +989,7 @@ class StudioClient:
         with self._lock:
             self._closing = True
             self._lock.notify_all()
+        self._subscriptions.close()
         self.client.disconnect()
         self.client.loop_stop()
         self._worker.join(timeout=5)

@@ -8,6 +8,9 @@
 [mqtt]         # optional for the demo, required by `livetable run`
 host = "localhost"
 port = 1883                      # 8883 is usual with [mqtt.tls]
+# or, for a cluster's nodes (instead of host and port): tried in turn, the next one when a
+# connection fails or drops, with the same client id and persistent session
+# hosts = ["n1.studio:1883", "n2.studio:1883", "n3.studio:1883"]
 client_id = "livetable-t1"       # default: livetable-<table id>
 username = "livetable-t1"
 password_file = "/etc/livetable/t1.mqtt-password"   # or password = "..."
@@ -40,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Final
 from controller.config_file import read_toml
 from controller.config_file import section as toml_section
 from controller.errors import ConfigurationError
+from controller.mqtt_connection import parse_broker
 from controller.table_config import TableConfig, table_config_from_mapping
 
 if TYPE_CHECKING:
@@ -80,6 +84,14 @@ class MqttConfig:
     max_packet_bytes: int = DEFAULT_MAX_PACKET_BYTES
     """The largest packet the broker takes: nothing larger is published (an MQTT 5 broker's
     CONNACK may lower it; a bridged broker's link may need it lower than the local one)."""
+    hosts: tuple[tuple[str, int], ...] = ()
+    """A cluster's nodes, in the order they are tried (``host`` and ``port`` are the first);
+    empty: ``host:port`` alone."""
+
+    @property
+    def brokers(self) -> tuple[tuple[str, int], ...]:
+        """Every broker the daemon may connect to, the first one first."""
+        return self.hosts or ((self.host, self.port),)
 
     def __post_init__(self) -> None:
         if not isinstance(self.host, str) or not self.host:
@@ -155,6 +167,7 @@ _MQTT_KEYS: Final = {
     "topic_prefix",
     "tls",
     "max_packet_bytes",
+    "hosts",
 }
 _TLS_KEYS: Final = ("ca_file", "cert_file", "key_file")
 
@@ -164,6 +177,21 @@ def _path(value: object, key: str, base_dir: Path | None) -> Path:
         raise ConfigurationError(f"[mqtt] {key} must be a non-empty path")
     path = Path(value)
     return path if path.is_absolute() or base_dir is None else base_dir / path
+
+
+def _hosts(value: object) -> tuple[tuple[str, int], ...]:
+    if not isinstance(value, list) or not value:
+        raise ConfigurationError('[mqtt] hosts must be a list of "host:port" (e.g. ["n1:1883"])')
+    hosts: list[tuple[str, int]] = []
+    for item in value:
+        try:
+            broker = parse_broker(item)
+        except ValueError as error:
+            raise ConfigurationError(f"[mqtt] hosts: {error}") from None
+        if broker in hosts:
+            raise ConfigurationError(f"[mqtt] hosts names {item} twice")
+        hosts.append(broker)
+    return tuple(hosts)
 
 
 def _read_secret(path: Path) -> str:
@@ -192,6 +220,11 @@ def mqtt_config_from_mapping(
             raise ConfigurationError(f"[mqtt] {key} must be a string")
     if "protocol" in values:
         values["protocol"] = str(values["protocol"])
+    if "hosts" in section:
+        if "host" in section or "port" in section:
+            raise ConfigurationError("[mqtt] give hosts or host and port, not both")
+        values["hosts"] = _hosts(section["hosts"])
+        values["host"], values["port"] = values["hosts"][0]
     if "password" in section and "password_file" in section:
         raise ConfigurationError("[mqtt] give password or password_file, not both")
     if "password_file" in section:

@@ -83,12 +83,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     parser.add_argument("--table", required=True, help="the table id (its [table] id)")
-    parser.add_argument("--broker", default="127.0.0.1", help="the MQTT broker's host")
+    parser.add_argument(
+        "--broker",
+        default="127.0.0.1",
+        help="the MQTT broker's host, or host:port, or a cluster's nodes as "
+        "host:port,host:port,... (tried in turn; the next when one fails)",
+    )
     parser.add_argument(
         "--port",
         type=positive_int,
         default=None,
-        help=f"the broker's port (default {DEFAULT_PORT}, {DEFAULT_TLS_PORT} with --tls-ca)",
+        help=f"the broker's port where --broker names none (default {DEFAULT_PORT}, "
+        f"{DEFAULT_TLS_PORT} with --tls-ca)",
+    )
+    parser.add_argument(
+        "--protocol",
+        default="5",
+        choices=("5", "3.1.1"),
+        help="the MQTT version (default 5; 3.1.1 for a broker that speaks only that, NATS)",
     )
     parser.add_argument("--tls-ca", help="speak TLS to the broker, trusting this CA file")
     parser.add_argument("--user", help="your broker account (none: anonymous)")
@@ -230,17 +242,40 @@ class _Problems(logging.Handler):
         self.lines.append(record.getMessage())
 
 
+def broker_list(text: str, default_port: int) -> list[tuple[str, int]]:
+    """``--broker``: a host, host:port, or several host:port separated by commas; CtlError
+    in one line for a bad one."""
+    from controller.mqtt_connection import parse_broker
+
+    brokers: list[tuple[str, int]] = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            raise CtlError(f"--broker {text!r}: an empty broker between commas")
+        bare = ":" not in item or (item.startswith("[") and item.endswith("]"))
+        try:
+            brokers.append((item.strip("[]"), default_port) if bare else parse_broker(item))
+        except ValueError as error:
+            raise CtlError(f"--broker: {error}") from None
+    return brokers
+
+
 def connect(args: argparse.Namespace) -> Any:
     """An API client of ``args.table`` for the account, connected and subscribed, with the
     table's retained availability or state in hand; CtlError in one line otherwise."""
     import paho.mqtt.client as mqtt
 
     from controller.api_client import Account, ApiClient
-    from controller.mqtt_connection import refusal_text
+    from controller.mqtt_connection import broker_text, refusal_text
 
     password = read_password(args)
     port = args.port or (DEFAULT_TLS_PORT if args.tls_ca else DEFAULT_PORT)
-    where = f"the MQTT broker at {args.broker}:{port}"
+    brokers = broker_list(args.broker, port)
+    host, port = brokers[0]
+    where = (
+        f"the MQTT broker at {broker_text(host, port)}"
+        if len(brokers) == 1
+        else f"the MQTT brokers at {', '.join(broker_text(*each) for each in brokers)}"
+    )
     log = logging.getLogger("controller.api_client")
     problems = _Problems()
     log.addHandler(problems)
@@ -250,26 +285,31 @@ def connect(args: argparse.Namespace) -> Any:
         log.propagate = False
     client_id = f"{args.user or 'anonymous'}-ctl-{uuid.uuid4().hex[:8]}"
     client = ApiClient(
-        args.broker,
+        host,
         port,
         args.table,
         Account(args.role, args.user, password),
         prefix=args.prefix,
-        protocol=mqtt.MQTTv5,
+        protocol=mqtt.MQTTv5 if args.protocol == "5" else mqtt.MQTTv311,
         client_id=client_id,
         tls_ca=args.tls_ca,
+        hosts=brokers,
     )
     try:
         deadline = time.monotonic() + args.timeout_s
         while not client.connected.is_set() and client.refused is None:
-            # A command line gives up at the first problem (paho would try again and again).
-            if problems.lines and client.refused is None:
-                raise CtlError(problems.lines[0].removeprefix(f"{client_id}: "))
+            # A command line gives up at the first problem (paho would try again and again),
+            # or with a cluster once every node had one.
+            if len(problems.lines) >= len(brokers) and client.refused is None:
+                raise CtlError(
+                    "; ".join(line.removeprefix(f"{client_id}: ") for line in problems.lines)
+                )
             if time.monotonic() > deadline:
                 raise CtlError(f"{where} did not answer within {args.timeout_s:g} s")
             client.connected.wait(0.05)
         if client.refused is not None:
-            raise CtlError(f"{where} {refusal_text(client.refused, '5', args.user, client_id)}")
+            refusal = refusal_text(client.refused, args.protocol, args.user, client_id)
+            raise CtlError(f"{where} {refusal}")
         if not client.subscribed.wait(max(0.0, deadline - time.monotonic())):
             raise CtlError(f"{where} did not confirm the subscriptions")
         seen = time.monotonic() + args.wait_s

@@ -59,7 +59,12 @@ from controller.mqtt_api import (
     parse_request,
     table_event,
 )
-from controller.mqtt_connection import publish_packet_bytes, watch_connection
+from controller.mqtt_connection import (
+    Subscriptions,
+    broker_text,
+    publish_packet_bytes,
+    watch_connection,
+)
 from controller.outbox import Outbox, open_outbox, outbox_path
 from controller.publishing import Publications, command_key, decision_key
 from controller.request_limits import CommandLimits
@@ -155,6 +160,9 @@ class MqttLink:
                 certfile=None if config.tls.cert_file is None else str(config.tls.cert_file),
                 keyfile=None if config.tls.key_file is None else str(config.tls.key_file),
             )
+        # The will is registered with the node the connection is on and dies with it: when
+        # that node dies and the daemon lives on (and moves to another node), no `offline` is
+        # said, which is right. Each new connection registers it again.
         self.client.will_set(topics.availability, "offline", qos=1, retain=True)
         self.client.max_inflight_messages_set(PUBLISH_WINDOW)
         self.client.reconnect_delay_set(0.2, 5)
@@ -162,6 +170,9 @@ class MqttLink:
         self.client.on_disconnect = self._on_disconnect
         self.client.on_publish = self._on_publish
         self.client.on_message = self._on_message
+        self.client.on_subscribe = self._on_subscribe
+        # Every failed or dropped connection moves on to the next of the cluster's nodes,
+        # with the same client id and persistent session (see controller.mqtt_connection).
         self.watch = watch_connection(
             self.client,
             config.host,
@@ -170,6 +181,10 @@ class MqttLink:
             username=config.username,
             client_id=config.client_id,
             log=logger,
+            hosts=config.brokers,
+        )
+        self.subscriptions = Subscriptions(
+            self.client, [(topics.requests, 1)], log=logger, on_done=self._subscribed
         )
         # The largest packet the broker takes: the configured one, lowered by an MQTT 5
         # broker's CONNACK (a bridged broker's limit further on is not in it).
@@ -237,6 +252,7 @@ class MqttLink:
         self.client.disconnect()
         self.client.loop_stop()
         self.watch.close()
+        self.subscriptions.close()
 
     def _drained(self) -> bool:
         with self._lock:
@@ -255,12 +271,11 @@ class MqttLink:
         told = getattr(props, "MaximumPacketSize", None) if props is not None else None
         self.max_packet = min(self.config.max_packet_bytes, told or self.config.max_packet_bytes)
         logger.info(
-            "connected to the broker %s:%d (packets up to %d bytes)",
-            self.config.host,
-            self.config.port,
+            "connected to the broker %s (packets up to %d bytes)",
+            broker_text(*self.watch.broker),
             self.max_packet,
         )
-        client.subscribe(self.topics.requests, qos=1)
+        self.subscriptions.subscribe()
         info = client.publish(self.topics.availability, "online", qos=1, retain=True)
         self._register(info.mid, None)
         with self._lock:
@@ -271,6 +286,22 @@ class MqttLink:
         self.connected.set()
         with self.publications.changed:
             self.publications.changed.notify_all()
+
+    def _on_subscribe(
+        self, _client: Any, _userdata: Any, mid: int, reasons: Any, _props: Any
+    ) -> None:
+        self.subscriptions.on_suback(mid, reasons)
+
+    def _subscribed(self, refused: list[str]) -> None:
+        if refused:
+            # The requests stay in the session the broker keeps, if it has one; none come
+            # on this connection until the next one is granted.
+            logger.error(
+                "the broker %s refused the subscription to the requests (%s): no request "
+                "reaches the table until it reconnects",
+                broker_text(*self.watch.broker),
+                ", ".join(refused),
+            )
 
     def _on_disconnect(
         self, _client: Any, _userdata: Any, _flags: Any, reason: Any, _props: Any
@@ -1012,9 +1043,10 @@ class TableDaemon:
         assert broker is not None  # required by __init__
         login = f"user {broker.username}" if broker.username else "anonymous"
         tls = ", TLS" if broker.tls is not None else ""
+        brokers = ", ".join(broker_text(*each) for each in broker.brokers)
         return (
             f"table {table.table_id} starting: {game}, {shoe_text}, broker "
-            f"{broker.host}:{broker.port} (MQTT {broker.protocol}{tls}, client "
+            f"{brokers} (MQTT {broker.protocol}{tls}, client "
             f"{broker.client_id}, {login}), journal {table.journal_path} "
             f"({self.assembled.table.journal.last_seq} rows replayed)"
         )

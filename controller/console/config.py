@@ -10,7 +10,9 @@ key = "/etc/livetable/console.key"
 [broker]
 host = "127.0.0.1"
 port = 1883
-protocol = "5"                 # or "3.1.1"
+# or a cluster's nodes instead of host and port (the next tried when one fails or drops):
+# hosts = ["n1.studio:1883", "n2.studio:1883", "n3.studio:1883"]
+protocol = "5"                 # or "3.1.1" (a NATS cluster speaks only 3.1.1)
 topic_prefix = "livetable"
 tls_ca = "/etc/livetable/ca.crt"             # optional: TLS to the broker, trusting this CA
 ```
@@ -33,6 +35,7 @@ from typing import Any, Final
 
 from controller.config_file import read_toml
 from controller.errors import ConfigurationError
+from controller.mqtt_connection import parse_broker
 
 # As the table's configuration has them (controller.config), which the console cannot
 # import: that module loads the drivers' and the camera's settings.
@@ -56,7 +59,7 @@ STALE_AFTER_RANGE_S: Final = (1.0, 86400.0)
 _CONSOLE_KEYS: Final = frozenset(
     {"listen", "idle_timeout_s", "stale_after_s", "certificate", "key"}
 )
-_BROKER_KEYS: Final = frozenset({"host", "port", "protocol", "topic_prefix", "tls_ca"})
+_BROKER_KEYS: Final = frozenset({"host", "port", "hosts", "protocol", "topic_prefix", "tls_ca"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +71,8 @@ class BrokerSettings:
     protocol: str = "5"
     topic_prefix: str = "livetable"
     tls_ca: Path | None = None
+    hosts: tuple[tuple[str, int], ...] = ()
+    """A cluster's nodes (``host`` and ``port`` are the first); empty: ``host:port`` alone."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,9 +166,30 @@ def broker_from_mapping(
     tls_ca = None
     if "tls_ca" in section:
         tls_ca = _path("broker", "tls_ca", section["tls_ca"], base_dir, check_files)
+    hosts: tuple[tuple[str, int], ...] = ()
+    if "hosts" in section:
+        if "host" in section or "port" in section:
+            raise ConfigurationError("[broker] give hosts or host and port, not both")
+        hosts = _hosts(section["hosts"])
+        host, port = hosts[0]
     return BrokerSettings(
-        host=host, port=port, protocol=protocol, topic_prefix=prefix, tls_ca=tls_ca
+        host=host, port=port, protocol=protocol, topic_prefix=prefix, tls_ca=tls_ca, hosts=hosts
     )
+
+
+def _hosts(value: object) -> tuple[tuple[str, int], ...]:
+    if not isinstance(value, list) or not value:
+        raise ConfigurationError('[broker] hosts must be a list of "host:port" (e.g. ["n1:1883"])')
+    hosts: list[tuple[str, int]] = []
+    for item in value:
+        try:
+            broker = parse_broker(item)
+        except ValueError as error:
+            raise ConfigurationError(f"[broker] hosts: {error}") from None
+        if broker in hosts:
+            raise ConfigurationError(f"[broker] hosts names {item} twice")
+        hosts.append(broker)
+    return tuple(hosts)
 
 
 def config_from_mapping(

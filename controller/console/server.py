@@ -390,6 +390,8 @@ class Console:
             if feed is not None
             else {"backfill": 0}
         )
+        if broker.hosts:  # a cluster's nodes: the client moves on when one fails
+            options["hosts"] = broker.hosts
         client = self.client_factory(
             broker.host,
             broker.port,
