@@ -56,9 +56,11 @@ from controller.console.config import ConsoleConfig, topic_level_ok
 from controller.console.fleet import build_tile, possible_faces, round_events, urgency_order
 from controller.console.sessions import (
     AccountLinks,
+    DeviceCookies,
     Session,
     SessionStore,
     SignInThrottle,
+    device_cookie_name,
     new_token,
     tokens_match,
 )
@@ -70,6 +72,9 @@ STATIC_DIR: Final = Path(__file__).resolve().parent / "static"
 SESSION_COOKIE: Final = "livetable_session"
 SIGNIN_COOKIE: Final = "livetable_signin"
 CSRF_HEADER: Final = "X-CSRF-Token"
+# How long a browser that signed in as a name stays trusted for that name's sign-ins (its
+# device cookie): a working month.
+DEVICE_COOKIE_MAX_AGE_S: Final = 30 * 24 * 3600
 # A tile goes out at most this often per table (the latest state then): a burst of events
 # is one repaint, not dozens.
 COALESCE_S: Final = 0.1
@@ -363,7 +368,11 @@ class Console:
         self.config = config
         self.client_factory = client_factory
         self.sessions = SessionStore(config.idle_timeout_s)
+        # Failed sign-ins per account name, from browsers without that name's device
+        # cookie; and per device, from browsers with one (see sessions.DeviceCookies).
         self.throttle = SignInThrottle()
+        self.device_throttle = SignInThrottle()
+        self.devices = DeviceCookies()
         self.links: AccountLinks[AccountFeed] = AccountLinks()
         self.executor = ThreadPoolExecutor(max_workers=16, thread_name_prefix="console")
         self._signing_in: set[str] = set()
@@ -556,9 +565,17 @@ class Console:
     def feed_of(self, session: Session) -> AccountFeed | None:
         return self.links.client(session.account)
 
-    def _cookie(self, response: web.StreamResponse, name: str, value: str) -> None:
+    def _cookie(
+        self, response: web.StreamResponse, name: str, value: str, max_age: int | None = None
+    ) -> None:
         response.set_cookie(
-            name, value, path="/", httponly=True, samesite="Strict", secure=self.config.tls
+            name,
+            value,
+            path="/",
+            httponly=True,
+            samesite="Strict",
+            secure=self.config.tls,
+            max_age=max_age,
         )
 
     # -- pages -----------------------------------------------------------------------------
@@ -618,7 +635,14 @@ class Console:
             return self._signin_response(
                 token, message="Wrong account name or password.", username=shown, status=401
             )
-        wait = self.throttle.retry_after(username)
+        # A browser that signed in as this name before is throttled by its own failures:
+        # a guesser elsewhere who keeps the name's delay at its cap never locks it out.
+        cookie_name = device_cookie_name(username)
+        device = self.devices.device(username, request.cookies.get(cookie_name))
+        throttle, throttled = (
+            (self.device_throttle, device) if device is not None else (self.throttle, username)
+        )
+        wait = throttle.retry_after(throttled)
         if wait > 0 or username in self._signing_in:
             seconds = max(1, math.ceil(wait))
             return self._signin_response(
@@ -628,6 +652,7 @@ class Console:
                 status=429,
                 headers={"Retry-After": str(seconds)},
             )
+        previous = self.session_of(request)
         self._signing_in.add(username)
         try:
             outcome, session = await self.sign_in(username, password)
@@ -642,11 +667,12 @@ class Console:
                 status=503,
             )
         if session is None:
-            delay = self.throttle.failed(username)
+            delay = throttle.failed(throttled)
             logger.warning(
-                "sign-in of %s refused: wrong account name or password (%d in a row)",
+                "sign-in of %s refused: wrong account name or password (%d in a row%s)",
                 username,
-                self.throttle.failures(username),
+                throttle.failures(throttled),
+                " from a browser that signed in as it before" if device is not None else "",
             )
             return self._signin_response(
                 token,
@@ -654,10 +680,17 @@ class Console:
                 username=shown,
                 status=401,
             )
-        self.throttle.succeeded(username)
+        # Only this path's count starts again: a success from a trusted browser leaves a
+        # guesser's delay for the name where it is.
+        throttle.succeeded(throttled)
+        if previous is not None and previous.id != session.id:
+            # A sign-in over a live session (another account, or the same again) ends it:
+            # the browser's old cookie must not stay a way in.
+            await self.end_session(previous)
         logger.info("%s signed in (%s)", username, session.role)
         response = web.HTTPSeeOther("/")
         self._cookie(response, SESSION_COOKIE, session.id)
+        self._cookie(response, cookie_name, self.devices.issue(username), DEVICE_COOKIE_MAX_AGE_S)
         response.del_cookie(SIGNIN_COOKIE, path="/")
         return response
 

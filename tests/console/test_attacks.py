@@ -1,0 +1,155 @@
+"""The console attacked over real HTTP (``console_studio``: the real console, daemons and a
+locked-down mosquitto): a guesser who keeps an account's sign-in delay at its cap, a sign-in
+over a live session, two sessions of one account, and a wall left open with nobody at it.
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+from collections.abc import Callable
+
+from controller.console.sessions import device_cookie_name
+from tests.support.console import ConsoleHttp, ConsoleStudio, HttpAnswer
+from tests.support.wait import wait_until
+
+TIMEOUT_S = 30.0
+_CSRF_FIELD = re.compile(r'name="csrf" value="([^"]+)"')
+
+
+def signed_in(studio: ConsoleStudio, name: str) -> ConsoleHttp:
+    browser = ConsoleHttp(studio.url)
+    answer = browser.sign_in(name, studio.passwords[name])
+    assert answer.status == 303, (answer.status, answer.text)
+    wait_until(lambda: browser.tables().keys() == set(studio.tables), TIMEOUT_S, "every tile")
+    return browser
+
+
+def post_sign_in(browser: ConsoleHttp, name: str, password: str) -> HttpAnswer:
+    """The sign-in form POSTed by ``browser`` whatever its session: the form's token from a
+    fresh sign-in page (a browser with a session is sent on from /signin)."""
+    fresh = ConsoleHttp(browser.url)
+    page = fresh.get("/signin")
+    found = _CSRF_FIELD.search(page.text)
+    assert found is not None, page.text[:300]
+    browser.cookies["livetable_signin"] = fresh.cookies["livetable_signin"]
+    form = urllib.parse.urlencode({"username": name, "password": password, "csrf": found[1]})
+    answer = browser.request(
+        "POST",
+        "/signin",
+        body=form.encode(),
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
+    if answer.status == 303:
+        browser.csrf = browser.get("/api/session").json()["csrf"]
+    return answer
+
+
+def test_a_guesser_at_the_cap_never_locks_out_a_browser_that_signed_in_before(
+    console_studio: ConsoleStudio,
+) -> None:
+    studio = console_studio
+    password = studio.passwords["alice"]
+    alice = signed_in(studio, "alice")
+    device = device_cookie_name("alice")
+    assert device in alice.cookies, "a successful sign-in marks the browser for the name"
+    assert alice.post_json("/signout", {}).status == 200
+
+    bob = signed_in(studio, "bob")
+    guesser = ConsoleHttp(studio.url)
+    # Five wrong guesses, each as soon as the name's delay lets it: 16 s to wait now.
+    for guess in range(5):
+        answer = wait_until(
+            lambda guess=guess: (
+                (a := guesser.sign_in("alice", f"guess-{guess}")).status != 429 and a
+            ),
+            TIMEOUT_S,
+            "the name's delay over",
+        )
+        assert answer.status == 401, answer.text
+    # The name's delay now holds the guesser, even with the right password...
+    assert guesser.sign_in("alice", password).status == 429
+    # ...and a made-up device cookie, or another account's, changes nothing.
+    guesser.cookies[device] = "made-up.0123"
+    assert guesser.sign_in("alice", password).status == 429
+    guesser.cookies[device] = bob.cookies[device_cookie_name("bob")]
+    assert guesser.sign_in("alice", password).status == 429
+
+    # Alice's own browser is not held by the guesser's failures.
+    answer = alice.sign_in("alice", password)
+    assert answer.status == 303, answer.text
+    assert alice.get("/api/session").json()["account"] == "alice"
+    # Her success leaves the guesser's delay where it was.
+    assert guesser.sign_in("alice", password).status == 429
+    # Her browser's own failures hold it in turn (a stolen cookie buys no free guesses).
+    assert alice.post_json("/signout", {}).status == 200
+    assert alice.sign_in("alice", "typo").status == 401
+    assert alice.sign_in("alice", password).status == 429
+
+
+def test_a_sign_in_over_a_live_session_ends_that_session(console_studio: ConsoleStudio) -> None:
+    studio = console_studio
+    browser = signed_in(studio, "alice")
+    first = browser.cookies["livetable_session"]
+    answer = post_sign_in(browser, "bob", studio.passwords["bob"])
+    assert answer.status == 303, answer.text
+    assert browser.cookies["livetable_session"] != first, "a new session id for the new sign-in"
+    assert browser.get("/api/session").json()["account"] == "bob"
+    old = ConsoleHttp(studio.url)
+    old.cookies["livetable_session"] = first
+    assert old.get("/api/session").status == 401, "the old session must end with the sign-in"
+    assert studio.console is not None
+    wait_until(
+        lambda: "alice: the last session ended" in studio.console.log(),  # type: ignore[union-attr]
+        TIMEOUT_S,
+        "alice's broker connection closed",
+    )
+    # The same account again: a new id too, the old one gone, the account still connected.
+    second = browser.cookies["livetable_session"]
+    assert post_sign_in(browser, "bob", studio.passwords["bob"]).status == 303
+    assert browser.cookies["livetable_session"] != second
+    old.cookies["livetable_session"] = second
+    assert old.get("/api/session").status == 401
+    assert browser.act("t1", "pause", reason="after signing in again").json()["ok"]
+    assert browser.act("t1", "resume").json()["ok"]
+
+
+def test_two_sessions_of_one_account_share_its_connection(console_studio: ConsoleStudio) -> None:
+    studio = console_studio
+    desk = signed_in(studio, "alice")
+    tablet = signed_in(studio, "alice")
+    # The account is connected: a second sign-in is checked against its password all the same.
+    assert ConsoleHttp(studio.url).sign_in("alice", "not-hers").status == 401
+    assert desk.post_json("/signout", {}).status == 200
+    assert desk.get("/api/session").status == 401
+    assert tablet.get("/api/session").json()["account"] == "alice"
+    assert tablet.act("t2", "pause", reason="from the tablet").json()["ok"]
+    assert tablet.act("t2", "resume").json()["ok"]
+    rows = studio.tables["t2"].journal_rows("SupervisorCommanded")
+    assert [(row["by"], row["command"]) for row in rows[-2:]] == [
+        ("alice", "pause"),
+        ("alice", "resume"),
+    ]
+    assert studio.console is not None
+    assert "alice: the last session ended" not in studio.console.log()
+
+
+def test_an_open_stream_alone_does_not_keep_a_session_alive(
+    console_studio_with: Callable[..., ConsoleStudio],
+) -> None:
+    studio = console_studio_with(idle_timeout_s=10)
+    alice = signed_in(studio, "alice")
+    stream = alice.stream()
+    try:
+        assert stream.status == 200
+        # Tiles keep coming (the tables publish), and yet the session ends when idle.
+        studio.play("t1", 3)
+        assert stream.ended.wait(TIMEOUT_S * 2), "the stream of an idle session must end"
+    finally:
+        stream.close()
+    assert alice.get("/api/session").status == 401
+    again = alice.stream()
+    try:
+        assert again.status == 401
+    finally:
+        again.close()
