@@ -890,17 +890,18 @@ class Console:
         if table_feed is None:
             return error(404, "unknown_table", f"no table {table[:40]!r}")
         events = round_events(table_feed.events, round_id)
-        if not events:
-            # Older than the feed keeps: the table's own record, from the start.
+        if not events and _older_than_feed(table_feed, round_id):
+            # Older than the feed keeps: the table's own record, read from its start up to
+            # that round only (a round that never was costs the table nothing).
+            client = feed.client
             try:
-                series = await self.blocking(
-                    lambda: feed.client.catch_up(table, limit=500, timeout=REQUEST_TIMEOUT_S)
+                events = await self.blocking(
+                    lambda: _round_from_table(client, table, round_id, table_feed)
                 )
             except TimeoutError:
                 return error(504, "timeout", f"table {table} did not answer")
             except (RuntimeError, BrokerRefused) as failure:
                 return error(502, "refused", str(failure))
-            events = round_events(series.events, round_id)
         if not events:
             return error(404, "unknown_round", f"no round {round_id} in table {table}'s events")
         return events
@@ -983,6 +984,63 @@ class Console:
         if table_feed is None:
             return error(404, "unknown_table", f"no table {table[:40]!r}")
         return web.json_response(possible_faces(table_feed.events, table_feed.complete_since))
+
+
+def _older_than_feed(feed: Any, round_id: int) -> bool:
+    """Whether round ``round_id``, not found in ``feed``, may be in the table's journal
+    before the feed's events: not if the feed holds the journal from its start, nor if no
+    round that high was ever opened (round ids count up)."""
+    if feed.ready and feed.complete_since == 0:
+        return False
+    known = [
+        event["data"]["round_id"]
+        for event in feed.events
+        if isinstance((event.get("data") or {}).get("round_id"), int)
+    ]
+    current = ((feed.state or {}).get("round") or {}).get("id")
+    if isinstance(current, int):
+        known.append(current)
+    return not known or round_id <= max(known)
+
+
+def _round_from_table(client: Any, table: str, round_id: int, feed: Any) -> list[dict[str, Any]]:
+    """Round ``round_id``'s events from the table's ``events`` answers, paged from the
+    journal's start and stopped at the round's end, at a later round's opening, or where the
+    feed's own events begin (which did not hold its opening)."""
+    since, span = 0, list[dict[str, Any]]()
+    while True:
+        answer = client.request(
+            table, "events", timeout=REQUEST_TIMEOUT_S, since=since, limit=AUDIT_PAGE
+        )
+        if not answer.get("ok"):
+            raise RuntimeError(answer.get("message") or "the table refused the events")
+        data = answer.get("data") or {}
+        if feed.epoch is not None and data.get("epoch") != feed.epoch:
+            raise RuntimeError(f"table {table}'s journal was replaced: reload the page")
+        batch = data.get("events") or []
+        for event in batch:
+            details = event.get("data") or {}
+            opened = event["type"] == "round_opened"
+            if opened and details.get("round_id") == round_id:
+                span = [event]
+            elif span:
+                span.append(event)
+                ended = event["type"] in ("round_settled", "round_voided")
+                if (ended and details.get("round_id") == round_id) or len(span) > (
+                    AUDIT_MAX_ENTRIES
+                ):
+                    return span
+            elif (
+                opened
+                and isinstance(details.get("round_id"), int)
+                and details["round_id"] > round_id
+            ):
+                return []  # round ids count up: that round was never opened
+            if not span and int(event["seq"]) > feed.complete_since:
+                return []  # from here on the feed has every event, and not that round
+        if not data.get("more") or not batch:
+            return span
+        since = int(batch[-1]["seq"])
 
 
 def _answer(response: dict[str, Any]) -> dict[str, Any]:
