@@ -38,9 +38,11 @@ import io
 import json
 import logging
 import math
+import re
 import signal
 import ssl
 import time
+import urllib.parse
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -163,6 +165,16 @@ def audit_csv(entries: list[dict[str, Any]]) -> str:
         row = {**entry, "time_utc": when}
         writer.writerow([spreadsheet_safe(row.get(column)) for column in AUDIT_COLUMNS])
     return out.getvalue()
+
+
+def attachment_header(filename: str) -> str:
+    """``Content-Disposition`` of a download named ``filename`` (which holds a table id:
+    any MQTT topic level, quotes and line breaks included): a plain ASCII name, and the
+    exact one percent-encoded (RFC 6266), so nothing in it ends the quoted name or the
+    header."""
+    plain = re.sub(r"[^A-Za-z0-9._-]", "_", filename)
+    exact = urllib.parse.quote(filename, safe="")
+    return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{exact}"
 
 
 @dataclass(eq=False)
@@ -688,7 +700,8 @@ class Console:
             # the browser's old cookie must not stay a way in.
             await self.end_session(previous)
         logger.info("%s signed in (%s)", username, session.role)
-        response = web.HTTPSeeOther("/")
+        # A plain 303 (an aiohttp HTTPException returned, not raised, is deprecated).
+        response = web.Response(status=303, headers={"Location": "/"}, text="303: See Other")
         self._cookie(response, SESSION_COOKIE, session.id)
         self._cookie(response, cookie_name, self.devices.issue(username), DEVICE_COOKIE_MAX_AGE_S)
         response.del_cookie(SIGNIN_COOKIE, path="/")
@@ -971,7 +984,7 @@ class Console:
         return web.Response(
             text=audit_csv(audit["entries"]),
             content_type="text/csv",
-            headers={"Content-Disposition": f'attachment; filename="{audit["table"]}-audit.csv"'},
+            headers={"Content-Disposition": attachment_header(f"{audit['table']}-audit.csv")},
         )
 
     async def api_faces(self, request: web.Request) -> web.Response:
