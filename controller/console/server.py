@@ -43,7 +43,7 @@ import signal
 import ssl
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -94,6 +94,13 @@ AUDIT_MAX_ENTRIES: Final = 20_000
 # Events a stream may fall behind by before it is closed (the page reconnects and reloads).
 STREAM_BACKLOG: Final = 2_000
 MAX_BODY_BYTES: Final = 64 * 1024
+# A connection with no request in progress (none yet, half a request's headers, or idle
+# between requests) is closed after this long, and a request's body must come within
+# BODY_TIMEOUT_S: each open connection holds one of the console's file descriptors, and
+# enough of them held by a slow sender would keep every supervisor out. (aiohttp's own
+# default outside run_app is an hour.)
+IDLE_CONNECTION_S: Final = 30.0
+BODY_TIMEOUT_S: Final = 10.0
 MAX_NAME_LENGTH: Final = 100
 # The commands a supervisor's page may send, with the fields each takes (the table checks
 # their values; a field not listed here never reaches it).
@@ -626,7 +633,7 @@ class Console:
     async def signin(self, request: web.Request) -> web.StreamResponse:
         if not origin_ok(request):
             return web.Response(text="cross-site sign-in refused", status=403)
-        form = await request.post()
+        form = await _body(request.post())
         token = request.cookies.get(SIGNIN_COOKIE)
         given = form.get("csrf")
         if not isinstance(given, str) or not tokens_match(token, given):
@@ -849,7 +856,7 @@ class Console:
             return error(403, "forbidden", "viewers have no actions")
         table = request.match_info["table"]
         try:
-            body = await request.json()
+            body = await _body(request.json())
         except (ValueError, UnicodeDecodeError):
             return error(400, "malformed", "the request's body is not JSON")
         if not isinstance(body, dict):
@@ -1056,6 +1063,14 @@ def _round_from_table(client: Any, table: str, round_id: int, feed: Any) -> list
         since = int(batch[-1]["seq"])
 
 
+async def _body(read: Awaitable[Any]) -> Any:
+    """A request's body, read within :data:`BODY_TIMEOUT_S` (else 408)."""
+    try:
+        return await asyncio.wait_for(read, BODY_TIMEOUT_S)
+    except TimeoutError:
+        raise web.HTTPRequestTimeout(text="the request's body came too slowly") from None
+
+
 def _answer(response: dict[str, Any]) -> dict[str, Any]:
     """The page's view of a table's response: ``ok``, ``code``, ``message``, ``data``."""
     failure = response.get("error") or {}
@@ -1102,7 +1117,12 @@ async def run(config: ConsoleConfig) -> None:
     context = ssl_context(config)
     console = Console(config)
     # Open streams are ended at shutdown: 5 s is plenty for the requests still running.
-    runner = web.AppRunner(console.app(), access_log_format=ACCESS_LOG_FORMAT, shutdown_timeout=5.0)
+    runner = web.AppRunner(
+        console.app(),
+        access_log_format=ACCESS_LOG_FORMAT,
+        shutdown_timeout=5.0,
+        keepalive_timeout=IDLE_CONNECTION_S,
+    )
     await runner.setup()
     try:
         site = web.TCPSite(runner, config.host, config.port, ssl_context=context)

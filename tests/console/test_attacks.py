@@ -6,6 +6,7 @@ over a live session, two sessions of one account, and a wall left open with nobo
 from __future__ import annotations
 
 import re
+import socket
 import urllib.parse
 from collections.abc import Callable
 
@@ -153,3 +154,49 @@ def test_an_open_stream_alone_does_not_keep_a_session_alive(
         assert again.status == 401
     finally:
         again.close()
+
+
+def _connect(studio: ConsoleStudio) -> socket.socket:
+    host, port = urllib.parse.urlsplit(studio.url).netloc.split(":")
+    # Longer than the console may hold a silent connection: the test waits for its close.
+    return socket.create_connection((host, int(port)), timeout=TIMEOUT_S * 2)
+
+
+def _answer_or_close(connection: socket.socket) -> bytes:
+    """What the console sends before it closes the connection (b"" for nothing)."""
+    received = b""
+    try:
+        while chunk := connection.recv(4096):
+            received += chunk
+    except TimeoutError:
+        raise AssertionError(f"the console held the connection open: {received[:200]!r}") from None
+    except ConnectionResetError:
+        pass
+    return received
+
+
+def test_silent_connections_and_slow_bodies_are_not_held_for_ever(
+    console_studio: ConsoleStudio,
+) -> None:
+    studio = console_studio
+    # Opened together, then awaited: each is closed within the console's limits.
+    # A connection that never sends a request (each one holds a file descriptor of the
+    # console's: enough of them and nobody can sign in).
+    silent = _connect(studio)
+    # Half a request's headers, never finished.
+    slow_headers = _connect(studio)
+    slow_headers.sendall(b"GET /signin HTTP/1.1\r\nHost: x\r\n")
+    # A sign-in whose body never comes in full: answered 408, not awaited for ever.
+    slow_body = _connect(studio)
+    slow_body.sendall(
+        b"POST /signin HTTP/1.1\r\nHost: x\r\n"
+        b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\n"
+        b"username=alice&password="
+    )
+    with silent, slow_headers, slow_body:
+        answer = _answer_or_close(slow_body)
+        assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+        assert _answer_or_close(silent) == b""
+        assert _answer_or_close(slow_headers) == b""
+    # And the console still serves.
+    assert ConsoleHttp(studio.url).get("/healthz").text == "ok"
