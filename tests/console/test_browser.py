@@ -1108,3 +1108,56 @@ def test_end_shoe_and_new_shoe_are_sent_after_their_confirmations(
     done = [(r["command"], r["reason"]) for r in commands_by(studio.tables["t2"], "alice")]
     assert done == [("end_shoe", "end of shift"), ("new_shoe", "")], done
     alice.check_clean()
+
+
+def test_an_awaited_decision_shows_its_countdown_to_the_tables_deadline(
+    console_studio_with: Any, browser: Any, monkeypatch: pytest.MonkeyPatch, screens: Screens
+) -> None:
+    from playwright.sync_api import expect
+
+    import tests.support.console as support
+
+    # Five minutes per decision, and the platform holds back t2's: the decision stays
+    # awaited, with its deadline, for as long as the test looks.
+    monkeypatch.setitem(support.TABLE_SETTINGS, "decision_s", 300.0)
+    studio: ConsoleStudio = console_studio_with()
+    holding = threading.Event()
+    holding.set()
+    serve = studio._serve
+
+    def platform_holding_t2(table_id: str) -> None:
+        state = studio.state(table_id) or {}
+        if table_id == "t2" and holding.is_set() and state.get("phase") == "DECIDING":
+            return
+        serve(table_id)
+
+    studio._serve = platform_holding_t2  # type: ignore[method-assign]
+    alice = sign_in(browser, studio, "alice")
+    # A round with a decision (a dealer blackjack asks none: then the next round).
+    studio.play("t2", 20)
+    deciding = studio.wait_state("t2", lambda s, _f: s["phase"] == "DECIDING", "a decision due")
+    deadline = deciding["round"]["deadline"]
+    assert deadline is not None and deadline - deciding["at"] == pytest.approx(300.0, abs=1.0)
+    tile = alice.tile("t2")
+    awaiting = tile.locator(by_id("tile-awaiting"))
+    expect(awaiting).to_contain_text(f"box {deciding['awaiting']['box']}")
+    countdown = tile.locator(by_id("tile-countdown"))
+    expect(countdown).to_have_text(re.compile(r"^ [45] min \d+ s left$"))
+    shown = float(countdown.get_attribute("data-deadline") or "nan")
+    assert shown == pytest.approx(deadline, abs=0.001), (shown, deadline)
+    screens.shoot(alice.page, "decision-countdown")
+    # The platform decides: that decision's countdown goes.
+    holding.clear()
+    studio.wait_state(
+        "t2",
+        lambda s, _f: s["round"] is None or s["round"]["deadline"] != deadline,
+        "the decision taken",
+    )
+    expect(tile.locator(f'[data-deadline="{countdown_value(deadline)}"]')).to_have_count(0)
+    alice.check_clean()
+
+
+def countdown_value(deadline: float) -> str:
+    """A number as the page writes it in ``data-deadline`` (JavaScript's String(number))."""
+    text = repr(float(deadline))
+    return text[:-2] if text.endswith(".0") else text
