@@ -6,80 +6,14 @@ requests it sends, so the test sees what a history costs the table.
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import Iterator
-from typing import Any, ClassVar
 
 import pytest
-from aiohttp import web
 
-from controller.api_client import StudioClient
-from controller.console.config import BrokerSettings, ConsoleConfig
 from controller.console.fleet import round_events
-from controller.console.server import Console
-from simulators.broker import free_port
+from tests.console.inprocess import KEEP, TIMEOUT_S, CountingStudioClient, InProcessConsole
 from tests.support.console import ConsoleHttp, ConsoleStudio
 from tests.support.wait import wait_until
-
-TIMEOUT_S = 30.0
-# Fewer events than two baccarat rounds: the first round of three falls out of the feed.
-KEEP = 12
-
-
-class CountingStudioClient(StudioClient):
-    """The real client, keeping :data:`KEEP` events and noting each ``events`` request."""
-
-    asked: ClassVar[list[dict[str, Any]]] = []
-
-    def __init__(self, *args: Any, **options: Any) -> None:
-        options.setdefault("keep", KEEP)
-        super().__init__(*args, **options)
-
-    def request(self, table_id: str, command: str, *args: Any, **fields: Any) -> dict[str, Any]:
-        if command == "events" and threading.current_thread().name.startswith("console"):
-            CountingStudioClient.asked.append({"table": table_id, **fields})
-        return super().request(table_id, command, *args, **fields)
-
-
-class InProcessConsole:
-    """``Console`` served on a free port by a loop on a thread of its own."""
-
-    def __init__(self, studio: ConsoleStudio) -> None:
-        self.port = free_port()
-        self.config = ConsoleConfig(
-            host="127.0.0.1",
-            port=self.port,
-            broker=BrokerSettings(host=studio.broker.host, port=studio.broker.port),
-        )
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._ready = threading.Event()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._thread = threading.Thread(target=asyncio.run, args=(self._serve(),), daemon=True)
-
-    async def _serve(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-        console = Console(self.config, client_factory=CountingStudioClient)
-        runner = web.AppRunner(console.app(), shutdown_timeout=5.0)
-        await runner.setup()
-        try:
-            await web.TCPSite(runner, "127.0.0.1", self.port).start()
-            self._ready.set()
-            await self._stop.wait()
-        finally:
-            await runner.cleanup()
-
-    def start(self) -> InProcessConsole:
-        self._thread.start()
-        assert self._ready.wait(TIMEOUT_S), "the console did not start"
-        return self
-
-    def stop(self) -> None:
-        if self._loop is not None and self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(TIMEOUT_S)
 
 
 @pytest.fixture
