@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import os
 import re
 import selectors
@@ -1161,3 +1162,31 @@ def countdown_value(deadline: float) -> str:
     """A number as the page writes it in ``data-deadline`` (JavaScript's String(number))."""
     text = repr(float(deadline))
     return text[:-2] if text.endswith(".0") else text
+
+
+MARKUP = "<img src=x onerror=\"document.body.dataset.pwned='1'\"><b>bold</b> & \"quoted\" 'single'"
+
+
+def test_markup_in_a_pause_reason_is_shown_as_text_on_the_wall_the_queue_and_the_audit(
+    studio: ConsoleStudio, browser: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    alice = sign_in(browser, studio, "alice")
+    page = alice.page
+    # A supervisor's reason is the table's pause message, reason field of the audit, and
+    # the journal's: whatever it holds, the page shows it as it was typed.
+    studio.pause("t1", reason=MARKUP, by="bob")
+    tile = alice.tile("t1")
+    expect(tile).to_have_attribute("data-status", "paused")
+    expect(tile.locator(by_id("tile-pause"))).to_contain_text(MARKUP)
+    expect(alice.queue_item("t1")).to_contain_text(MARKUP)
+    tile.locator(by_id("action-audit")).click()
+    audit = page.locator(by_id("audit-dialog"))
+    # The audit shows the command's arguments as JSON: the reason inside, as text.
+    args = json.dumps({"reason": MARKUP}, separators=(",", ":"))
+    expect(audit.locator(by_id("audit-content"))).to_contain_text(args)
+    for where in (tile, alice.queue_item("t1"), audit):
+        assert where.locator("img, b").count() == 0, "markup from a table was parsed as HTML"
+    assert page.evaluate("document.body.dataset.pwned") is None
+    alice.check_clean()
