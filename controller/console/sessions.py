@@ -36,8 +36,8 @@ from typing import Final, Generic, TypeVar
 Clock = Callable[[], float]
 
 MAX_SIGN_IN_DELAY_S: Final = 300.0
-# Names remembered by the throttle: a flood of made-up names forgets the oldest, never
-# grows the console's memory without bound.
+# Names remembered by the throttle: a flood of made-up names forgets those with the fewest
+# failures, never grows the console's memory without bound.
 MAX_THROTTLED_NAMES: Final = 10_000
 # 256 bits, URL-safe: a session id or a CSRF token nobody guesses.
 TOKEN_BYTES: Final = 32
@@ -92,7 +92,10 @@ class SignInThrottle:
         count = 1 if entry is None else entry.count + 1
         self._names[name] = _Failures(count, self._clock())
         while len(self._names) > self._max_names:
-            self._names.popitem(last=False)
+            # The name with the fewest failures goes (the oldest of those): a flood of
+            # made-up names must never push out, and so reset, a name under attack.
+            fewest = min(self._names, key=lambda known: self._names[known].count)
+            del self._names[fewest]
         return sign_in_delay(count)
 
     def succeeded(self, name: str) -> None:
