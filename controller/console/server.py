@@ -1026,7 +1026,8 @@ def _older_than_feed(feed: Any, round_id: int) -> bool:
 def _round_from_table(client: Any, table: str, round_id: int, feed: Any) -> list[dict[str, Any]]:
     """Round ``round_id``'s events from the table's ``events`` answers, paged from the
     journal's start and stopped at the round's end, at a later round's opening, or where the
-    feed's own events begin (which did not hold its opening)."""
+    feed's own events begin (which did not hold its opening; a feed still catching up
+    holds nothing yet)."""
     since, span = 0, list[dict[str, Any]]()
     while True:
         answer = client.request(
@@ -1056,7 +1057,7 @@ def _round_from_table(client: Any, table: str, round_id: int, feed: Any) -> list
                 and details["round_id"] > round_id
             ):
                 return []  # round ids count up: that round was never opened
-            if not span and int(event["seq"]) > feed.complete_since:
+            if not span and feed.ready and int(event["seq"]) > feed.complete_since:
                 return []  # from here on the feed has every event, and not that round
         if not data.get("more") or not batch:
             return span

@@ -200,3 +200,41 @@ def test_silent_connections_and_slow_bodies_are_not_held_for_ever(
         assert _answer_or_close(slow_headers) == b""
     # And the console still serves.
     assert ConsoleHttp(studio.url).get("/healthz").text == "ok"
+
+
+def test_a_table_whose_journal_is_replaced_shows_only_its_new_series(
+    console_studio: ConsoleStudio,
+) -> None:
+    studio = console_studio
+    studio.play("t2", 1)
+    studio.wait_state(
+        "t2",
+        lambda s, _f: s["phase"] == "SHOE_READY" and s["shoe"]["round_number"] == 1,
+        "a round played",
+    )
+    alice = signed_in(studio, "alice")
+    old = alice.tables()["t2"]["state"]
+    assert alice.get("/api/tables/t2/rounds/1").status == 200
+    # The table's PC gets a new journal: another epoch, its events from 1 again, no shoe.
+    table = studio.tables["t2"]
+    table.daemon.stop()
+    for path in table.journal_path.parent.glob(table.journal_path.name + "*"):
+        path.unlink()
+    table.daemon.start()
+    tile = wait_until(
+        lambda: (
+            (t := alice.tables()["t2"])["state"]["epoch"] != old["epoch"]
+            and t["availability"] == "online"
+            and t
+        ),
+        TIMEOUT_S,
+        "t2 under its new journal",
+    )
+    assert tile["state"]["phase"] == "AWAITING_SHUFFLE", tile["state"]
+    new_epoch_seqs = [event["seq"] for event in tile["recent"]]
+    assert new_epoch_seqs == list(range(1, len(new_epoch_seqs) + 1)), new_epoch_seqs
+    assert all(event["type"] != "round_settled" for event in tile["recent"])
+    # The old journal's round is not this journal's; nothing of the old shoe is counted.
+    assert alice.get("/api/tables/t2/rounds/1").status == 404
+    faces = alice.get("/api/tables/t2/faces").json()
+    assert len(faces["possible"]) == 52 and faces["complete"] is False, faces
