@@ -597,6 +597,13 @@ class Console:
             max_age=max_age,
         )
 
+    def _drop_cookie(self, response: web.StreamResponse, name: str) -> None:
+        """Expire cookie ``name`` with the same flags it was set with (a browser may ignore
+        a plain deletion of a Secure cookie, and no cookie of ours goes out without them)."""
+        response.del_cookie(
+            name, path="/", httponly=True, samesite="Strict", secure=self.config.tls
+        )
+
     # -- pages -----------------------------------------------------------------------------
 
     async def healthz(self, _request: web.Request) -> web.Response:
@@ -711,7 +718,7 @@ class Console:
         response = web.Response(status=303, headers={"Location": "/"}, text="303: See Other")
         self._cookie(response, SESSION_COOKIE, session.id)
         self._cookie(response, cookie_name, self.devices.issue(username), DEVICE_COOKIE_MAX_AGE_S)
-        response.del_cookie(SIGNIN_COOKIE, path="/")
+        self._drop_cookie(response, SIGNIN_COOKIE)
         return response
 
     def _checked_post(self, request: web.Request) -> tuple[Session | None, web.Response | None]:
@@ -733,7 +740,7 @@ class Console:
         await self.end_session(session)
         logger.info("%s signed out", session.account)
         response = web.json_response({"ok": True})
-        response.del_cookie(SESSION_COOKIE, path="/")
+        self._drop_cookie(response, SESSION_COOKIE)
         return response
 
     def _page(self, request: web.Request, name: str) -> web.StreamResponse | None:

@@ -5,13 +5,23 @@ over a live session, two sessions of one account, and a wall left open with nobo
 
 from __future__ import annotations
 
+import http.client
 import re
 import socket
+import ssl
+import subprocess
+import sys
 import urllib.parse
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import trustme
 
 from controller.console.sessions import device_cookie_name
-from tests.support.console import ConsoleHttp, ConsoleStudio, HttpAnswer
+from tests.support.broker import free_port
+from tests.support.console import ConsoleHttp, ConsoleProcess, ConsoleStudio, HttpAnswer
+from tests.support.daemon import REPO_ROOT
 from tests.support.wait import wait_until
 
 TIMEOUT_S = 30.0
@@ -238,3 +248,75 @@ def test_a_table_whose_journal_is_replaced_shows_only_its_new_series(
     assert alice.get("/api/tables/t2/rounds/1").status == 404
     faces = alice.get("/api/tables/t2/faces").json()
     assert len(faces["possible"]) == 52 and faces["complete"] is False, faces
+
+
+def test_under_tls_every_cookie_of_a_sign_in_is_secure(
+    console_studio: ConsoleStudio, tmp_path: Path
+) -> None:
+    studio = console_studio
+    ca = trustme.CA()
+    served = ca.issue_cert("127.0.0.1")
+    certificate, key = tmp_path / "console.crt", tmp_path / "console.key"
+    served.cert_chain_pems[0].write_to_path(certificate)
+    served.private_key_pem.write_to_path(key)
+    port = free_port()
+    config = tmp_path / "console-tls.toml"
+    config.write_text(
+        f'[console]\nlisten = "127.0.0.1:{port}"\ncertificate = "{certificate}"\n'
+        f'key = "{key}"\n[broker]\nhost = "{studio.broker.host}"\nport = {studio.broker.port}\n',
+        encoding="utf-8",
+    )
+    console = ConsoleProcess(config, tmp_path / "console-tls.log", port)
+    trusted = ssl.create_default_context()
+    ca.configure_trust(trusted)
+    origin = f"https://127.0.0.1:{port}"
+
+    def ask(method: str, path: str, **options: Any) -> http.client.HTTPResponse:
+        connection = http.client.HTTPSConnection("127.0.0.1", port, context=trusted, timeout=10)
+        connection.request(method, path, **options)
+        return connection.getresponse()
+
+    with open(console.log_path, "wb") as log:
+        console.process = subprocess.Popen(
+            [sys.executable, "-m", "controller.cli", "console", "--config", str(config)],
+            cwd=REPO_ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+        )
+    try:
+
+        def healthy() -> bool:
+            assert console.alive(), console.log()
+            try:
+                return ask("GET", "/healthz").read() == b"ok"
+            except OSError:
+                return False
+
+        wait_until(healthy, TIMEOUT_S, "the console answering over HTTPS")
+        page = ask("GET", "/signin")
+        signin_cookie = page.headers["Set-Cookie"].split(";", 1)[0]
+        found = _CSRF_FIELD.search(page.read().decode())
+        assert found is not None
+        form = urllib.parse.urlencode(
+            {"username": "alice", "password": studio.passwords["alice"], "csrf": found[1]}
+        )
+        answer = ask(
+            "POST",
+            "/signin",
+            body=form.encode(),
+            headers={
+                "Content-Type": "application/x-www-form-urlencoded",
+                "Cookie": signin_cookie,
+                "Origin": origin,
+            },
+        )
+        assert answer.status == 303, answer.read()
+        cookies = answer.headers.get_all("Set-Cookie") or []
+        names = {cookie.split("=", 1)[0] for cookie in cookies}
+        assert {"livetable_session", device_cookie_name("alice")} <= names, cookies
+        for cookie in cookies:
+            flags = {flag.strip().lower() for flag in cookie.split(";")[1:]}
+            assert {"secure", "httponly", "samesite=strict", "path=/"} <= flags, cookie
+    finally:
+        assert console.stop() == 0, console.log()
