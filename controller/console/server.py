@@ -1010,7 +1010,9 @@ class Console:
         table_feed = feed.client.feed(table)
         if table_feed is None:
             return error(404, "unknown_table", f"no table {table[:40]!r}")
-        return web.json_response(possible_faces(table_feed.events, table_feed.complete_since))
+        return web.json_response(
+            possible_faces(table_feed.events, table_feed.complete_since, table_feed.state)
+        )
 
 
 def _older_than_feed(feed: Any, round_id: int) -> bool:
