@@ -17,8 +17,12 @@ a CSRF token per session that every POST carries in ``X-CSRF-Token`` (the sign-i
 a pre-session cookie and the same token in the form); an ``Origin`` that is not the
 console's own is refused (403) on every POST and on the stream; viewers get 403 for every
 action; a growing delay between failed sign-ins per account name (429 with
-``Retry-After``); ``Content-Security-Policy: default-src 'self'`` and ``X-Frame-Options:
-DENY`` on everything, ``Cache-Control: no-store`` on the API and the pages. Nothing logged
+``Retry-After``), except for a browser that signed in as that name before (its device
+cookie), which waits only for its own failures; a sign-in over a live session ends that
+session; a connection with no request in progress is closed after
+:data:`IDLE_CONNECTION_S` and a body must come within :data:`BODY_TIMEOUT_S`;
+``Content-Security-Policy: default-src 'self'`` and ``X-Frame-Options: DENY`` on
+everything, ``Cache-Control: no-store`` on the API and the pages. Nothing logged
 names a password or a cookie's value.
 
 The sign-in page is ``static/signin.html`` when the front end ships one, with the
