@@ -574,10 +574,14 @@ class Console:
         if self._sweeper is not None:
             self._sweeper.cancel()
         feeds = [self.links.remove(name) for name in self.links.names()]
+        clients = []
         for feed in feeds:
             if feed is not None and feed.client is not None:
                 feed.close()
-                await self.blocking(feed.client.close)
+                clients.append(feed.client)
+        # All at once: a close waits for its client's catch-up in flight (up to its
+        # timeout), and one after the other they would add up past systemd's stop timeout.
+        await asyncio.gather(*(self.blocking(client.close) for client in clients))
         self.executor.shutdown(wait=False, cancel_futures=True)
 
     # -- sessions of requests --------------------------------------------------------------

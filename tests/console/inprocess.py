@@ -26,15 +26,29 @@ class CountingStudioClient(StudioClient):
     """The real client, keeping :data:`KEEP` events and noting each ``events`` request."""
 
     asked: ClassVar[list[dict[str, Any]]] = []
+    # The accounts whose own catch-up asked for events, and each close's start and end.
+    catching_up: ClassVar[list[str]] = []
+    closing: ClassVar[list[tuple[str, str]]] = []
 
     def __init__(self, *args: Any, **options: Any) -> None:
         options.setdefault("keep", KEEP)
         super().__init__(*args, **options)
 
     def request(self, table_id: str, command: str, *args: Any, **fields: Any) -> dict[str, Any]:
-        if command == "events" and threading.current_thread().name.startswith("console"):
-            CountingStudioClient.asked.append({"table": table_id, **fields})
+        if command == "events":
+            thread = threading.current_thread().name
+            if thread.startswith("console"):
+                CountingStudioClient.asked.append({"table": table_id, **fields})
+            elif thread.startswith("catch-up"):
+                CountingStudioClient.catching_up.append(self.account.name)
         return super().request(table_id, command, *args, **fields)
+
+    def close(self) -> None:
+        CountingStudioClient.closing.append(("start", self.account.name))
+        try:
+            super().close()
+        finally:
+            CountingStudioClient.closing.append(("end", self.account.name))
 
 
 class InProcessConsole:

@@ -5,11 +5,12 @@ account's broker connection, its threads and its task with it."""
 
 from __future__ import annotations
 
+import signal
 import socket
 import struct
 import threading
 
-from tests.console.inprocess import TIMEOUT_S, InProcessConsole
+from tests.console.inprocess import TIMEOUT_S, CountingStudioClient, InProcessConsole
 from tests.support.console import ConsoleHttp, ConsoleStudio
 from tests.support.wait import wait_until
 
@@ -50,3 +51,51 @@ def test_vanished_streams_and_expired_sessions_leave_nothing_behind(
         assert not client.client.is_connected()
     finally:
         served.stop()
+
+
+def test_stopping_closes_every_accounts_connection_at_once(console_studio: ConsoleStudio) -> None:
+    studio = console_studio
+    served = InProcessConsole(studio).start()
+    daemon = studio.tables["t1"].daemon.process
+    assert daemon is not None
+    stopped = False
+    try:
+        names = ("alice", "bob", "viewer")
+        for name in names:
+            browser = ConsoleHttp(served.url)
+            assert browser.sign_in(name, studio.passwords[name]).status == 303
+        for name in names:
+            wait_until(
+                lambda name=name: (
+                    (f := served.console.links.client(name)) is not None
+                    and any(t["table"] == "t1" for t in f.tiles())
+                ),
+                TIMEOUT_S,
+                f"{name}'s tiles",
+            )
+        # t1's daemon stops answering (SIGSTOP): each account's catch-up of t1 now waits for
+        # its answer, as one does whenever a table is slow or gone, when the console stops.
+        daemon.send_signal(signal.SIGSTOP)
+        stopped = True
+        CountingStudioClient.catching_up = []
+        for name in names:
+            feed = served.console.links.client(name)
+            assert feed is not None and feed.client is not None
+            with feed.client._lock:
+                feed.client._want("t1")
+        wait_until(
+            lambda: set(CountingStudioClient.catching_up) == set(names),
+            TIMEOUT_S,
+            "every account waiting for t1",
+        )
+        CountingStudioClient.closing = []
+    finally:
+        served.stop()
+        if stopped:
+            daemon.send_signal(signal.SIGCONT)
+    starts = [i for i, (what, _name) in enumerate(CountingStudioClient.closing) if what == "start"]
+    ends = [i for i, (what, _name) in enumerate(CountingStudioClient.closing) if what == "end"]
+    assert len(starts) == len(ends) == 3, CountingStudioClient.closing
+    # Each close waits for its catch-up: one after the other, stopping took that many times
+    # longer (systemd's stop timeout counts it), so they go together.
+    assert max(starts) < min(ends), CountingStudioClient.closing
