@@ -105,13 +105,16 @@ def _cards_in(value: Any, key: str | None = None) -> list[str]:
 _FACE_SET: Final = frozenset(FACES)
 
 
-def possible_faces(events: list[dict[str, Any]], complete_since: int) -> dict[str, Any]:
+def possible_faces(
+    events: list[dict[str, Any]], complete_since: int, state: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """``{"possible": [faces], "complete": bool}`` for the shoe in play, from a feed's
     events: the cards seen face up since the last ``shoe_started`` (dealt, hole cards read,
     and the hole cards a settled round's result reveals). ``complete`` is false when the
     feed does not reach back to that ``shoe_started``: then some cards dealt may be
     missing from the count, and the list may offer a face that is no longer possible (never
-    the other way round)."""
+    the other way round). ``state``, the table's latest: the cards its round in play shows
+    face up that no event named yet (a hole card the rules turned over) count too."""
     start = None
     for index in range(len(events) - 1, -1, -1):
         if events[index]["type"] == "shoe_started":
@@ -133,6 +136,12 @@ def possible_faces(events: list[dict[str, Any]], complete_since: int) -> dict[st
             shown = Counter(_cards_in(data.get("result")))
             counted = by_round.pop(data.get("round_id"), Counter())
             seen.update(shown - counted)
+    round_in_play = (state or {}).get("round") or {}
+    shoe_id = ((state or {}).get("shoe") or {}).get("id")
+    this_shoe = start is None or (events[start].get("data") or {}).get("shoe_id") == shoe_id
+    if round_in_play.get("view") and this_shoe:
+        shown = Counter(_cards_in(round_in_play["view"]))
+        seen.update(shown - by_round.get(round_in_play.get("id"), Counter()))
     return {
         "possible": [face for face in FACES if seen[face] < DECKS],
         "complete": complete,

@@ -17,8 +17,12 @@ a CSRF token per session that every POST carries in ``X-CSRF-Token`` (the sign-i
 a pre-session cookie and the same token in the form); an ``Origin`` that is not the
 console's own is refused (403) on every POST and on the stream; viewers get 403 for every
 action; a growing delay between failed sign-ins per account name (429 with
-``Retry-After``); ``Content-Security-Policy: default-src 'self'`` and ``X-Frame-Options:
-DENY`` on everything, ``Cache-Control: no-store`` on the API and the pages. Nothing logged
+``Retry-After``), except for a browser that signed in as that name before (its device
+cookie), which waits only for its own failures; a sign-in over a live session ends that
+session; a connection with no request in progress is closed after
+:data:`IDLE_CONNECTION_S` and a body must come within :data:`BODY_TIMEOUT_S`;
+``Content-Security-Policy: default-src 'self'`` and ``X-Frame-Options: DENY`` on
+everything, ``Cache-Control: no-store`` on the API and the pages. Nothing logged
 names a password or a cookie's value.
 
 The sign-in page is ``static/signin.html`` when the front end ships one, with the
@@ -38,10 +42,12 @@ import io
 import json
 import logging
 import math
+import re
 import signal
 import ssl
 import time
-from collections.abc import Callable
+import urllib.parse
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -56,9 +62,11 @@ from controller.console.config import ConsoleConfig, topic_level_ok
 from controller.console.fleet import build_tile, possible_faces, round_events, urgency_order
 from controller.console.sessions import (
     AccountLinks,
+    DeviceCookies,
     Session,
     SessionStore,
     SignInThrottle,
+    device_cookie_name,
     new_token,
     tokens_match,
 )
@@ -70,6 +78,9 @@ STATIC_DIR: Final = Path(__file__).resolve().parent / "static"
 SESSION_COOKIE: Final = "livetable_session"
 SIGNIN_COOKIE: Final = "livetable_signin"
 CSRF_HEADER: Final = "X-CSRF-Token"
+# How long a browser that signed in as a name stays trusted for that name's sign-ins (its
+# device cookie): a working month.
+DEVICE_COOKIE_MAX_AGE_S: Final = 30 * 24 * 3600
 # A tile goes out at most this often per table (the latest state then): a burst of events
 # is one repaint, not dozens.
 COALESCE_S: Final = 0.1
@@ -92,6 +103,13 @@ AUDIT_MAX_ENTRIES: Final = 20_000
 # Events a stream may fall behind by before it is closed (the page reconnects and reloads).
 STREAM_BACKLOG: Final = 2_000
 MAX_BODY_BYTES: Final = 64 * 1024
+# A connection with no request in progress (none yet, half a request's headers, or idle
+# between requests) is closed after this long, and a request's body must come within
+# BODY_TIMEOUT_S: each open connection holds one of the console's file descriptors, and
+# enough of them held by a slow sender would keep every supervisor out. (aiohttp's own
+# default outside run_app is an hour.)
+IDLE_CONNECTION_S: Final = 30.0
+BODY_TIMEOUT_S: Final = 10.0
 MAX_NAME_LENGTH: Final = 100
 # The commands a supervisor's page may send, with the fields each takes (the table checks
 # their values; a field not listed here never reaches it).
@@ -163,6 +181,16 @@ def audit_csv(entries: list[dict[str, Any]]) -> str:
         row = {**entry, "time_utc": when}
         writer.writerow([spreadsheet_safe(row.get(column)) for column in AUDIT_COLUMNS])
     return out.getvalue()
+
+
+def attachment_header(filename: str) -> str:
+    """``Content-Disposition`` of a download named ``filename`` (which holds a table id:
+    any MQTT topic level, quotes and line breaks included): a plain ASCII name, and the
+    exact one percent-encoded (RFC 6266), so nothing in it ends the quoted name or the
+    header."""
+    plain = re.sub(r"[^A-Za-z0-9._-]", "_", filename)
+    exact = urllib.parse.quote(filename, safe="")
+    return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{exact}"
 
 
 @dataclass(eq=False)
@@ -368,7 +396,11 @@ class Console:
         self.config = config
         self.client_factory = client_factory
         self.sessions = SessionStore(config.idle_timeout_s)
+        # Failed sign-ins per account name, from browsers without that name's device
+        # cookie; and per device, from browsers with one (see sessions.DeviceCookies).
         self.throttle = SignInThrottle()
+        self.device_throttle = SignInThrottle()
+        self.devices = DeviceCookies()
         self.links: AccountLinks[AccountFeed] = AccountLinks()
         self.executor = ThreadPoolExecutor(max_workers=16, thread_name_prefix="console")
         self._signing_in: set[str] = set()
@@ -549,10 +581,14 @@ class Console:
         if self._sweeper is not None:
             self._sweeper.cancel()
         feeds = [self.links.remove(name) for name in self.links.names()]
+        clients = []
         for feed in feeds:
             if feed is not None and feed.client is not None:
                 feed.close()
-                await self.blocking(feed.client.close)
+                clients.append(feed.client)
+        # All at once: a close waits for its client's catch-up in flight (up to its
+        # timeout), and one after the other they would add up past systemd's stop timeout.
+        await asyncio.gather(*(self.blocking(client.close) for client in clients))
         self.executor.shutdown(wait=False, cancel_futures=True)
 
     # -- sessions of requests --------------------------------------------------------------
@@ -563,9 +599,24 @@ class Console:
     def feed_of(self, session: Session) -> AccountFeed | None:
         return self.links.client(session.account)
 
-    def _cookie(self, response: web.StreamResponse, name: str, value: str) -> None:
+    def _cookie(
+        self, response: web.StreamResponse, name: str, value: str, max_age: int | None = None
+    ) -> None:
         response.set_cookie(
-            name, value, path="/", httponly=True, samesite="Strict", secure=self.config.tls
+            name,
+            value,
+            path="/",
+            httponly=True,
+            samesite="Strict",
+            secure=self.config.tls,
+            max_age=max_age,
+        )
+
+    def _drop_cookie(self, response: web.StreamResponse, name: str) -> None:
+        """Expire cookie ``name`` with the same flags it was set with (a browser may ignore
+        a plain deletion of a Secure cookie, and no cookie of ours goes out without them)."""
+        response.del_cookie(
+            name, path="/", httponly=True, samesite="Strict", secure=self.config.tls
         )
 
     # -- pages -----------------------------------------------------------------------------
@@ -604,7 +655,7 @@ class Console:
     async def signin(self, request: web.Request) -> web.StreamResponse:
         if not origin_ok(request):
             return web.Response(text="cross-site sign-in refused", status=403)
-        form = await request.post()
+        form = await _body(request.post())
         token = request.cookies.get(SIGNIN_COOKIE)
         given = form.get("csrf")
         if not isinstance(given, str) or not tokens_match(token, given):
@@ -625,7 +676,14 @@ class Console:
             return self._signin_response(
                 token, message="Wrong account name or password.", username=shown, status=401
             )
-        wait = self.throttle.retry_after(username)
+        # A browser that signed in as this name before is throttled by its own failures:
+        # a guesser elsewhere who keeps the name's delay at its cap never locks it out.
+        cookie_name = device_cookie_name(username)
+        device = self.devices.device(username, request.cookies.get(cookie_name))
+        throttle, throttled = (
+            (self.device_throttle, device) if device is not None else (self.throttle, username)
+        )
+        wait = throttle.retry_after(throttled)
         if wait > 0 or username in self._signing_in:
             seconds = max(1, math.ceil(wait))
             return self._signin_response(
@@ -635,6 +693,7 @@ class Console:
                 status=429,
                 headers={"Retry-After": str(seconds)},
             )
+        previous = self.session_of(request)
         self._signing_in.add(username)
         try:
             outcome, session = await self.sign_in(username, password)
@@ -649,11 +708,12 @@ class Console:
                 status=503,
             )
         if session is None:
-            delay = self.throttle.failed(username)
+            delay = throttle.failed(throttled)
             logger.warning(
-                "sign-in of %s refused: wrong account name or password (%d in a row)",
+                "sign-in of %s refused: wrong account name or password (%d in a row%s)",
                 username,
-                self.throttle.failures(username),
+                throttle.failures(throttled),
+                " from a browser that signed in as it before" if device is not None else "",
             )
             return self._signin_response(
                 token,
@@ -661,11 +721,19 @@ class Console:
                 username=shown,
                 status=401,
             )
-        self.throttle.succeeded(username)
+        # Only this path's count starts again: a success from a trusted browser leaves a
+        # guesser's delay for the name where it is.
+        throttle.succeeded(throttled)
+        if previous is not None and previous.id != session.id:
+            # A sign-in over a live session (another account, or the same again) ends it:
+            # the browser's old cookie must not stay a way in.
+            await self.end_session(previous)
         logger.info("%s signed in (%s)", username, session.role)
-        response = web.HTTPSeeOther("/")
+        # A plain 303 (an aiohttp HTTPException returned, not raised, is deprecated).
+        response = web.Response(status=303, headers={"Location": "/"}, text="303: See Other")
         self._cookie(response, SESSION_COOKIE, session.id)
-        response.del_cookie(SIGNIN_COOKIE, path="/")
+        self._cookie(response, cookie_name, self.devices.issue(username), DEVICE_COOKIE_MAX_AGE_S)
+        self._drop_cookie(response, SIGNIN_COOKIE)
         return response
 
     def _checked_post(self, request: web.Request) -> tuple[Session | None, web.Response | None]:
@@ -687,7 +755,7 @@ class Console:
         await self.end_session(session)
         logger.info("%s signed out", session.account)
         response = web.json_response({"ok": True})
-        response.del_cookie(SESSION_COOKIE, path="/")
+        self._drop_cookie(response, SESSION_COOKIE)
         return response
 
     def _page(self, request: web.Request, name: str) -> web.StreamResponse | None:
@@ -810,7 +878,7 @@ class Console:
             return error(403, "forbidden", "viewers have no actions")
         table = request.match_info["table"]
         try:
-            body = await request.json()
+            body = await _body(request.json())
         except (ValueError, UnicodeDecodeError):
             return error(400, "malformed", "the request's body is not JSON")
         if not isinstance(body, dict):
@@ -864,17 +932,18 @@ class Console:
         if table_feed is None:
             return error(404, "unknown_table", f"no table {table[:40]!r}")
         events = round_events(table_feed.events, round_id)
-        if not events:
-            # Older than the feed keeps: the table's own record, from the start.
+        if not events and _older_than_feed(table_feed, round_id):
+            # Older than the feed keeps: the table's own record, read from its start up to
+            # that round only (a round that never was costs the table nothing).
+            client = feed.client
             try:
-                series = await self.blocking(
-                    lambda: feed.client.catch_up(table, limit=500, timeout=REQUEST_TIMEOUT_S)
+                events = await self.blocking(
+                    lambda: _round_from_table(client, table, round_id, table_feed)
                 )
             except TimeoutError:
                 return error(504, "timeout", f"table {table} did not answer")
             except (RuntimeError, BrokerRefused) as failure:
                 return error(502, "refused", str(failure))
-            events = round_events(series.events, round_id)
         if not events:
             return error(404, "unknown_round", f"no round {round_id} in table {table}'s events")
         return events
@@ -944,7 +1013,7 @@ class Console:
         return web.Response(
             text=audit_csv(audit["entries"]),
             content_type="text/csv",
-            headers={"Content-Disposition": f'attachment; filename="{audit["table"]}-audit.csv"'},
+            headers={"Content-Disposition": attachment_header(f"{audit['table']}-audit.csv")},
         )
 
     async def api_faces(self, request: web.Request) -> web.Response:
@@ -956,7 +1025,75 @@ class Console:
         table_feed = feed.client.feed(table)
         if table_feed is None:
             return error(404, "unknown_table", f"no table {table[:40]!r}")
-        return web.json_response(possible_faces(table_feed.events, table_feed.complete_since))
+        return web.json_response(
+            possible_faces(table_feed.events, table_feed.complete_since, table_feed.state)
+        )
+
+
+def _older_than_feed(feed: Any, round_id: int) -> bool:
+    """Whether round ``round_id``, not found in ``feed``, may be in the table's journal
+    before the feed's events: not if the feed holds the journal from its start, nor if no
+    round that high was ever opened (round ids count up)."""
+    if feed.ready and feed.complete_since == 0:
+        return False
+    known = [
+        event["data"]["round_id"]
+        for event in feed.events
+        if isinstance((event.get("data") or {}).get("round_id"), int)
+    ]
+    current = ((feed.state or {}).get("round") or {}).get("id")
+    if isinstance(current, int):
+        known.append(current)
+    return not known or round_id <= max(known)
+
+
+def _round_from_table(client: Any, table: str, round_id: int, feed: Any) -> list[dict[str, Any]]:
+    """Round ``round_id``'s events from the table's ``events`` answers, paged from the
+    journal's start and stopped at the round's end, at a later round's opening, or where the
+    feed's own events begin (which did not hold its opening; a feed still catching up
+    holds nothing yet)."""
+    since, span = 0, list[dict[str, Any]]()
+    while True:
+        answer = client.request(
+            table, "events", timeout=REQUEST_TIMEOUT_S, since=since, limit=AUDIT_PAGE
+        )
+        if not answer.get("ok"):
+            raise RuntimeError(answer.get("message") or "the table refused the events")
+        data = answer.get("data") or {}
+        if feed.epoch is not None and data.get("epoch") != feed.epoch:
+            raise RuntimeError(f"table {table}'s journal was replaced: reload the page")
+        batch = data.get("events") or []
+        for event in batch:
+            details = event.get("data") or {}
+            opened = event["type"] == "round_opened"
+            if opened and details.get("round_id") == round_id:
+                span = [event]
+            elif span:
+                span.append(event)
+                ended = event["type"] in ("round_settled", "round_voided")
+                if (ended and details.get("round_id") == round_id) or len(span) > (
+                    AUDIT_MAX_ENTRIES
+                ):
+                    return span
+            elif (
+                opened
+                and isinstance(details.get("round_id"), int)
+                and details["round_id"] > round_id
+            ):
+                return []  # round ids count up: that round was never opened
+            if not span and feed.ready and int(event["seq"]) > feed.complete_since:
+                return []  # from here on the feed has every event, and not that round
+        if not data.get("more") or not batch:
+            return span
+        since = int(batch[-1]["seq"])
+
+
+async def _body(read: Awaitable[Any]) -> Any:
+    """A request's body, read within :data:`BODY_TIMEOUT_S` (else 408)."""
+    try:
+        return await asyncio.wait_for(read, BODY_TIMEOUT_S)
+    except TimeoutError:
+        raise web.HTTPRequestTimeout(text="the request's body came too slowly") from None
 
 
 def _answer(response: dict[str, Any]) -> dict[str, Any]:
@@ -1005,7 +1142,12 @@ async def run(config: ConsoleConfig) -> None:
     context = ssl_context(config)
     console = Console(config)
     # Open streams are ended at shutdown: 5 s is plenty for the requests still running.
-    runner = web.AppRunner(console.app(), access_log_format=ACCESS_LOG_FORMAT, shutdown_timeout=5.0)
+    runner = web.AppRunner(
+        console.app(),
+        access_log_format=ACCESS_LOG_FORMAT,
+        shutdown_timeout=5.0,
+        keepalive_timeout=IDLE_CONNECTION_S,
+    )
     await runner.setup()
     try:
         site = web.TCPSite(runner, config.host, config.port, ssl_context=context)

@@ -8,6 +8,11 @@ Pure bookkeeping, no I/O and no sleeping: every time comes from an injected cloc
   refused until :func:`sign_in_delay` (1, 2, 4, 8, 16 ... s, at most 300) has passed since
   the last failure. Per name, not per address: a guesser who changes address still waits,
   and a success resets the name.
+- :class:`DeviceCookies`: a browser that signed in as a name before carries a device cookie
+  for that name (signed with this process's key); its attempts are throttled by their own
+  failures, not by the name's, so a guesser who keeps a name's delay at its cap never
+  locks its real owner out (the "device cookie" defence against lockout, OWASP's
+  "Slow Down Online Guessing Attacks with Device Cookies").
 - :class:`SessionStore`: sessions by a random 256-bit id, each with its own CSRF token,
   ended after ``idle_timeout_s`` without a request.
 - :class:`AccountLinks`: one client (a ``StudioClient``) per account name, shared by that
@@ -31,8 +36,8 @@ from typing import Final, Generic, TypeVar
 Clock = Callable[[], float]
 
 MAX_SIGN_IN_DELAY_S: Final = 300.0
-# Names remembered by the throttle: a flood of made-up names forgets the oldest, never
-# grows the console's memory without bound.
+# Names remembered by the throttle: a flood of made-up names forgets those with the fewest
+# failures, never grows the console's memory without bound.
 MAX_THROTTLED_NAMES: Final = 10_000
 # 256 bits, URL-safe: a session id or a CSRF token nobody guesses.
 TOKEN_BYTES: Final = 32
@@ -87,11 +92,46 @@ class SignInThrottle:
         count = 1 if entry is None else entry.count + 1
         self._names[name] = _Failures(count, self._clock())
         while len(self._names) > self._max_names:
-            self._names.popitem(last=False)
+            # The name with the fewest failures goes (the oldest of those): a flood of
+            # made-up names must never push out, and so reset, a name under attack.
+            fewest = min(self._names, key=lambda known: self._names[known].count)
+            del self._names[fewest]
         return sign_in_delay(count)
 
     def succeeded(self, name: str) -> None:
         self._names.pop(name, None)
+
+
+def device_cookie_name(account: str) -> str:
+    """The device cookie of ``account``: one per name, so a desk shared by two supervisors
+    keeps both (the name is hashed: a cookie's name takes no arbitrary text)."""
+    return "livetable_device_" + hashlib.sha256(account.encode()).hexdigest()[:16]
+
+
+class DeviceCookies:
+    """Device cookies: ``<nonce>.<HMAC of the name and the nonce>``, valid in this process
+    only (a restart forgets the throttle too)."""
+
+    def __init__(self, key: bytes | None = None) -> None:
+        self._key = key if key is not None else secrets.token_bytes(TOKEN_BYTES)
+
+    def _signature(self, account: str, nonce: str) -> str:
+        message = account.encode() + b"\0" + nonce.encode()
+        return hmac.new(self._key, message, hashlib.sha256).hexdigest()
+
+    def issue(self, account: str) -> str:
+        nonce = new_token()
+        return f"{nonce}.{self._signature(account, nonce)}"
+
+    def device(self, account: str, value: str | None) -> str | None:
+        """The device (its nonce) when ``value`` is a device cookie issued for ``account``,
+        else None."""
+        if not value or len(value) > 200:
+            return None
+        nonce, _, signature = value.partition(".")
+        if not nonce or not tokens_match(self._signature(account, nonce), signature):
+            return None
+        return nonce
 
 
 @dataclass

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import os
 import re
 import selectors
@@ -1107,4 +1108,88 @@ def test_end_shoe_and_new_shoe_are_sent_after_their_confirmations(
     expect(tile.locator(by_id("tile-shoe"))).to_contain_text("shoe 2")
     done = [(r["command"], r["reason"]) for r in commands_by(studio.tables["t2"], "alice")]
     assert done == [("end_shoe", "end of shift"), ("new_shoe", "")], done
+    alice.check_clean()
+
+
+def test_an_awaited_decision_shows_its_countdown_to_the_tables_deadline(
+    console_studio_with: Any, browser: Any, monkeypatch: pytest.MonkeyPatch, screens: Screens
+) -> None:
+    from playwright.sync_api import expect
+
+    import tests.support.console as support
+
+    # Five minutes per decision, and the platform holds back t2's: the decision stays
+    # awaited, with its deadline, for as long as the test looks.
+    monkeypatch.setitem(support.TABLE_SETTINGS, "decision_s", 300.0)
+    studio: ConsoleStudio = console_studio_with()
+    holding = threading.Event()
+    holding.set()
+    serve = studio._serve
+
+    def platform_holding_t2(table_id: str) -> None:
+        state = studio.state(table_id) or {}
+        if table_id == "t2" and holding.is_set() and state.get("phase") == "DECIDING":
+            return
+        serve(table_id)
+
+    studio._serve = platform_holding_t2  # type: ignore[method-assign]
+    alice = sign_in(browser, studio, "alice")
+    # A round with a decision (a dealer blackjack asks none: then the next round).
+    studio.play("t2", 20)
+    deciding = studio.wait_state("t2", lambda s, _f: s["phase"] == "DECIDING", "a decision due")
+    deadline = deciding["round"]["deadline"]
+    assert deciding["settings"]["decision_s"] == 300.0
+    asked = next_event(studio, "t2", "decision_requested", after=0)
+    assert deadline is not None and deadline == asked["data"]["deadline"], (deadline, asked)
+    tile = alice.tile("t2")
+    awaiting = tile.locator(by_id("tile-awaiting"))
+    expect(awaiting).to_contain_text(f"box {deciding['awaiting']['box']}")
+    countdown = tile.locator(by_id("tile-countdown"))
+    # Minutes and seconds left (a decision of five minutes), not "due now".
+    expect(countdown).to_have_text(re.compile(r"^ \d+ min \d+ s left$"))
+    shown = float(countdown.get_attribute("data-deadline") or "nan")
+    assert shown == pytest.approx(deadline, abs=0.001), (shown, deadline)
+    screens.shoot(alice.page, "decision-countdown")
+    # The platform decides: that decision's countdown goes.
+    holding.clear()
+    studio.wait_state(
+        "t2",
+        lambda s, _f: s["round"] is None or s["round"]["deadline"] != deadline,
+        "the decision taken",
+    )
+    expect(tile.locator(f'[data-deadline="{countdown_value(deadline)}"]')).to_have_count(0)
+    alice.check_clean()
+
+
+def countdown_value(deadline: float) -> str:
+    """A number as the page writes it in ``data-deadline`` (JavaScript's String(number))."""
+    text = repr(float(deadline))
+    return text[:-2] if text.endswith(".0") else text
+
+
+MARKUP = "<img src=x onerror=\"document.body.dataset.pwned='1'\"><b>bold</b> & \"quoted\" 'single'"
+
+
+def test_markup_in_a_pause_reason_is_shown_as_text_on_the_wall_the_queue_and_the_audit(
+    studio: ConsoleStudio, browser: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    alice = sign_in(browser, studio, "alice")
+    page = alice.page
+    # A supervisor's reason is the table's pause message, reason field of the audit, and
+    # the journal's: whatever it holds, the page shows it as it was typed.
+    studio.pause("t1", reason=MARKUP, by="bob")
+    tile = alice.tile("t1")
+    expect(tile).to_have_attribute("data-status", "paused")
+    expect(tile.locator(by_id("tile-pause"))).to_contain_text(MARKUP)
+    expect(alice.queue_item("t1")).to_contain_text(MARKUP)
+    tile.locator(by_id("action-audit")).click()
+    audit = page.locator(by_id("audit-dialog"))
+    # The audit shows the command's arguments as JSON: the reason inside, as text.
+    args = json.dumps({"reason": MARKUP}, separators=(",", ":"))
+    expect(audit.locator(by_id("audit-content"))).to_contain_text(args)
+    for where in (tile, alice.queue_item("t1"), audit):
+        assert where.locator("img, b").count() == 0, "markup from a table was parsed as HTML"
+    assert page.evaluate("document.body.dataset.pwned") is None
     alice.check_clean()

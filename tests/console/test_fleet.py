@@ -178,3 +178,38 @@ def test_incomplete_when_the_feed_does_not_reach_the_shoes_start() -> None:
     assert answer["complete"] is False and "AS" not in answer["possible"]
     started = [event(500, "shoe_started", shoe_id=1), *events]
     assert possible_faces(started, complete_since=499)["complete"] is True
+
+
+def test_a_hole_card_turned_over_in_the_round_in_play_counts_before_the_result() -> None:
+    events = [event(1, "shoe_started", shoe_id=1)]
+    seq = 1
+    for card in ["7S"] * 7:
+        seq += 1
+        events.append(event(seq, "card_dealt", round_id=1, card=card, face_down=False))
+    events += [
+        event(seq + 1, "round_opened", round_id=2),
+        event(seq + 2, "card_dealt", round_id=2, position="box1", card="KD"),
+        event(seq + 3, "card_dealt", round_id=2, position="dealer", card="5C"),
+        event(seq + 4, "card_dealt", round_id=2, position="dealer", face_down=True),
+    ]
+    playing = {
+        "shoe": {"id": 1},
+        "round": {
+            "id": 2,
+            "view": {
+                "game": "blackjack-classic",
+                "dealer": {"cards": ["5C", None]},
+                "boxes": [{"box": 1, "hands": [{"cards": ["KD"]}]}],
+            },
+        },
+    }
+    # Face down: nothing known of it.
+    assert "7S" in possible_faces(events, 0, playing)["possible"]
+    # The rules turn it over (the state shows it; no event names it until the result).
+    playing["round"]["view"]["dealer"]["cards"] = ["5C", "7S"]
+    answer = possible_faces(events, 0, playing)
+    assert "7S" not in answer["possible"], "the eighth 7S is on the felt"
+    assert "KD" in answer["possible"] and "5C" in answer["possible"], "counted once"
+    # A round of another shoe's state adds nothing to this one.
+    other = {**playing, "shoe": {"id": 2}}
+    assert "7S" in possible_faces(events, 0, other)["possible"]

@@ -7,7 +7,9 @@ import asyncio
 import csv
 import io
 import itertools
+import re
 import time
+import urllib.parse
 from typing import Any
 
 from aiohttp.test_utils import make_mocked_request
@@ -16,6 +18,7 @@ from controller.api_client import TableFeed, TableUpdate
 from controller.console.server import (
     COALESCE_S,
     AccountFeed,
+    attachment_header,
     audit_csv,
     origin_ok,
     spreadsheet_safe,
@@ -129,3 +132,16 @@ def test_a_burst_of_updates_is_one_tile_per_table_at_most_every_100_ms() -> None
     assert len(t1) == 3, "one tile per burst of 50"
     assert all(later - earlier >= COALESCE_S for earlier, later in itertools.pairwise(t1))
     assert [tile["table"] for _at, _kind, tile in sent] == ["t1", "t1", "t1", "t2"]
+
+
+def test_the_audit_download_is_named_safely_whatever_the_table_id() -> None:
+    # A table id is any MQTT topic level: quotes, semicolons, spaces, line breaks, letters of
+    # any script; none of it may end the header's quoted name or start another header.
+    for table in ('t"1', "t;1 x", "t\r\nSet-Cookie: a=b", "tisch-ä", "桌1", "t\\1"):
+        header = attachment_header(f"{table}-audit.csv")
+        assert "\r" not in header and "\n" not in header
+        assert header.isascii(), header
+        plain = header.split('filename="', 1)[1].split('"', 1)[0]
+        assert re.fullmatch(r"[A-Za-z0-9._-]+", plain), header
+        encoded = header.split("filename*=UTF-8''", 1)[1]
+        assert urllib.parse.unquote(encoded) == f"{table}-audit.csv"

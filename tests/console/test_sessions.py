@@ -123,3 +123,17 @@ def test_the_password_is_not_kept_only_a_keyed_digest() -> None:
     other: AccountLinks[object] = AccountLinks()
     other.add("alice", "correct horse", object())
     assert links._links["alice"].digest != other._links["alice"].digest, "a key per process"
+
+
+def test_a_flood_of_made_up_names_never_wipes_out_the_delay_of_a_name_under_attack() -> None:
+    clock = Clock()
+    throttle = SignInThrottle(clock, max_names=10)
+    for _ in range(6):
+        throttle.failed("alice")
+    held = throttle.retry_after("alice")
+    assert held == 32
+    # A guesser fails once each for many names, to push alice's entry out of the memory.
+    for index in range(100):
+        throttle.failed(f"junk-{index}")
+    assert throttle.failures("alice") == 6 and throttle.retry_after("alice") == held
+    assert len([n for n in (f"junk-{i}" for i in range(100)) if throttle.failures(n)]) == 9
