@@ -33,6 +33,9 @@ from controller.mqtt_connection import Subscriptions, watch_connection
 logger = logging.getLogger(__name__)
 
 RESPONSE_TIMEOUT_S = 10.0
+# Answers kept for their requests' waits; one that came after its wait gave up is dropped
+# with the oldest beyond this many.
+MAX_UNCLAIMED_ANSWERS = 1000
 # A StudioClient's catch-up waits no longer for a page: one table that does not answer must
 # not hold up the others' (the worker is one thread).
 CATCH_UP_TIMEOUT_S = 5.0
@@ -173,6 +176,13 @@ class _RequestBook:
         self._mids: dict[int, str] = {}
         self._broker_refusals: dict[str, str] = {}
         self._acks: dict[int, str] = {}
+        self.closed = False
+
+    def close(self) -> None:
+        """Wake every wait: the connection is closing, no answer will come."""
+        with self._lock:
+            self.closed = True
+            self._lock.notify_all()
 
     def publish(
         self, client: mqtt.Client, topic: str, payload: str | bytes, transaction: str
@@ -205,6 +215,10 @@ class _RequestBook:
     def answered(self, body: dict[str, Any]) -> None:
         """Called holding the lock: the table's answer to one transaction."""
         self._responses[str(body.get("transaction"))] = body
+        # An answer nobody waits for any more (it came after its wait timed out) is let go
+        # with the oldest: bounded.
+        if len(self._responses) > MAX_UNCLAIMED_ANSWERS:
+            self._responses.pop(next(iter(self._responses)))
         self._lock.notify_all()
 
     def passed(self, transaction: str, timeout: float) -> bool:
@@ -230,6 +244,8 @@ class _RequestBook:
             while transaction not in self._responses:
                 if transaction in self._broker_refusals:
                     raise BrokerRefused(self._broker_refusals.pop(transaction))
+                if self.closed:
+                    raise TimeoutError(f"no response to {transaction}: the client closed")
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise TimeoutError(f"no response to {transaction}")
@@ -457,6 +473,7 @@ class ApiClient:
                 self._lock.wait(min(left, 0.5))
 
     def close(self) -> None:
+        self._book.close()
         self._subscriptions.close()
         self.client.disconnect()
         self.client.loop_stop()
@@ -989,6 +1006,7 @@ class StudioClient:
         with self._lock:
             self._closing = True
             self._lock.notify_all()
+        self._book.close()  # a catch-up waiting for a page stops waiting
         self._subscriptions.close()
         self.client.disconnect()
         self.client.loop_stop()

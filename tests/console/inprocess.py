@@ -29,6 +29,8 @@ class CountingStudioClient(StudioClient):
     # The accounts whose own catch-up asked for events, and each close's start and end.
     catching_up: ClassVar[list[str]] = []
     closing: ClassVar[list[tuple[str, str]]] = []
+    # How each account's catch-up request ended when it did not get its answer.
+    catch_up_ended: ClassVar[list[tuple[str, str]]] = []
 
     def __init__(self, *args: Any, **options: Any) -> None:
         options.setdefault("keep", KEEP)
@@ -41,6 +43,11 @@ class CountingStudioClient(StudioClient):
                 CountingStudioClient.asked.append({"table": table_id, **fields})
             elif thread.startswith("catch-up"):
                 CountingStudioClient.catching_up.append(self.account.name)
+                try:
+                    return super().request(table_id, command, *args, **fields)
+                except TimeoutError as error:
+                    CountingStudioClient.catch_up_ended.append((self.account.name, str(error)))
+                    raise
         return super().request(table_id, command, *args, **fields)
 
     def close(self) -> None:
