@@ -144,7 +144,10 @@ class Stamps:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.tables: dict[str, TableClock] = {}
-        self.latencies_ms: list[float] = []
+        # (when the card was drawn, how long until a subscriber on another node had it)
+        self.latencies_ms: list[tuple[float, float]] = []
+        # Every state's arrival at each node's subscriber: node -> table -> times.
+        self.arrivals: dict[int, dict[str, list[float]]] = {}
         self.messages = 0
         self.measuring = False
         self.killed_at: float | None = None
@@ -185,8 +188,14 @@ class Stamps:
             if clock.counted is not None and counted > clock.counted and self.measuring:
                 for number in range(clock.counted + 1, counted + 1):
                     if number - 1 < len(clock.draws):
-                        self.latencies_ms.append(max(0.0, (at - clock.draws[number - 1]) * 1000))
+                        drawn = clock.draws[number - 1]
+                        self.latencies_ms.append((drawn, max(0.0, (at - drawn) * 1000)))
             clock.counted = counted
+
+    def arrived(self, node: int, table_id: str) -> None:
+        at = time.time()
+        with self.lock:
+            self.arrivals.setdefault(node, {}).setdefault(table_id, []).append(at)
 
     def start_measuring(self) -> None:
         with self.lock:
@@ -213,6 +222,7 @@ class Subscriber:
 
         from controller.api_client import Account, StudioClient
 
+        self.node = node
         self.measured = measured
         self.stamps = stamps
         self.client = StudioClient(
@@ -226,8 +236,11 @@ class Subscriber:
         )
 
     def _on_update(self, update: Any) -> None:
-        if update.kind == "state" and update.table_id in self.measured:
+        if update.kind != "state":
+            return
+        if update.table_id in self.measured:
             self.stamps.state(update.table_id, update.body)
+        self.stamps.arrived(self.node, update.table_id)
 
     def close(self) -> None:
         self.client.close()
@@ -426,6 +439,8 @@ def measure(
                 kill["kill_time"], kill["restart_time"] = kill_time, restarted_at
             time.sleep(0.2)
         measured_s = time.monotonic() - began
+        kill_time = restart_time = 0.0
+        backs: list[float] = []
         if kill is not None:
             victims = [c for c in stamps.tables.values() if c.node == 1]
             back_by = time.monotonic() + BACK_TIMEOUT_S
@@ -435,10 +450,12 @@ def measure(
             backs = [c.back_at for c in victims if c.back_at is not None]
             from_kill = [b - kill_time for b in backs]
             from_restart = [max(0.0, b - restart_time) for b in backs]
-            survivors = [c for c in stamps.tables.values() if c.node != 1]
+            # The other tables as a subscriber on a node that stayed up saw them.
+            survivor_view = stamps.arrivals.get(2 if nodes > 1 else 1, {})
+            survivors = [survivor_view.get(t, []) for t, c in stamps.tables.items() if c.node != 1]
 
-            def longest_gap(clock: TableClock) -> float:
-                around = [t for t in clock.states if kill_time - 30 <= t <= restart_time + 30]
+            def longest_gap(states: list[float]) -> float:
+                around = [t for t in states if kill_time - 30 <= t <= restart_time + 30]
                 return max((b - a for a, b in itertools.pairwise(around)), default=0.0)
 
             kill.update(
@@ -448,13 +465,20 @@ def measure(
                     "back_after_kill_s": _spread(from_kill),
                     "back_after_restart_s": _spread(from_restart),
                     "survivors_longest_state_gap_s": round(
-                        max((longest_gap(c) for c in survivors), default=0.0), 2
+                        max((longest_gap(states) for states in survivors), default=0.0), 2
                     ),
                 }
             )
         with stamps.lock:
-            latencies = list(stamps.latencies_ms)
+            timed = list(stamps.latencies_ms)
             messages = stamps.messages
+        # Cards drawn while a node was down wait for it (a table goes on without its
+        # broker): counted apart, from the kill until 30 s after the last table was back.
+        outage = (float("inf"), float("-inf"))
+        if kill is not None:
+            outage = (kill_time, max(backs, default=restart_time) + 30)
+        latencies = [ms for drawn, ms in timed if not outage[0] <= drawn <= outage[1]]
+        in_outage = [ms for drawn, ms in timed if outage[0] <= drawn <= outage[1]]
         results = {
             "broker": brokers.kind,
             "nodes": nodes,
@@ -465,6 +489,10 @@ def measure(
             "messages": messages,
             "messages_per_s": round(messages / measured_s, 1) if measured_s else 0.0,
             "cards_timed": len(latencies),
+            "cards_drawn_in_the_outage": {
+                "count": len(in_outage),
+                "max_ms": round(max(in_outage), 1) if in_outage else None,
+            },
             "card_to_subscriber_ms": {
                 "p50": round(percentile(latencies, 50), 1) if latencies else None,
                 "p99": round(percentile(latencies, 99), 1) if latencies else None,
@@ -503,6 +531,10 @@ def _spread(values: list[float]) -> dict[str, float | None]:
     }
 
 
+def _said(spread: dict[str, float | None]) -> str:
+    return f"min {spread['min']} s, p50 {spread['p50']} s, max {spread['max']} s"
+
+
 def run(args: argparse.Namespace) -> int:
     nats_nodes = None if args.mosquitto else args.nats
     if args.dir is not None:
@@ -535,7 +567,8 @@ def run(args: argparse.Namespace) -> int:
     )
     latency = results["card_to_subscriber_ms"]
     print(
-        f"card -> subscriber on another node: {results['cards_timed']} cards: p50 "
+        f"card -> subscriber{' on another node' if results['nodes'] > 1 else ''}: "
+        f"{results['cards_timed']} cards: p50 "
         f"{latency['p50']} ms  p99 {latency['p99']} ms  max {latency['max']} ms"
     )
     for name, mb in results["broker_rss_mb"].items():
@@ -546,11 +579,17 @@ def run(args: argparse.Namespace) -> int:
     )
     kill = results["kill"]
     if kill is not None:
+        outage = results["cards_drawn_in_the_outage"]
+        print(
+            f"cards drawn during the outage (not above): {outage['count']}, the slowest at a "
+            f"subscriber after {outage['max_ms']} ms"
+        )
         print(
             f"node 1 killed: down {kill['down_s']} s, rejoined in {kill['rejoin_s']} s; "
             f"{kill['tables_back']} of {kill['tables_on_node']} tables back "
-            f"{kill['back_after_kill_s']} s after the kill ({kill['back_after_restart_s']} s "
-            f"after the restart); the other tables' longest wait for a state "
+            f"{_said(kill['back_after_kill_s'])} after the kill "
+            f"({_said(kill['back_after_restart_s'])} after the restart); the other tables' "
+            "longest wait for a state "
             f"{kill['survivors_longest_state_gap_s']} s"
         )
     return 0
