@@ -708,7 +708,7 @@ class Console:
         if outcome == "protocol":
             protocol = self.config.broker.protocol
             logger.error(
-                "sign-in of %s: the broker refused MQTT %s: set [broker] protocol = \"%s\"",
+                'sign-in of %s: the broker refused MQTT %s: set [broker] protocol = "%s"',
                 username,
                 protocol,
                 "3.1.1" if protocol == "5" else "5",
