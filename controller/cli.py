@@ -57,6 +57,7 @@ GROUP_MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
             "controller.table.bench",
             "simulators.latency_bench",
             "simulators.console_bench",
+            "simulators.studio_bench",
         ),
     ),
 }

@@ -230,6 +230,11 @@ def read_password(args: argparse.Namespace) -> str | None:
     return None
 
 
+# A CONNACK's "unsupported protocol version" (MQTT 5's 0x84; paho maps MQTT 3.1.1's return
+# code 1 onto it): nats-server answers an MQTT 5 CONNECT so.
+UNSUPPORTED_PROTOCOL_VERSION = 0x84
+
+
 class _Problems(logging.Handler):
     """The connection's problems as the API client's watch names them, kept for the one
     line of error rather than logged beside it."""
@@ -301,13 +306,20 @@ def connect(args: argparse.Namespace) -> Any:
             # A command line gives up at the first problem (paho would try again and again),
             # or with a cluster once every node had one.
             if len(problems.lines) >= len(brokers) and client.refused is None:
-                raise CtlError(
-                    "; ".join(line.removeprefix(f"{client_id}: ") for line in problems.lines)
-                )
+                # A refused CONNACK is said by the watch just before the client notes it.
+                client.connected.wait(0.2)
+                if client.refused is None:
+                    raise CtlError(
+                        "; ".join(line.removeprefix(f"{client_id}: ") for line in problems.lines)
+                    )
+                break
             if time.monotonic() > deadline:
                 raise CtlError(f"{where} did not answer within {args.timeout_s:g} s")
             client.connected.wait(0.05)
         if client.refused is not None:
+            if getattr(client.refused, "value", None) == UNSUPPORTED_PROTOCOL_VERSION:
+                other = "3.1.1" if args.protocol == "5" else "5"
+                raise CtlError(f"{where} refused MQTT {args.protocol}: try --protocol {other}")
             refusal = refusal_text(client.refused, args.protocol, args.user, client_id)
             raise CtlError(f"{where} {refusal}")
         if not client.subscribed.wait(max(0.0, deadline - time.monotonic())):

@@ -28,6 +28,12 @@ Without ``--broker`` an MQTT broker (amqtt) runs inside the demo on a free loopb
 with one account, printed so that another client can watch, e.g.
 ``mosquitto_sub -h 127.0.0.1 -p PORT -u demo -P PASSWORD -i demo -t 'livetable/#' -v``.
 
+Every client of the demo (daemons, people, view, console) speaks one MQTT version:
+``--mqtt`` (or ``?mqtt=`` in the ``--broker`` URL), MQTT 5 against a ``--broker`` unless
+told, 3.1.1 against the embedded broker (amqtt speaks nothing else). nats-server speaks
+3.1.1 only and refuses MQTT 5 in its CONNACK; the broker check says so in one line ("refused
+MQTT 5: try --mqtt 3.1.1").
+
 With ``--camera`` the table has a camera too: the dealer lays every round card on the camera
 simulator's felt and the table's camera reader reads the cards the shoe misreads. Without
 ``--deck`` a deck of ``--design`` is enrolled once from 1,040 pictures the simulated camera
@@ -38,6 +44,7 @@ examples:
   livetable demo
   livetable demo --game blackjack-classic --rounds 10 --tables 2
   livetable demo --json --rounds 3 --broker mqtt://127.0.0.1:1883
+  livetable demo --tables 2 --mqtt 3.1.1 --broker mqtt://127.0.0.1:1883
   livetable demo --console --supervisor manual
 """
 
@@ -58,7 +65,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from controller.errors import ConfigurationError
 from controller.table_config import GAME_IDS
@@ -174,6 +181,15 @@ def demo_deck(design: str, out: TextIO) -> Path:
 # -- the broker ---------------------------------------------------------------------------
 
 
+MQTT_VERSIONS = ("3.1.1", "5")
+# With --broker and no --mqtt: MQTT 5, whose PUBACK reason codes let the broker check tell a
+# refused publish at once and which mosquitto (the shipped broker) speaks. A broker that
+# speaks only 3.1.1 (nats-server) refuses it in its CONNACK and the demo says to try 3.1.1.
+DEFAULT_BROKER_MQTT = "5"
+# The embedded broker (amqtt) speaks MQTT 3.1.1 only.
+EMBEDDED_BROKER_MQTT = "3.1.1"
+
+
 @dataclasses.dataclass
 class BrokerAddress:
     """Where the demo's clients and daemons connect, and as whom."""
@@ -181,7 +197,16 @@ class BrokerAddress:
     host: str
     port: int
     login: tuple[str, str] | None = None
-    mqtt_protocol: str = "5"  # the daemons' [mqtt] protocol
+    # The MQTT version every client of the demo speaks (the daemons' [mqtt] protocol).
+    mqtt_protocol: str = DEFAULT_BROKER_MQTT
+    # Whether the URL named it (?mqtt=...): then --mqtt may not say otherwise.
+    protocol_named: bool = False
+
+    @property
+    def paho_protocol(self) -> int:
+        import paho.mqtt.client as mqtt
+
+        return mqtt.MQTTv5 if self.mqtt_protocol == "5" else mqtt.MQTTv311
 
     def watch_command(self) -> str:
         # -i: a studio broker refuses a client without an id (and takes the account's name
@@ -195,7 +220,8 @@ class BrokerAddress:
 
 
 def parse_broker_url(url: str) -> BrokerAddress:
-    """``mqtt://[user:password@]host[:port]`` (port 1883 when absent)."""
+    """``mqtt://[user:password@]host[:port][?mqtt=3.1.1|5]`` (port 1883 when absent; the
+    ``mqtt`` parameter is the protocol version, as ``--mqtt``)."""
     parts = urlsplit(url)
     if parts.scheme != "mqtt" or not parts.hostname:
         raise ConfigurationError(
@@ -209,7 +235,18 @@ def parse_broker_url(url: str) -> BrokerAddress:
     login = None
     if parts.username is not None:
         login = (unquote(parts.username), unquote(parts.password or ""))
-    return BrokerAddress(parts.hostname, port, login)
+    query = parse_qs(parts.query, keep_blank_values=True)
+    unknown = sorted(set(query) - {"mqtt"})
+    if unknown:
+        raise ConfigurationError(
+            f"--broker {url!r}: unknown parameter {unknown[0]!r} (only mqtt=3.1.1 or mqtt=5)"
+        )
+    protocol = DEFAULT_BROKER_MQTT
+    if "mqtt" in query:
+        protocol = query["mqtt"][-1]
+        if protocol not in MQTT_VERSIONS:
+            raise ConfigurationError(f"--broker {url!r}: mqtt must be 3.1.1 or 5, not {protocol!r}")
+    return BrokerAddress(parts.hostname, port, login, protocol, "mqtt" in query)
 
 
 def broker_argument(url: str) -> BrokerAddress:
@@ -237,16 +274,17 @@ def table_count(text: str) -> int:
 CHECK_ANSWER_S = 10.0
 # The account name under which the check writes a response topic nobody reads.
 CHECK_ACCOUNT = "livetable-demo-check"
+# A CONNACK's "unsupported protocol version" (MQTT 5's reason code 0x84; paho maps MQTT 3.1.1's
+# return code 1 onto it): nats-server answers an MQTT 5 CONNECT so.
+UNSUPPORTED_PROTOCOL_VERSION = 0x84
 
 
 class _BrokerProbe:
-    """One MQTT 5 connection of the broker check (the API client's :func:`start_client`),
-    noting its CONNACK, PUBACKs, SUBACK, messages and whether the broker dropped it. It does
-    not reconnect: a drop is an answer."""
+    """One connection of the broker check in the demo's MQTT version (the API client's
+    :func:`start_client`), noting its CONNACK, PUBACKs, SUBACK, messages and whether the
+    broker dropped it. It does not reconnect: a drop is an answer."""
 
     def __init__(self, broker: BrokerAddress, suffix: str) -> None:
-        import paho.mqtt.client as mqtt
-
         from controller.api_client import start_client
 
         self.lock = threading.Condition()
@@ -264,7 +302,7 @@ class _BrokerProbe:
             on_disconnect=self._on_disconnect,
             on_subscribe=lambda _c, _u, _mid, reasons, _p: self._set("suback", list(reasons)),
             on_publish=lambda _c, _u, mid, reason, _p: self._put(mid, reason),
-            protocol=mqtt.MQTTv5,
+            protocol=broker.paho_protocol,
             login=broker.login,
             reconnect_delay_s=(600, 600),
         )
@@ -329,11 +367,15 @@ def _said_by_the_api_client() -> Any:
 
 def check_broker(broker: BrokerAddress, ids: list[str], viewer: str) -> None:
     """That the broker lets the demo's one account do what the demo does, else a
-    :class:`ConfigurationError` in one line naming what it refused: the connection; a
-    publish to a table's topics or of a request under the platform's, the supervisor's or
-    the viewer's role (its ACL, told by MQTT 5's PUBACK); a second connection of the same
-    account (a broker that takes the account's name as the client id drops the first); a
-    message on a table's topic passed back to the account (its ACL for reading)."""
+    :class:`ConfigurationError` in one line naming what it refused: the connection (its
+    credentials, or the MQTT version: "refused MQTT 5: try --mqtt 3.1.1"); a publish to a
+    table's topics or of a request under the platform's, the supervisor's or the viewer's
+    role (its ACL: told by MQTT 5's PUBACK; under MQTT 3.1.1 a broker acknowledges a publish
+    it drops, so each is read back by a second connection, within :data:`CHECK_ANSWER_S`);
+    a second connection of the same account (a broker that takes the account's name as the
+    client id drops the first); a message on a table's topic passed back to the account (its
+    ACL for reading)."""
+
     from controller.api_client import PROBE_TABLE
 
     url = f"mqtt://{broker.host}:{broker.port}"
@@ -353,6 +395,11 @@ def check_broker(broker: BrokerAddress, ids: list[str], viewer: str) -> None:
             raise ConfigurationError(
                 f"the broker at {url} {problem or f'did not answer in {CHECK_ANSWER_S:g} s'}"
             )
+        if getattr(first.connack, "value", None) == UNSUPPORTED_PROTOCOL_VERSION:
+            other = "3.1.1" if broker.mqtt_protocol == "5" else "5"
+            raise ConfigurationError(
+                f"the broker at {url} refused MQTT {broker.mqtt_protocol}: try --mqtt {other}"
+            )
         if first.connack.is_failure:
             hint = (
                 f"account {user}: a wrong password, or an account the broker does not know"
@@ -371,7 +418,8 @@ def check_broker(broker: BrokerAddress, ids: list[str], viewer: str) -> None:
                 ("viewer", viewer),
             )
         ]
-        for topic in written + requests:
+        acknowledged = broker.mqtt_protocol == "5"
+        for topic in written + requests if acknowledged else []:
             reason = first.publish(topic)
             if reason is None or reason.is_failure:
                 what = "no answer" if reason is None else str(reason)
@@ -388,20 +436,30 @@ def check_broker(broker: BrokerAddress, ids: list[str], viewer: str) -> None:
                 f"of {who} dropped the first: it takes the account's name as the client id): "
                 f"{needs}"
             )
-        read = f"{TOPIC_PREFIX}/+/response/{CHECK_ACCOUNT}"
-        second.client.subscribe(read, qos=1)
+        # The tables read their requests under the same account: under MQTT 3.1.1 they are
+        # read back too (a refused subscription is named; a refused read or publish is not).
+        reads = [f"{TOPIC_PREFIX}/+/response/{CHECK_ACCOUNT}"] + (
+            [] if acknowledged else [f"{TOPIC_PREFIX}/{PROBE_TABLE}/request/+/+/status"]
+        )
+        second.client.subscribe([(read, 1) for read in reads])
         second.wait(lambda: second.suback is not None)
         if second.suback is None or any(reason.is_failure for reason in second.suback):
             raise ConfigurationError(
-                f"the broker at {url} refused {who} the subscription to {read} "
+                f"the broker at {url} refused {who} the subscription to {' and '.join(reads)} "
                 f"({second.suback}): {needs}"
             )
-        first.publish(written[0])
-        if not second.wait(lambda: written[0] in second.received):
-            raise ConfigurationError(
-                f"the broker at {url} does not pass {written[0]} to {who} (its ACL does not "
-                f"let it read a table's topics): {needs}"
-            )
+        for topic in written[:1] if acknowledged else written + requests:
+            first.publish(topic)
+            if not second.wait(lambda topic=topic: topic in second.received):
+                why = (
+                    "its ACL does not let it read a table's topics"
+                    if acknowledged
+                    else "its ACL refuses the publish or the read: MQTT 3.1.1 does not say which"
+                )
+                raise ConfigurationError(
+                    f"the broker at {url} does not pass {topic} back to {who} within "
+                    f"{CHECK_ANSWER_S:g} s ({why}): {needs}"
+                )
 
 
 # -- one table ----------------------------------------------------------------------------
@@ -550,7 +608,12 @@ class DemoTable:
 
         def client(role: str, name: str) -> Any:
             made = ApiClient(
-                broker.host, broker.port, table_id, Account(role, name), login=broker.login
+                broker.host,
+                broker.port,
+                table_id,
+                Account(role, name),
+                login=broker.login,
+                protocol=broker.paho_protocol,
             )
             self.clients.append(made)
             return made
@@ -678,6 +741,7 @@ class Watcher:
             broker.port,
             watcher_account(broker),
             prefix=TOPIC_PREFIX,
+            protocol=broker.paho_protocol,
             client_id=f"livetable-demo-view-{os.getpid()}",
             on_update=self._on_update,
         )
@@ -817,13 +881,28 @@ def _run_demo(args: argparse.Namespace, out: TextIO) -> int:
     with contextlib.ExitStack() as running:
         if args.broker:
             broker = args.broker
+            if args.mqtt is not None:
+                if broker.protocol_named and broker.mqtt_protocol != args.mqtt:
+                    raise ConfigurationError(
+                        f"--mqtt {args.mqtt} and the --broker URL's mqtt={broker.mqtt_protocol} "
+                        "disagree: give one"
+                    )
+                broker = dataclasses.replace(broker, mqtt_protocol=args.mqtt)
         else:
+            if args.mqtt not in (None, EMBEDDED_BROKER_MQTT):
+                raise ConfigurationError(
+                    f"the embedded broker (amqtt) speaks MQTT {EMBEDDED_BROKER_MQTT} only: "
+                    f"--mqtt {args.mqtt} needs a --broker that speaks it"
+                )
             from simulators.embedded_broker import EmbeddedBroker
 
             # With the console, every person signs in under a name of their own.
             embedded = running.enter_context(EmbeddedBroker(any_account=args.console))
             broker = BrokerAddress(
-                embedded.host, embedded.port, (embedded.username, embedded.password), "3.1.1"
+                embedded.host,
+                embedded.port,
+                (embedded.username, embedded.password),
+                EMBEDDED_BROKER_MQTT,
             )
         where = "embedded broker (amqtt)" if not args.broker else "broker"
         say(
@@ -1060,7 +1139,9 @@ demo's broker (its address is printed; sign in under any name); with --superviso
 no bot resolves a pause: a person does, at the console, and the demo waits for them.
 
 Without --broker an MQTT broker (amqtt) runs inside the demo on a free loopback port, with
-an account printed with a mosquitto_sub line so that another client can watch. With
+an account printed with a mosquitto_sub line so that another client can watch. Every
+client speaks --mqtt's MQTT version (MQTT 5 against a --broker unless told; 3.1.1 for a
+broker such as nats-server that speaks nothing else). With
 --tables N each table is its own livetable run process (in this process with --camera).
 With --camera the dealer lays the cards on a simulated felt and the camera reads the cards
 the shoe misreads; without --deck a deck of --design is enrolled once and cached under
@@ -1089,6 +1170,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "livetable demo",
             "livetable demo --game blackjack-classic --rounds 10 --tables 2",
             "livetable demo --json --rounds 3 --broker mqtt://127.0.0.1:1883",
+            "livetable demo --tables 2 --mqtt 3.1.1 --broker mqtt://127.0.0.1:1883",
             "livetable demo --console --supervisor manual",
         ),
         formatter_class=HelpFormatter,
@@ -1108,8 +1190,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--broker",
         metavar="URL",
         type=broker_argument,
-        help="use this broker, mqtt://[user:password@]host[:port] (default: start one inside "
-        "the demo on a free loopback port)",
+        help="use this broker, mqtt://[user:password@]host[:port][?mqtt=3.1.1] (default: "
+        "start one inside the demo on a free loopback port)",
+    )
+    parser.add_argument(
+        "--mqtt",
+        choices=MQTT_VERSIONS,
+        default=None,
+        help=f"the MQTT version the demo's tables, people and view speak (default "
+        f"{DEFAULT_BROKER_MQTT} with --broker, which mosquitto speaks; {EMBEDDED_BROKER_MQTT} "
+        "for the embedded broker, and for nats-server, which speaks nothing else)",
     )
     parser.add_argument(
         "--protocol", choices=PROTOCOL_NAMES, default="angel-eye", help="shoe protocol"

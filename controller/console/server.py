@@ -89,6 +89,9 @@ PING_S: Final = 15.0
 SWEEP_S: Final = 1.0
 # How long the broker has to take a sign-in's connection, and to say which role it has.
 CONNECT_TIMEOUT_S: Final = 8.0
+# A CONNACK's "unsupported protocol version" (MQTT 5's 0x84; paho maps MQTT 3.1.1's return
+# code 1 onto it): nats-server answers an MQTT 5 CONNECT so.
+UNSUPPORTED_PROTOCOL_VERSION: Final = 0x84
 PROBE_TIMEOUT_S: Final = 3.0
 REQUEST_TIMEOUT_S: Final = 10.0
 # Events held per table and account: a shoe's worth for the faces still possible, the last
@@ -415,7 +418,8 @@ class Console:
 
     def _open(self, account: Account, feed: AccountFeed | None) -> tuple[Any, str]:
         """A client of ``account`` and how its connection went: "ok", "refused" (the
-        credentials) or "unreachable" (closed unless "ok")."""
+        credentials), "protocol" (the broker refused [broker] protocol's MQTT version) or
+        "unreachable" (closed unless "ok")."""
         broker = self.config.broker
         options: dict[str, Any] = (
             {"on_update": feed.on_update, "on_link": feed.on_link, "keep": FEED_EVENTS}
@@ -439,6 +443,8 @@ class Console:
         while not client.wait_connected(0.05):
             if client.refused is not None or time.monotonic() > deadline:
                 outcome = "refused" if client.refused is not None else "unreachable"
+                if getattr(client.refused, "value", None) == UNSUPPORTED_PROTOCOL_VERSION:
+                    outcome = "protocol"
                 client.close()
                 return client, outcome
         return client, "ok"
@@ -699,6 +705,21 @@ class Console:
             outcome, session = await self.sign_in(username, password)
         finally:
             self._signing_in.discard(username)
+        if outcome == "protocol":
+            protocol = self.config.broker.protocol
+            logger.error(
+                'sign-in of %s: the broker refused MQTT %s: set [broker] protocol = "%s"',
+                username,
+                protocol,
+                "3.1.1" if protocol == "5" else "5",
+            )
+            return self._signin_response(
+                token,
+                message=f"The broker refuses the console's MQTT {protocol}: the console's "
+                "configuration must name the version the broker speaks.",
+                username=shown,
+                status=503,
+            )
         if outcome == "unreachable":
             logger.warning("sign-in of %s: the broker cannot be reached", username)
             return self._signin_response(
