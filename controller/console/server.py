@@ -328,9 +328,16 @@ class AccountFeed:
                 await asyncio.sleep(SWEEP_S)
 
     async def _send_due(self) -> None:
-        """Wait for an update (or a second), then send every tile that is due."""
+        """Wait for an update, for the next held tile to be due, or a second; then send
+        every tile that is due. A table within its :data:`COALESCE_S` holds back only its
+        own tile: the wait ends at once for another table's update (sleeping until the held
+        one was due delayed every other table's tiles by up to that long)."""
+        wait = SWEEP_S
+        held = [self._sent_at[t] + COALESCE_S for t in self._dirty if t in self._sent_at]
+        if held:
+            wait = max(min(min(held) - time.monotonic(), SWEEP_S), 0.0)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), SWEEP_S)
+            await asyncio.wait_for(self._wake.wait(), wait)
         self._wake.clear()
         now = time.monotonic()
         if now - self._checked_at >= SWEEP_S:
@@ -343,10 +350,6 @@ class AccountFeed:
             if tile is not None:
                 self._status[table_id] = tile["status"]
                 self.broadcast("tile", tile)
-        if self._dirty:
-            due = min(self._sent_at[t] + COALESCE_S for t in self._dirty if t in self._sent_at)
-            await asyncio.sleep(max(due - time.monotonic(), 0.005))
-            self._wake.set()
 
     def close(self) -> None:
         for subscriber in list(self.subscribers):

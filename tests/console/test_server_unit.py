@@ -12,9 +12,11 @@ import time
 import urllib.parse
 from typing import Any
 
+import pytest
 from aiohttp.test_utils import make_mocked_request
 
 from controller.api_client import TableFeed, TableUpdate
+from controller.console import server
 from controller.console.server import (
     COALESCE_S,
     AccountFeed,
@@ -145,3 +147,43 @@ def test_the_audit_download_is_named_safely_whatever_the_table_id() -> None:
         assert re.fullmatch(r"[A-Za-z0-9._-]+", plain), header
         encoded = header.split("filename*=UTF-8''", 1)[1]
         assert urllib.parse.unquote(encoded) == f"{table}-audit.csv"
+
+
+def test_a_table_within_its_window_holds_back_no_other_tables_tile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """t1's second tile waits for t1's window to end; t2's tile, asked for meanwhile, goes
+    at once (it waited for t1's window before: every tile of a busy studio came late)."""
+    monkeypatch.setattr(server, "COALESCE_S", 5.0)  # a window no scheduling hiccup ends
+
+    async def scenario() -> list[tuple[str, bool]]:
+        now = time.time()
+        tables = [
+            TableFeed(t, availability="online", state={"phase": "DEALING"}, last_message_at=now)
+            for t in ("t1", "t2")
+        ]
+        feed = AccountFeed("alice", asyncio.get_running_loop(), stale_after_s=120)
+        feed.client, feed.link_up = Feeds(*tables), True
+        subscriber = feed.subscribe("session")
+        feed.start()
+        seen: list[tuple[str, bool]] = []
+        try:
+            feed.on_update(TableUpdate("t1", "event", {}))
+            first = await asyncio.wait_for(subscriber.queue.get(), 10)
+            assert first is not None and first[1]["table"] == "t1"
+            feed.on_update(TableUpdate("t1", "event", {}))  # within t1's window: held
+            # Turns of the loop (not time): the feed takes t1's update and waits for its
+            # window before t2's comes.
+            for _ in range(20):
+                await asyncio.sleep(0)
+            assert "t1" in feed._dirty
+            feed.on_update(TableUpdate("t2", "state", {}))
+            item = await asyncio.wait_for(subscriber.queue.get(), 10)
+            assert item is not None
+            # Whether t1's tile was still held when this one went out.
+            seen.append((item[1]["table"], "t1" in feed._dirty))
+        finally:
+            feed.close()
+        return seen
+
+    assert asyncio.run(scenario()) == [("t2", True)]
