@@ -97,7 +97,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         f"{DEFAULT_TLS_PORT} with --tls-ca)",
     )
     parser.add_argument(
-        "--protocol",
+        # --mqtt as the demo's: --protocol is a shoe protocol everywhere else.
+        "--mqtt",
         default="5",
         choices=("5", "3.1.1"),
         help="the MQTT version (default 5; 3.1.1 for a broker that speaks only that, NATS)",
@@ -295,7 +296,7 @@ def connect(args: argparse.Namespace) -> Any:
         args.table,
         Account(args.role, args.user, password),
         prefix=args.prefix,
-        protocol=mqtt.MQTTv5 if args.protocol == "5" else mqtt.MQTTv311,
+        protocol=mqtt.MQTTv5 if args.mqtt == "5" else mqtt.MQTTv311,
         client_id=client_id,
         tls_ca=args.tls_ca,
         hosts=brokers,
@@ -318,9 +319,9 @@ def connect(args: argparse.Namespace) -> Any:
             client.connected.wait(0.05)
         if client.refused is not None:
             if getattr(client.refused, "value", None) == UNSUPPORTED_PROTOCOL_VERSION:
-                other = "3.1.1" if args.protocol == "5" else "5"
-                raise CtlError(f"{where} refused MQTT {args.protocol}: try --protocol {other}")
-            refusal = refusal_text(client.refused, args.protocol, args.user, client_id)
+                other = "3.1.1" if args.mqtt == "5" else "5"
+                raise CtlError(f"{where} refused MQTT {args.mqtt}: try --mqtt {other}")
+            refusal = refusal_text(client.refused, args.mqtt, args.user, client_id)
             raise CtlError(f"{where} {refusal}")
         if not client.subscribed.wait(max(0.0, deadline - time.monotonic())):
             raise CtlError(f"{where} did not confirm the subscriptions")

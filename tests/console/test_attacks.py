@@ -121,7 +121,10 @@ def test_a_sign_in_over_a_live_session_ends_that_session(console_studio: Console
     assert browser.cookies["livetable_session"] != second
     old.cookies["livetable_session"] = second
     assert old.get("/api/session").status == 401
-    assert browser.act("t1", "pause", reason="after signing in again").json()["ok"]
+    # As a person would: on the table's tile, once bob's connection has shown it.
+    wait_until(lambda: "t1" in browser.tables(), TIMEOUT_S, "t1 on bob's wall")
+    acted = browser.act("t1", "pause", reason="after signing in again").json()
+    assert acted["ok"], acted
     assert browser.act("t1", "resume").json()["ok"]
 
 

@@ -53,10 +53,10 @@ def test_ctl_over_mqtt_5_on_a_nats_node_is_told_to_try_3_1_1(nats_cluster: NatsC
     line = one_line_error(ctl(port, "status"))
     assert line == (
         f"livetable: error: the MQTT broker at 127.0.0.1:{port} refused MQTT 5: "
-        "try --protocol 3.1.1"
+        "try --mqtt 3.1.1"
     ), line
     # Under 3.1.1 the connection is taken: there is only no table t1 to ask.
-    line = one_line_error(ctl(port, "--protocol", "3.1.1", "status"))
+    line = one_line_error(ctl(port, "--mqtt", "3.1.1", "status"))
     assert "no table 't1'" in line, line
 
 
@@ -64,7 +64,7 @@ def test_ctl_with_a_wrong_password_on_a_nats_node_is_one_line(
     secure_nats_cluster: SecureCluster,
 ) -> None:
     port = secure_nats_cluster.cluster.node(2).mqtt_port
-    done = ctl(port, "--protocol", "3.1.1", "--user", "alice", "status", password="not-alices")
+    done = ctl(port, "--mqtt", "3.1.1", "--user", "alice", "status", password="not-alices")
     line = one_line_error(done)
     assert "refused" in line and "alice" in line, line
     assert "not-alices" not in line
