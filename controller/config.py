@@ -43,20 +43,18 @@ from typing import TYPE_CHECKING, Any, Final
 from controller.config_file import read_toml
 from controller.config_file import section as toml_section
 from controller.errors import ConfigurationError
-from controller.mqtt_connection import parse_broker
+from controller.mqtt_connection import MQTT_PROTOCOLS, parse_hosts, topic_level_ok
 from controller.table_config import TableConfig, table_config_from_mapping
 
 if TYPE_CHECKING:
     from drivers.camera import CameraConfig
     from drivers.shoe.driver import ShoeConfig
 
-MQTT_PROTOCOLS: Final = ("3.1.1", "5")
 # The shipped broker's max_packet_size (systemd/mosquitto/livetable.conf).
 DEFAULT_MAX_PACKET_BYTES: Final = 65536
 # Below this not even a state fits; MQTT's own ceiling is 256 MiB.
 MIN_MAX_PACKET_BYTES: Final = 4096
 MQTT_MAX_PACKET_BYTES: Final = 268_435_455
-_TOPIC_FORBIDDEN: Final = frozenset("+#/\0")
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,15 +123,10 @@ class MqttConfig:
                 f"{MIN_MAX_PACKET_BYTES} to {MQTT_MAX_PACKET_BYTES}, not {self.max_packet_bytes!r}"
             )
         prefix = self.topic_prefix
-        if not isinstance(prefix, str) or not prefix or _TOPIC_FORBIDDEN & set(prefix):
+        if not isinstance(prefix, str) or not topic_level_ok(prefix):
             raise ConfigurationError(
                 "[mqtt] topic_prefix must be one topic level without / + # (e.g. livetable)"
             )
-
-
-def topic_level_ok(text: str) -> bool:
-    """Whether ``text`` can be one MQTT topic level (a table id, an account name)."""
-    return bool(text) and not (_TOPIC_FORBIDDEN & set(text))
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,21 +172,6 @@ def _path(value: object, key: str, base_dir: Path | None) -> Path:
     return path if path.is_absolute() or base_dir is None else base_dir / path
 
 
-def _hosts(value: object) -> tuple[tuple[str, int], ...]:
-    if not isinstance(value, list) or not value:
-        raise ConfigurationError('[mqtt] hosts must be a list of "host:port" (e.g. ["n1:1883"])')
-    hosts: list[tuple[str, int]] = []
-    for item in value:
-        try:
-            broker = parse_broker(item)
-        except ValueError as error:
-            raise ConfigurationError(f"[mqtt] hosts: {error}") from None
-        if broker in hosts:
-            raise ConfigurationError(f"[mqtt] hosts names {item} twice")
-        hosts.append(broker)
-    return tuple(hosts)
-
-
 def _read_secret(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8").strip()
@@ -223,7 +201,7 @@ def mqtt_config_from_mapping(
     if "hosts" in section:
         if "host" in section or "port" in section:
             raise ConfigurationError("[mqtt] give hosts or host and port, not both")
-        values["hosts"] = _hosts(section["hosts"])
+        values["hosts"] = parse_hosts(section["hosts"], "[mqtt]")
         values["host"], values["port"] = values["hosts"][0]
     if "password" in section and "password_file" in section:
         raise ConfigurationError("[mqtt] give password or password_file, not both")

@@ -83,6 +83,38 @@ def publish_packet_bytes(
     return 1 + _varint_bytes(remaining) + remaining
 
 
+# The MQTT versions a client of livetable speaks (the table's [mqtt] protocol, the
+# console's [broker] protocol).
+MQTT_PROTOCOLS: Final = ("3.1.1", "5")
+_TOPIC_FORBIDDEN: Final = frozenset("+#/\0")
+
+
+def topic_level_ok(text: str) -> bool:
+    """Whether ``text`` can be one MQTT topic level (a prefix, a table id, an account)."""
+    return bool(text) and not (_TOPIC_FORBIDDEN & set(text))
+
+
+def parse_hosts(value: object, section: str) -> tuple[tuple[str, int], ...]:
+    """A configuration's ``hosts`` list (``["host:port", ...]``) as (host, port) pairs;
+    ConfigurationError naming ``section`` (``[mqtt]``, ``[broker]``) otherwise."""
+    from controller.errors import ConfigurationError
+
+    if not isinstance(value, list) or not value:
+        raise ConfigurationError(
+            f'{section} hosts must be a list of "host:port" (e.g. ["n1:1883"])'
+        )
+    hosts: list[tuple[str, int]] = []
+    for item in value:
+        try:
+            broker = parse_broker(item)
+        except ValueError as error:
+            raise ConfigurationError(f"{section} hosts: {error}") from None
+        if broker in hosts:
+            raise ConfigurationError(f"{section} hosts names {item} twice")
+        hosts.append(broker)
+    return tuple(hosts)
+
+
 def parse_broker(text: str) -> tuple[str, int]:
     """``host:port`` (``[v6 address]:port`` for IPv6) as (host, port); ValueError saying what
     is wrong otherwise."""

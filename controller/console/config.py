@@ -35,18 +35,7 @@ from typing import Any, Final
 
 from controller.config_file import read_toml
 from controller.errors import ConfigurationError
-from controller.mqtt_connection import parse_broker
-
-# As the table's configuration has them (controller.config), which the console cannot
-# import: that module loads the drivers' and the camera's settings.
-MQTT_PROTOCOLS: Final = ("3.1.1", "5")
-_TOPIC_FORBIDDEN: Final = frozenset("+#/\0")
-
-
-def topic_level_ok(text: str) -> bool:
-    """Whether ``text`` can be one MQTT topic level (a prefix, an account name)."""
-    return bool(text) and not (_TOPIC_FORBIDDEN & set(text))
-
+from controller.mqtt_connection import MQTT_PROTOCOLS, parse_hosts, topic_level_ok
 
 DEFAULT_LISTEN: Final = "127.0.0.1:8080"
 DEFAULT_IDLE_TIMEOUT_S: Final = 900.0
@@ -170,26 +159,11 @@ def broker_from_mapping(
     if "hosts" in section:
         if "host" in section or "port" in section:
             raise ConfigurationError("[broker] give hosts or host and port, not both")
-        hosts = _hosts(section["hosts"])
+        hosts = parse_hosts(section["hosts"], "[broker]")
         host, port = hosts[0]
     return BrokerSettings(
         host=host, port=port, protocol=protocol, topic_prefix=prefix, tls_ca=tls_ca, hosts=hosts
     )
-
-
-def _hosts(value: object) -> tuple[tuple[str, int], ...]:
-    if not isinstance(value, list) or not value:
-        raise ConfigurationError('[broker] hosts must be a list of "host:port" (e.g. ["n1:1883"])')
-    hosts: list[tuple[str, int]] = []
-    for item in value:
-        try:
-            broker = parse_broker(item)
-        except ValueError as error:
-            raise ConfigurationError(f"[broker] hosts: {error}") from None
-        if broker in hosts:
-            raise ConfigurationError(f"[broker] hosts names {item} twice")
-        hosts.append(broker)
-    return tuple(hosts)
 
 
 def config_from_mapping(

@@ -58,7 +58,7 @@ import paho.mqtt.client as mqtt
 from aiohttp import web
 
 from controller.api_client import Account, BrokerRefused, StudioClient
-from controller.console.config import ConsoleConfig, topic_level_ok
+from controller.console.config import ConsoleConfig
 from controller.console.fleet import build_tile, possible_faces, round_events, urgency_order
 from controller.console.sessions import (
     AccountLinks,
@@ -71,6 +71,7 @@ from controller.console.sessions import (
     tokens_match,
 )
 from controller.errors import ConfigurationError
+from controller.mqtt_connection import topic_level_ok
 
 logger = logging.getLogger(__name__)
 
