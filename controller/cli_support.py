@@ -155,6 +155,16 @@ def unit_interval_open(text: str) -> float:
 # -- shared options and output ---------------------------------------------------------------
 
 
+# A CSV cell starting with one of these is a formula to a spreadsheet (OWASP, "CSV
+# Injection"); a tab or a carriage return may hide one after it.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def defuse_formula(text: str) -> str:
+    """A CSV cell a spreadsheet shows as text and never runs: ``'`` before a formula."""
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
 def add_json(parser: argparse.ArgumentParser) -> None:
     """``--json``: one JSON object per line on stdout (see :func:`print_json`)."""
     parser.add_argument("--json", action="store_true", help=JSON_HELP)

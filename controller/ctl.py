@@ -39,6 +39,7 @@ from typing import Any
 from controller.cli_support import (
     JSON_HELP,
     default_to_help,
+    defuse_formula,
     examples,
     positive_int,
     positive_seconds,
@@ -621,15 +622,11 @@ AUDIT_CSV_HEADER = (
     "code",
     "message",
 )
-# A cell starting with one of these is a formula to a spreadsheet (OWASP, "CSV Injection"):
-# a tab or a carriage return may hide one after it.
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def defused(cell: Any) -> str:
-    """A CSV cell a spreadsheet never runs: text that starts like a formula gets a ' first."""
-    text = "" if cell is None else str(cell)
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
+    """A CSV cell a spreadsheet never runs (:func:`~controller.cli_support.defuse_formula`)."""
+    return defuse_formula("" if cell is None else str(cell))
 
 
 def write_audit_csv(entries: list[dict[str, Any]], out: Any) -> None:

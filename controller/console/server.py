@@ -58,6 +58,7 @@ import paho.mqtt.client as mqtt
 from aiohttp import web
 
 from controller.api_client import Account, BrokerRefused, StudioClient
+from controller.cli_support import defuse_formula
 from controller.console.config import ConsoleConfig
 from controller.console.fleet import build_tile, possible_faces, round_events, urgency_order
 from controller.console.sessions import (
@@ -141,8 +142,6 @@ AUDIT_COLUMNS: Final = (
     "code",
     "message",
 )
-# A spreadsheet runs a cell that starts with one of these as a formula.
-FORMULA_STARTS: Final = ("=", "+", "-", "@", "\t", "\r")
 
 
 def error(status: int, code: str, message: str, **headers: str) -> web.Response:
@@ -168,7 +167,7 @@ def origin_ok(request: web.Request) -> bool:
 def spreadsheet_safe(value: Any) -> str:
     """A CSV cell that a spreadsheet shows as text, never runs: ``'`` before a formula."""
     text = "" if value is None else value if isinstance(value, str) else json.dumps(value)
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
+    return defuse_formula(text)
 
 
 def audit_csv(entries: list[dict[str, Any]]) -> str:
