@@ -33,21 +33,22 @@ needs_systemd_analyze = pytest.mark.skipif(
 )
 
 
-def _unit_copy(tmp_path: Path) -> Path:
+def _unit_copy(tmp_path: Path, unit: Path = UNIT, drop_ins: Path | None = DROP_INS) -> Path:
     livetable = Path(sys.executable).parent / "livetable"
     assert livetable.is_file(), "livetable is not installed in this virtual environment"
-    text = UNIT.read_text()
+    text = unit.read_text()
     assert text.count(INSTALLED_EXEC) == 1
     units = tmp_path / "units"
     units.mkdir()
-    (units / UNIT.name).write_text(text.replace(INSTALLED_EXEC, str(livetable)))
-    shutil.copytree(DROP_INS, units / DROP_INS.name)
+    (units / unit.name).write_text(text.replace(INSTALLED_EXEC, str(livetable)))
+    if drop_ins is not None:
+        shutil.copytree(drop_ins, units / drop_ins.name)
     return units
 
 
-def _unit_settings() -> dict[str, list[str]]:
+def _unit_settings(unit: Path = UNIT) -> dict[str, list[str]]:
     settings: dict[str, list[str]] = {}
-    for line in UNIT.read_text().splitlines():
+    for line in unit.read_text().splitlines():
         if "=" in line and not line.startswith(("#", "[")):
             key, _, value = line.partition("=")
             settings.setdefault(key, []).append(value)
@@ -259,3 +260,55 @@ def test_a_table_runs_under_the_units_seccomp_filters(mqtt_broker: tuple[str, in
     assert "livetable demo: table demo: 2 round(s) settled, 0 voided" in done.stdout, done.stdout[
         -2000:
     ]
+
+
+# -- the console's unit -------------------------------------------------------------------------
+
+CONSOLE_UNIT = SYSTEMD_DIR / "livetable-console.service"
+
+
+@needs_systemd_analyze
+def test_the_console_unit_verifies_clean(tmp_path: Path) -> None:
+    units = _unit_copy(tmp_path, CONSOLE_UNIT, None)
+    assert SYSTEMD_ANALYZE is not None
+    done = subprocess.run(
+        [SYSTEMD_ANALYZE, "verify", "--man=no", f"./{CONSOLE_UNIT.name}"],
+        cwd=units,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    # Unknown keys and bad values are only warnings (exit 0): any output fails the test.
+    assert done.returncode == 0 and done.stdout == done.stderr == "", done.stdout + done.stderr
+
+
+@needs_systemd_analyze
+def test_the_console_sandbox_is_at_least_as_tight_as_the_tables(tmp_path: Path) -> None:
+    # The console's scored 1.2 ("OK") when written.
+    units = _unit_copy(tmp_path, CONSOLE_UNIT, None)
+    assert SYSTEMD_ANALYZE is not None
+    done = subprocess.run(
+        [
+            SYSTEMD_ANALYZE,
+            "security",
+            "--offline=true",
+            f"--threshold={MAX_EXPOSURE}",
+            "--no-pager",
+            f"./{CONSOLE_UNIT.name}",
+        ],
+        cwd=units,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_console_unit_runs_the_console_with_the_studio_configuration() -> None:
+    settings = _unit_settings(CONSOLE_UNIT)
+    assert settings["ExecStart"] == [
+        f"{INSTALLED_EXEC} console --config /etc/livetable/console.toml"
+    ]
+    assert settings["DynamicUser"] == ["yes"], "the console keeps nothing: no user of its own"
+    assert settings["MemoryDenyWriteExecute"] == ["yes"]
+    assert "StateDirectory" not in settings, "the console stores nothing on disk"
