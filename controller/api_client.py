@@ -17,6 +17,7 @@ the tests) speaks to it the way a platform or a script would.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -1014,15 +1015,6 @@ class StudioClient:
 
 
 def _copy(feed: TableFeed) -> TableFeed:
-    return TableFeed(
-        table_id=feed.table_id,
-        availability=feed.availability,
-        state=feed.state,
-        dealer=feed.dealer,
-        events=list(feed.events),
-        last_seq=feed.last_seq,
-        epoch=feed.epoch,
-        last_message_at=feed.last_message_at,
-        complete_since=feed.complete_since,
-        ready=feed.ready,
-    )
+    """A copy a reader may keep: its own list of events, the messages shared (never changed
+    once received)."""
+    return dataclasses.replace(feed, events=list(feed.events))
