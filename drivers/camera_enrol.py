@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Protocol
 
-from controller.errors import ConfigurationError, DeviceError
-from controller.games.cards import Card
+from controller.kernel.cards import Card
+from controller.kernel.errors import ConfigurationError, DeviceError
 
 if TYPE_CHECKING:
     import numpy as np

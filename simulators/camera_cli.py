@@ -15,15 +15,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from controller.cli_support import (
+from controller.games.registry import GAMES
+from controller.kernel.cli_support import (
     add_json,
     examples,
     non_negative_int,
     positive_int,
     positive_number,
 )
-from controller.errors import ConfigurationError
-from controller.games.registry import GAMES
+from controller.kernel.errors import ConfigurationError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -108,8 +108,8 @@ def _size(text: str) -> tuple[int, int]:
 def _deals(args: argparse.Namespace, order: tuple[str, ...]) -> list[tuple[str, Any, bool]]:
     import numpy as np
 
-    from controller.errors import RulesError
-    from controller.games.cards import ALL_FACES, parse_card
+    from controller.kernel.cards import ALL_FACES, parse_card
+    from controller.kernel.errors import RulesError
 
     def card(text: str) -> Any:
         try:

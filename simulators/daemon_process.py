@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-LIVETABLE = [sys.executable, "-m", "controller.cli"]
+LIVETABLE = [sys.executable, "-m", "controller.tools.cli"]
 # How long a daemon has to stop after SIGTERM (or any signal sent) before it is killed.
 STOP_TIMEOUT_S = 10.0
 

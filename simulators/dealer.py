@@ -25,8 +25,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from controller.errors import DeviceError, TableError
-from controller.games.cards import Card, parse_card
+from controller.kernel.cards import Card, parse_card
+from controller.kernel.errors import DeviceError, TableError
 from controller.table.effects import PublishEvent, PublishState, TellDealer
 from drivers.camera import card_slot
 from simulators.shoe.simulator import Emitted, ShoeSimulator

@@ -25,7 +25,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from controller.errors import ConfigurationError
+from controller.kernel.errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The people around a table, talking to it only over MQTT, as real ones would.
 
-They speak the API through its one client, :class:`controller.api_client.ApiClient` (one
+They speak the API through its one client, :class:`controller.client.api_client.ApiClient` (one
 MQTT account: platform, supervisor or viewer). :class:`TableBots` plays the platform, the
 supervisor and the dealer from what the table publishes: the supervisor declares new shoes
 and resolves pauses, the platform opens rounds and answers decisions, and the dealer draws
@@ -10,7 +10,7 @@ pty).
 What they do on each state is said once, for whoever plays them (TableBots here, the tests'
 studio of many tables from one thread): :func:`next_move` (the phase's move),
 :func:`decision` (the answer to a decision request) and :func:`resolution` (a pause's).
-:func:`controller.api_client.start_client` makes every MQTT connection of theirs.
+:func:`controller.client.api_client.start_client` makes every MQTT connection of theirs.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from controller.api_client import ApiClient
+from controller.client.api_client import ApiClient
 
 if TYPE_CHECKING:
     from simulators.shoe.simulator import Emitted

@@ -5,7 +5,7 @@ One writer, :func:`write_table_config`: ``[table]`` (the journal beside the file
 the table), ``[shoe]`` and ``[mqtt]``, with an optional account whose password goes to a file
 only its owner may read (``password_file``), an optional ``[mqtt.tls]`` and extra lines at the
 end. A ``[table]`` setting left out (``None``) takes the table's default
-(:class:`controller.table_config.TableConfig`). Installed code (``livetable demo``,
+(:class:`controller.table.config.TableConfig`). Installed code (``livetable demo``,
 ``livetable bench latency``) cannot import the test suite's helpers, so the writer lives
 here and the tests use this one.
 """

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.api_client import EventSeries
+from controller.client.api_client import EventSeries
 
 
 def event(seq: int) -> dict[str, Any]:

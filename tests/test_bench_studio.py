@@ -21,7 +21,7 @@ HANG_S = 600.0
 def bench(tmp_path: Path, *args: str) -> dict:
     done = subprocess.run(
         [
-            *[sys.executable, "-m", "controller.cli", "bench", "studio", "--tables", "3"],
+            *[sys.executable, "-m", "controller.tools.cli", "bench", "studio", "--tables", "3"],
             *["--duration-s", "20", "--json", "--dir", str(tmp_path / "bench"), *args],
         ],
         capture_output=True,

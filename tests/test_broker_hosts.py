@@ -10,11 +10,11 @@ from pathlib import Path
 import paho.mqtt.client as mqtt
 import pytest
 
-from controller.config import load_config
 from controller.console.config import load_console_config
-from controller.ctl import CtlError, broker_list
-from controller.errors import ConfigurationError
-from controller.mqtt_connection import parse_broker, watch_connection
+from controller.kernel.errors import ConfigurationError
+from controller.mqtt.connection import parse_broker, watch_connection
+from controller.service.config import load_config
+from controller.tools.ctl import CtlError, broker_list
 from tests.support.broker import free_port
 from tests.support.wait import wait_until
 

@@ -1,5 +1,5 @@
 """One command line: every sub-command's help follows the conventions of
-``controller.cli_support``, and bad invocations fail with one line and the right status."""
+``controller.kernel.cli_support``, and bad invocations fail with one line and the right status."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from controller.cli import build_parser, main, version
-from controller.cli_support import JSON_HELP, VERBOSE_AFTER_DEST, sub_commands
 from controller.games.registry import GAME_IDS
+from controller.kernel.cli_support import JSON_HELP, VERBOSE_AFTER_DEST, sub_commands
+from controller.tools.cli import build_parser, main, version
 from drivers.shoe.sessions import PROTOCOL_NAMES
 
 COMMANDS = [path for path, _ in sub_commands(build_parser())]
 
 # Commands whose modules other people are rewriting now; each is to follow the same
-# conventions (the helpers are in controller.cli_support) and then leave this list.
+# conventions (the helpers are in controller.kernel.cli_support) and then leave this list.
 PENDING: dict[tuple[str, ...], str] = {
 }
 
@@ -192,7 +192,7 @@ def test_a_failing_command_says_why_in_one_line(
 def test_a_bug_is_one_line_too_not_a_traceback(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from controller.table import journal
+    from controller.service import journal
 
     def broken(_self: object) -> int:
         raise ZeroDivisionError("boom")

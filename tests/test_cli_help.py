@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.cli import main
+from controller.tools.cli import main
 
 GROUPS = ("journal", "rules", "shoe", "camera", "vision", "sim", "bench")
 

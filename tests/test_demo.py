@@ -24,12 +24,12 @@ from typing import Any
 
 import pytest
 
-from controller.api_client import Account, ApiClient
+from controller.client.api_client import Account, ApiClient
 from controller.games.registry import GAME_IDS
 from tests.support.daemon import check_stream, gaps, unique_by_seq
 from tests.support.wait import wait_until
 
-LIVETABLE = [sys.executable, "-m", "controller.cli"]
+LIVETABLE = [sys.executable, "-m", "controller.tools.cli"]
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO_ROOT / "tests" / "artifacts"
 # Fast people, generous deadlines: a loaded machine must not turn a slow answer into a
@@ -426,7 +426,7 @@ def test_demo_with_a_camera_reads_the_cards_the_shoe_misreads(
 
 
 def test_demo_with_a_camera_uses_the_cached_deck(tmp_path: Path, enrolled_deck: Path) -> None:
-    from controller.demo import demo_deck_path
+    from controller.tools.demo import demo_deck_path
     from vision.model import DEFAULT_MODEL, CornerClassifier
 
     cache = tmp_path / "cache"
@@ -456,7 +456,7 @@ def test_demo_with_a_camera_uses_the_cached_deck(tmp_path: Path, enrolled_deck: 
 
 def test_the_demo_without_a_camera_loads_no_opencv(tmp_path: Path) -> None:
     code = (
-        "import sys\nfrom controller.cli import main\n"
+        "import sys\nfrom controller.tools.cli import main\n"
         f"status = main(['demo', '--json', '--rounds', '1', '--pace-s', '0.01', '--betting-s',"
         f" '0.2', '--work-dir', {str(tmp_path / 'w')!r}])\n"
         "print('cv2' in sys.modules, 'vision.recognise' in sys.modules, status, file=sys.stderr)"
@@ -482,8 +482,8 @@ def test_without_a_deck_the_demo_enrols_one_from_the_simulated_camera(
     least the deck's calibration takes) instead of five keeps it to seconds."""
     import io
 
-    import controller.demo as demo
-    from controller.games.cards import parse_card
+    import controller.tools.demo as demo
+    from controller.kernel.cards import parse_card
     from simulators.camera import SimulatedCamera
     from vision.deck import EnrolledDeck
     from vision.recognise import Recogniser

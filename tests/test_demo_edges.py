@@ -22,7 +22,7 @@ from tests.conftest import PRODUCTION_ACL, SECURE_USERS, production_identity_set
 from tests.support.broker import BrokerProcess, write_password_file
 from tests.support.wait import wait_until
 
-LIVETABLE = [sys.executable, "-m", "controller.cli"]
+LIVETABLE = [sys.executable, "-m", "controller.tools.cli"]
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FAST = ["--pace-s", "0.01", "--betting-s", "0.3", "--decision-s", "60", "--dealer-idle-s", "60"]
 # A demo that meets a broker it cannot work with ends long before this (it waited for its
@@ -247,7 +247,7 @@ def test_the_demos_logs_stay_at_warning_for_what_is_no_deliberate_fault() -> Non
     own stays a warning."""
     import logging
 
-    from controller.demo import deliberate_faults_logged_as_debug
+    from controller.tools.demo import deliberate_faults_logged_as_debug
 
     records: list[logging.LogRecord] = []
 
@@ -262,13 +262,13 @@ def test_the_demos_logs_stay_at_warning_for_what_is_no_deliberate_fault() -> Non
     try:
         with deliberate_faults_logged_as_debug():
             logging.getLogger("drivers.shoe.sessions").warning("unreadable line from the shoe")
-            logging.getLogger("controller.daemon").warning("lost the broker")
+            logging.getLogger("controller.service.daemon").warning("lost the broker")
         logging.getLogger("drivers.shoe.sessions").warning("after the demo")
     finally:
         root.removeHandler(handler)
         root.setLevel(level)
     assert [(r.name, r.levelname) for r in records] == [
-        ("controller.daemon", "WARNING"),
+        ("controller.service.daemon", "WARNING"),
         ("drivers.shoe.sessions", "WARNING"),
     ]
 

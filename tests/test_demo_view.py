@@ -3,7 +3,7 @@ subscriber receives.
 
 The settlements are real: rounds played on the table's state machine
 (:mod:`tests.table.driver`), their ``round_settled`` effect made into the ``.../events``
-message the daemon publishes (:mod:`controller.wire`) and fed to the demo's watch as its
+message the daemon publishes (:mod:`controller.service.wire`) and fed to the demo's watch as its
 subscriber would. The pauses come from a real daemon, a real broker and the demo's own dealer,
 platform and supervisor (:class:`simulators.mqtt_bots.TableBots` with
 :class:`simulators.dealer.DealerSimulator`), with one fault in the shoe.
@@ -27,16 +27,16 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from controller.demo_view import (
+from controller.kernel.cards import parse_card
+from controller.service.wire import encode, event_message
+from controller.table.effects import PublishEvent
+from controller.tools.demo_view import (
     DemoWatch,
     bet_outcomes,
     describe_event,
     summary_line,
     table_panel,
 )
-from controller.games.cards import parse_card
-from controller.table.effects import PublishEvent
-from controller.wire import encode, event_message
 from simulators.dealer import DealerSimulator
 from simulators.mqtt_bots import TableBots
 from simulators.shoe.simulator import FaultPlan, ShoeSimulator
@@ -377,7 +377,7 @@ def test_the_live_view_fits_three_tables_on_a_120x40_terminal(tmp_path: Path) ->
         [
             sys.executable,
             "-m",
-            "controller.cli",
+            "controller.tools.cli",
             "demo",
             "--tables",
             "3",

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.config import LivetableConfig, load_config
 from controller.games.registry import GAME_IDS, game_spec
+from controller.service.config import LivetableConfig, load_config
 from drivers.shoe.sessions import PROTOCOL_NAMES
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "systemd" / "examples"

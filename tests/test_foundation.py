@@ -138,7 +138,7 @@ def test_leak_check_sees_threads_processes_and_ptys() -> None:
 
 def test_cli_prints_help_and_rejects_unknown_commands() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "controller.cli", "--help"],
+        [sys.executable, "-m", "controller.tools.cli", "--help"],
         capture_output=True,
         text=True,
         check=False,
@@ -146,7 +146,7 @@ def test_cli_prints_help_and_rejects_unknown_commands() -> None:
     assert done.returncode == 0
     assert "livetable" in done.stdout
     bad = subprocess.run(
-        [sys.executable, "-m", "controller.cli", "no-such-command"],
+        [sys.executable, "-m", "controller.tools.cli", "no-such-command"],
         capture_output=True,
         text=True,
         check=False,

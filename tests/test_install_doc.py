@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.api_client import Account, ApiClient
+from controller.client.api_client import Account, ApiClient
 from simulators.mqtt_bots import TableBots
 from simulators.shoe.simulator import ShoeSimulator
 from tests.support.broker import BrokerProcess, free_port, start_broker

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from controller.demo_view import settled_summary
+from controller.tools.demo_view import settled_summary
 
-LIVETABLE = [sys.executable, "-m", "controller.cli"]
+LIVETABLE = [sys.executable, "-m", "controller.tools.cli"]
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ROUNDS = 2
 # A row of a text export or listing starts with its time, to the millisecond (UTC).

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from controller import logs
+from controller.kernel import logs
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ import paho.mqtt.client as mqtt
 import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
-from controller.demo import BrokerAddress
+from controller.tools.demo import BrokerAddress
 from tests.test_broker_config import StudioBroker, studio_broker  # noqa: F401 (a fixture)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

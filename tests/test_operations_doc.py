@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.cli import main
+from controller.tools.cli import main
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DOC = REPO_ROOT / "docs" / "operations.md"
@@ -26,9 +26,9 @@ def _blocks(text: str) -> list[str]:
 
 @pytest.fixture
 def journal(tmp_path: Path) -> Path:
-    make = next(block for block in _blocks(SCRIPTED) if "controller.table.runner" in block)
+    make = next(block for block in _blocks(SCRIPTED) if "controller.tools.crash_runner" in block)
     argv = make.split(">")[0].split()
-    assert argv[:3] == ["python", "-m", "controller.table.runner"], argv
+    assert argv[:3] == ["python", "-m", "controller.tools.crash_runner"], argv
     path = tmp_path / "t1.journal"
     argv = [sys.executable, *argv[1:]]
     argv[argv.index("--journal") + 1] = str(path)

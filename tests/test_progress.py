@@ -11,9 +11,9 @@ import sys
 import time
 from pathlib import Path
 
-from controller.progress import progress, tracked
+from controller.kernel.progress import progress, tracked
 
-LIVETABLE = [sys.executable, "-m", "controller.cli"]
+LIVETABLE = [sys.executable, "-m", "controller.tools.cli"]
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 

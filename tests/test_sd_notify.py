@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from controller import sd_notify
+from controller.service import sd_notify
 
 TIMEOUT_S = 5.0
 

@@ -1,4 +1,4 @@
-"""The studio's accounts described once (controller/studio_accounts.py) and what is made of
+"""The studio's accounts described once (controller/tools/studio_accounts.py) and what is made of
 them: a mosquitto ACL that grants exactly what the shipped systemd/mosquitto/livetable.acl
 grants, NATS subjects as nats-server names MQTT topics, and ``livetable studio accounts``.
 The NATS authorisation is tried on a real cluster in tests/nats/test_identity.py."""
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from controller.cli import main
-from controller.errors import ConfigurationError
-from controller.studio_accounts import (
+from controller.kernel.errors import ConfigurationError
+from controller.tools.cli import main
+from controller.tools.studio_accounts import (
     load_accounts,
     mosquitto_acl,
     nats_authorization,

@@ -10,7 +10,7 @@ from typing import Any
 
 import paho.mqtt.client as mqtt
 
-from controller.api_client import Account, StudioClient, TableUpdate
+from controller.client.api_client import Account, StudioClient, TableUpdate
 from tests.support.daemon import SimulatedTable, unique_by_seq
 from tests.support.mqtt_proxy import CuttingProxy
 from tests.support.wait import wait_until

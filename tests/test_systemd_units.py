@@ -189,7 +189,7 @@ client.publish("livetable/t1/events", b"sandboxed", qos=1).wait_for_publish(10)
 assert received.get(timeout=10) == b"sandboxed"
 client.disconnect()
 client.loop_stop()
-from controller.cli import main
+from controller.tools.cli import main
 sys.exit(main(["demo", "--rounds", "2", "--pace-s", "0", "--game", "blackjack-classic"]))
 """
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from controller.config import load_config
+from controller.service.config import load_config
 from simulators.table_config import write_table_config
 
 

@@ -30,8 +30,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from controller.errors import ConfigurationError
-from controller.games.cards import Card
+from controller.kernel.cards import Card
+from controller.kernel.errors import ConfigurationError
 
 if TYPE_CHECKING:
     import numpy as np

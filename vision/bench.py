@@ -14,13 +14,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from controller.cli_support import (
+from controller.kernel.cli_support import (
     add_json,
     examples,
     non_negative_int,
     positive_int,
 )
-from controller.stats import percentile
+from controller.kernel.stats import percentile
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -46,9 +46,9 @@ def run(args: argparse.Namespace) -> int:
     import cv2
     import numpy as np
 
-    from controller.errors import ConfigurationError
-    from controller.games.cards import ALL_FACES
-    from controller.progress import progress
+    from controller.kernel.cards import ALL_FACES
+    from controller.kernel.errors import ConfigurationError
+    from controller.kernel.progress import progress
     from vision.deck import EnrolledDeck
     from vision.recognise import Recogniser
     from vision.synth import render_scene

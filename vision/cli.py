@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from controller.cli_support import (
+from controller.kernel.cli_support import (
     add_json,
     default_to_help,
     examples,
@@ -20,7 +20,7 @@ from controller.cli_support import (
     positive_int,
     unit_interval_open,
 )
-from controller.errors import ConfigurationError
+from controller.kernel.errors import ConfigurationError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -213,7 +213,7 @@ def run_eval(args: argparse.Namespace) -> int:
 
 
 def run_enrol(args: argparse.Namespace) -> int:
-    from controller.progress import tracked
+    from controller.kernel.progress import tracked
     from vision.enrol import enrol, labelled_images, read_image
     from vision.model import DEFAULT_MODEL, CornerClassifier
 

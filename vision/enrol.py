@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from controller.errors import ConfigurationError
-from controller.games.cards import ALL_FACES, RANKS, SUITS, Card, parse_card
+from controller.kernel.cards import ALL_FACES, RANKS, SUITS, Card, parse_card
+from controller.kernel.errors import ConfigurationError
 from vision.deck import (
     NO_INDEX_CLASS,
     RANK_CLASSES,

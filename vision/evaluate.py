@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from controller.games.cards import Card
-from controller.stats import percentile
+from controller.kernel.cards import Card
+from controller.kernel.stats import percentile
 
 if TYPE_CHECKING:
     import numpy as np

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from controller.errors import ConfigurationError
+from controller.kernel.errors import ConfigurationError
 
 if TYPE_CHECKING:
     import numpy as np

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from controller.games.cards import ALL_FACES, RANKS, SUITS, Card
+from controller.kernel.cards import ALL_FACES, RANKS, SUITS, Card
 from vision.locate import CARD_ASPECT, CornerCandidate, cut_patch, find_corners, normalise_patches
 from vision.model import DEFAULT_MODEL, CornerClassifier
 
@@ -161,7 +161,7 @@ class Recogniser:
         slot_centred: bool = False,
         single_corner_threshold: float | None = None,
     ) -> None:
-        from controller.errors import ConfigurationError
+        from controller.kernel.errors import ConfigurationError
 
         self.classifier = CornerClassifier(model_path)
         self.deck = deck
@@ -186,7 +186,7 @@ class Recogniser:
         import numpy as np
 
         if image is None or image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
-            from controller.errors import ConfigurationError
+            from controller.kernel.errors import ConfigurationError
 
             raise ConfigurationError("an image must be a BGR uint8 array")
         candidates = find_corners(image)

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from controller.errors import ConfigurationError
-from controller.games.cards import ALL_FACES, Card
+from controller.kernel.cards import ALL_FACES, Card
+from controller.kernel.errors import ConfigurationError
 from vision.artwork import render_card_bgra
 
 if TYPE_CHECKING:

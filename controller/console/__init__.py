@@ -8,6 +8,6 @@ the pause queue, round history and audit, served by aiohttp over the tables' MQT
 - :mod:`controller.console.server`: the web server.
 - ``static/``: the page (plain HTML, CSS and JavaScript, served as they are).
 
-It knows only the MQTT API, through :mod:`controller.api_client`: an import-linter contract
+It knows only the MQTT API, through :mod:`controller.client.api_client`: an import-linter contract
 keeps it off the table, the drivers, the vision and the simulators.
 """

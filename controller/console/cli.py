@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from controller.cli_support import examples
+from controller.kernel.cli_support import examples
 
 CONSOLE_HELP = (
     "Serve the supervisors' web console: every table of the broker on one wall, most urgent "

@@ -17,8 +17,8 @@ topic_prefix = "livetable"
 tls_ca = "/etc/livetable/ca.crt"             # optional: TLS to the broker, trusting this CA
 ```
 
-Read with :func:`~controller.config_file.read_toml` as a table's configuration is: every
-error is one :class:`~controller.errors.ConfigurationError` naming the file and the key
+Read with :func:`~controller.kernel.config_file.read_toml` as a table's configuration is: every
+error is one :class:`~controller.kernel.errors.ConfigurationError` naming the file and the key
 (``console.toml: [console] idle_timeout_s must be a number of seconds from 10 to 86400``).
 No password is in this file: every person signs in with their own broker account.
 Relative paths are taken relative to the file.
@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from controller.config_file import read_toml
-from controller.errors import ConfigurationError
-from controller.mqtt_connection import MQTT_PROTOCOLS, parse_hosts, topic_level_ok
+from controller.kernel.config_file import read_toml
+from controller.kernel.errors import ConfigurationError
+from controller.mqtt.connection import MQTT_PROTOCOLS, parse_hosts, topic_level_ok
 
 DEFAULT_LISTEN: Final = "127.0.0.1:8080"
 DEFAULT_IDLE_TIMEOUT_S: Final = 900.0

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any, Final, Protocol
 
-from controller.ctl import round_events
+from controller.tools.ctl import round_events
 
 __all__ = [
     "RECENT_EVENTS",

@@ -1,7 +1,7 @@
 """The console's web server (aiohttp): pages, the JSON API, the live stream of tiles.
 
 Every person signs in with their own broker account: the console opens one
-``StudioClient`` per account name (:mod:`controller.api_client`), shared by that account's
+``StudioClient`` per account name (:mod:`controller.client.api_client`), shared by that account's
 sessions and closed with the last of them, and everything that account's pages see and
 do goes through it, so the broker's ACL decides what each may read and send and every
 table journals the person who acted. The console itself holds no password of its own.
@@ -57,8 +57,7 @@ from typing import Any, Final
 import paho.mqtt.client as mqtt
 from aiohttp import web
 
-from controller.api_client import Account, BrokerRefused, StudioClient
-from controller.cli_support import defuse_formula
+from controller.client.api_client import Account, BrokerRefused, StudioClient
 from controller.console.config import ConsoleConfig
 from controller.console.fleet import build_tile, possible_faces, round_events, urgency_order
 from controller.console.sessions import (
@@ -71,8 +70,9 @@ from controller.console.sessions import (
     new_token,
     tokens_match,
 )
-from controller.errors import ConfigurationError
-from controller.mqtt_connection import topic_level_ok
+from controller.kernel.cli_support import defuse_formula
+from controller.kernel.errors import ConfigurationError
+from controller.mqtt.connection import topic_level_ok
 
 logger = logging.getLogger(__name__)
 

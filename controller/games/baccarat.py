@@ -19,10 +19,10 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, Final, NamedTuple
 
-from controller.errors import RulesError
 from controller.games.base import CardNeeded, Step
-from controller.games.cards import Card, parse_card
 from controller.games.replay_request import check_choice, check_keys
+from controller.kernel.cards import Card, parse_card
+from controller.kernel.errors import RulesError
 
 GAME: Final = "baccarat"
 TRADITIONAL: Final = "traditional"

@@ -33,7 +33,6 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Final
 
-from controller.errors import RulesError
 from controller.games.baccarat import (
     BET_IDS,
     BET_LIMITS,
@@ -43,8 +42,9 @@ from controller.games.baccarat import (
     available_bets,
     settle_bets,
 )
-from controller.games.cards import ALL_FACES, DECKS_PER_SHOE, RANKS, Card
 from controller.games.shoe import BurnProcedure, CutCard
+from controller.kernel.cards import ALL_FACES, DECKS_PER_SHOE, RANKS, Card
+from controller.kernel.errors import RulesError
 
 SHOE_SIZE: Final = DECKS_PER_SHOE * 52
 COPIES_PER_RANK: Final = DECKS_PER_SHOE * 4  # 32

@@ -3,7 +3,7 @@
 A round of any game is driven step by step: the table asks ``next_step()``; the answer is
 either a card to be dealt to a named position, a decision to be taken, or ``None`` when the
 round is complete. The table feeds each card with ``deal`` and each decision with
-``decide``; both raise :class:`~controller.errors.RulesError` and change nothing when the
+``decide``; both raise :class:`~controller.kernel.errors.RulesError` and change nothing when the
 round does not accept them. The same objects run `livetable rules replay`, `livetable rtp`
 and the benchmarks: there is no second copy of the rules.
 
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from controller.games.cards import Card
+from controller.kernel.cards import Card
 
 
 @dataclass(frozen=True, slots=True)

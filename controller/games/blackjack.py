@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from controller.errors import RulesError
 from controller.games.base import CardNeeded, DecisionNeeded, Step
 from controller.games.blackjack_hand import (
     AUTO_PLAY_HITS_UP_TO,
@@ -49,7 +48,8 @@ from controller.games.blackjack_hand import (
     rules_for,
 )
 from controller.games.boundless_side_bets import side_bet_results
-from controller.games.cards import Card
+from controller.kernel.cards import Card
+from controller.kernel.errors import RulesError
 
 # Phases of a round.
 _DEAL, _OFFERS, _PLAY, _MORE, _MORE_CARD, _DEALER, _DONE = range(7)

@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from controller.errors import RulesError
-from controller.games.cards import Card
+from controller.kernel.cards import Card
+from controller.kernel.errors import RulesError
 
 BOUNDLESS: Final = "blackjack-boundless"
 CLASSIC: Final = "blackjack-classic"

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from controller.errors import RulesError
 from controller.games.base import CardNeeded
 from controller.games.blackjack import BlackjackRound
 from controller.games.blackjack_hand import (
@@ -31,8 +30,9 @@ from controller.games.blackjack_hand import (
 )
 from controller.games.boundless import PlayerResolver, players_need_card
 from controller.games.boundless_side_bets import side_bet_results
-from controller.games.cards import Card, ShoeCount, parse_card
 from controller.games.replay_request import check_keys
+from controller.kernel.cards import Card, ShoeCount, parse_card
+from controller.kernel.errors import RulesError
 
 # The keys of a replay line, in the order the command's help gives them.
 REPLAY_KEYS: Final = ("game", "cards", "boxes", "insurance", "decisions")

@@ -20,7 +20,6 @@ import random
 from collections.abc import Callable
 from typing import Final
 
-from controller.errors import RulesError
 from controller.games.base import CardNeeded
 from controller.games.blackjack import BlackjackRound
 from controller.games.blackjack_hand import (
@@ -37,8 +36,9 @@ from controller.games.boundless_side_bets import (
     side_bet_available,
     side_bet_results,
 )
-from controller.games.cards import ALL_FACES, DECKS_PER_SHOE, Card
 from controller.games.strategy import BasicStrategy
+from controller.kernel.cards import ALL_FACES, DECKS_PER_SHOE, Card
+from controller.kernel.errors import RulesError
 
 MAIN: Final = "main"
 # Decision: the cut card sits 1.5 decks (78 cards) from the end, a common live-dealer

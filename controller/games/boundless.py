@@ -20,7 +20,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from controller.errors import RulesError
 from controller.games.blackjack_hand import (
     BLACKJACK,
     BOUNDLESS,
@@ -36,7 +35,8 @@ from controller.games.blackjack_hand import (
     is_blackjack,
     rules_for,
 )
-from controller.games.cards import Card
+from controller.kernel.cards import Card
+from controller.kernel.errors import RulesError
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from controller.errors import RulesError
 from controller.games.blackjack_hand import hand_total
-from controller.games.cards import Card
+from controller.kernel.cards import Card
+from controller.kernel.errors import RulesError
 
 PAIR: Final = "pair"
 BUST_BONUS: Final = "bust_bonus"

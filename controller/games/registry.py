@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Final
 
-from controller.errors import ConfigurationError
 from controller.games.base import LiveRound
+from controller.kernel.errors import ConfigurationError
 
 Progress = Callable[[int], None]
 Interval = tuple[float, float, float]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping, Sequence
 
-from controller.errors import RulesError
+from controller.kernel.errors import RulesError
 
 
 def in_words(choices: Sequence[str]) -> str:

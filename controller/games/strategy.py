@@ -29,7 +29,7 @@ from controller.games.blackjack_hand import (
     Hand,
     rules_for,
 )
-from controller.games.cards import Card
+from controller.kernel.cards import Card
 
 # Dealer up cards in table column order: 2 3 4 5 6 7 8 9 T A (A as 11).
 _COLUMNS: Final = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11)

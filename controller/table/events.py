@@ -24,8 +24,8 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Final, Union
 
-from controller.errors import JournalError, TableError
-from controller.games.cards import Card, parse_card
+from controller.kernel.cards import Card, parse_card
+from controller.kernel.errors import JournalError, TableError
 
 __all__ = [
     "EVENT_ENCODING",
@@ -392,7 +392,7 @@ def encoding_schema(version: int = EVENT_ENCODING) -> dict[str, dict[str, str]]:
 
 def _type_text(hint: object) -> str:
     text = str(hint) if not isinstance(hint, type) else hint.__name__
-    return text.replace("controller.games.cards.", "").replace("typing.", "")
+    return text.replace("controller.kernel.cards.", "").replace("typing.", "")
 
 
 def is_table_event(event: object) -> bool:

@@ -9,9 +9,9 @@ entry points import the rules lazily, so a baccarat table does not load blackjac
 
 from __future__ import annotations
 
-from controller.errors import ConfigurationError
 from controller.games.base import LiveRound
 from controller.games.registry import GameSpec, find_game
+from controller.kernel.errors import ConfigurationError
 
 
 def _spec(game: str) -> GameSpec:

@@ -28,11 +28,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from controller.errors import JournalError, RulesError, TableError, TransitionError
 from controller.games.base import CardNeeded, DecisionNeeded, LiveRound
-from controller.games.cards import RANKS, Card, ShoeCount
 from controller.games.shoe import burn_count, final_round_number
+from controller.kernel.cards import RANKS, Card, ShoeCount
+from controller.kernel.errors import JournalError, RulesError, TableError, TransitionError
 from controller.table import games, views
+from controller.table.config import OperationalSettings, TableConfig
 from controller.table.effects import (
     AskCamera,
     CommandAnswered,
@@ -85,7 +86,6 @@ from controller.table.state import (
     hole_revealed,
 )
 from controller.table.views import step_data
-from controller.table_config import OperationalSettings, TableConfig
 
 logger = logging.getLogger(__name__)
 

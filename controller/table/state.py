@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from controller.games.base import LiveRound
-from controller.games.cards import Card, ShoeCount
-from controller.table_config import OperationalSettings
+from controller.kernel.cards import Card, ShoeCount
+from controller.table.config import OperationalSettings
 
 
 class Phase(enum.Enum):

@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller.games.base import CardNeeded, DecisionNeeded
-from controller.games.cards import Card
+from controller.kernel.cards import Card
 from controller.table import games
+from controller.table.config import TableConfig
 from controller.table.state import (
     ROUND_PHASES,
     Phase,
@@ -21,7 +22,6 @@ from controller.table.state import (
     hole_card_number,
     hole_revealed,
 )
-from controller.table_config import TableConfig
 
 
 def public_state(config: TableConfig, state: TableState) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from controller.errors import ConfigurationError, DeviceError
+from controller.kernel.errors import ConfigurationError, DeviceError
 from drivers.camera.config import CameraConfig, Region
 from drivers.camera.frames import Crop, Frame, crop_region, require_cv2
 from drivers.camera_events import CameraEvent, CameraOffline, CameraOnline

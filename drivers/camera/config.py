@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
-from controller.errors import ConfigurationError
+from controller.kernel.errors import ConfigurationError
 
 # Position names are what the table controller calls a place on the layout: "player1",
 # "dealer.hole", "box2.hand1.card3". Dots separate levels, as in a TOML dotted key.

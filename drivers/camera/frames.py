@@ -17,7 +17,7 @@ from typing import Protocol
 
 import numpy as np
 
-from controller.errors import ConfigurationError
+from controller.kernel.errors import ConfigurationError
 from drivers.camera.config import Region
 
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from controller.errors import RulesError
-from controller.games.cards import Card
+from controller.kernel.cards import Card
+from controller.kernel.errors import RulesError
 from drivers.shoe.codec import DecoderStats, ShoeProtocolError, hunt_start, require_bytes
 
 STX: Final = 0x02

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from controller.games.cards import Card
+from controller.kernel.cards import Card
 from drivers.shoe.codec import DecoderStats, ShoeProtocolError, require_bytes
 
 TERMINATORS: Final = b"\r\n"

@@ -23,14 +23,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from controller.cli_support import (
+from controller.kernel.cli_support import (
     add_json,
     default_to_help,
     examples,
     positive_int,
     positive_seconds,
 )
-from controller.errors import DeviceError
+from controller.kernel.errors import DeviceError
 from drivers.shoe.angel_eye_variants import BIT7_SETTINGS, VARIANT_NAMES
 from drivers.shoe.commissioning import angel_eye_report, statistics
 from drivers.shoe.driver import PARITIES, PortBusy, ShoeConfig, ShoeDriver, open_port

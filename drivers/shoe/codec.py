@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controller.errors import ProtocolError
+from controller.kernel.errors import ProtocolError
 
 
 class ShoeProtocolError(ProtocolError):

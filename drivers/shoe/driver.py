@@ -33,7 +33,7 @@ from typing import Any, Final
 
 import serial
 
-from controller.errors import ConfigurationError, DeviceError
+from controller.kernel.errors import ConfigurationError, DeviceError
 from drivers.shoe.angel_eye_variants import BIT7_SETTINGS, VARIANT_NAMES
 from drivers.shoe.events import ShoeEvent, ShoeOffline, ShoeOnline
 from drivers.shoe.sessions import (
@@ -218,7 +218,7 @@ class ShoeDriver:
     timers use :func:`time.monotonic`. ``on_result`` is called on the reader thread with each
     hand result the shoe reports itself (Angel Eye ``G``), after the events that came before
     it went to ``sink``: the table's settlement can be cross-checked with it (see
-    :mod:`controller.shoe_results`). ``resume_after`` is the resume point of a restarted
+    :mod:`controller.service.shoe_results`). ``resume_after`` is the resume point of a restarted
     table, the last shoe sequence number in its journal (None: a table that has none): the
     session numbers on from it, so the first frame shows what was sent while no one read.
     """

@@ -16,8 +16,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import ClassVar, Final
 
-from controller.errors import ConfigurationError, RulesError
-from controller.games.cards import parse_card
+from controller.kernel.cards import parse_card
+from controller.kernel.errors import ConfigurationError, RulesError
 from drivers.shoe import angel_eye, ascii_lines, native
 from drivers.shoe.angel_eye_variants import (
     BIT7_SETTINGS,

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
-from controller.errors import ConfigurationError
 from controller.games.registry import BACCARAT, GAME_IDS, find_game
+from controller.kernel.errors import ConfigurationError
 
 GAMES: Final = GAME_IDS
 """The games the simulator lays out: every game of the registry."""

@@ -24,8 +24,8 @@ from typing import Final
 
 import numpy as np
 
-from controller.errors import ConfigurationError
-from controller.games.cards import Card
+from controller.kernel.cards import Card
+from controller.kernel.errors import ConfigurationError
 from drivers.camera import Region, require_cv2
 from simulators.camera.layout import CARD_ASPECT, Spot, TableLayout
 from vision import artwork

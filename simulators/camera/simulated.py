@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from controller.errors import ConfigurationError, DeviceError
-from controller.games.cards import Card
+from controller.kernel.cards import Card
+from controller.kernel.errors import ConfigurationError, DeviceError
 from drivers.camera import CameraConfig, Crop, Frame, Region, crop_region, require_cv2
 from simulators.camera.layout import Spot, TableLayout, layout_for
 from simulators.camera.renderer import (

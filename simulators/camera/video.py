@@ -8,7 +8,7 @@ from typing import Final
 
 import numpy as np
 
-from controller.errors import ConfigurationError, DeviceError
+from controller.kernel.errors import ConfigurationError, DeviceError
 from drivers.camera import Frame, require_cv2
 
 # Video containers and the codec each is written with: all of them read back through

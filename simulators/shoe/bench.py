@@ -27,9 +27,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from controller.cli_support import add_json, examples, non_negative_int, positive_int, print_json
-from controller.errors import DeviceError
-from controller.stats import percentile
+from controller.kernel.cli_support import (
+    add_json,
+    examples,
+    non_negative_int,
+    positive_int,
+    print_json,
+)
+from controller.kernel.errors import DeviceError
+from controller.kernel.stats import percentile
 from drivers.shoe.sessions import PROTOCOL_NAMES
 
 P99_TARGET_MS = 2.0
@@ -174,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from controller.progress import progress
+    from controller.kernel.progress import progress
 
     protocols = PROTOCOL_NAMES if args.protocol == "all" else (args.protocol,)
     if not args.json:

@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from controller.cli_support import (
+from controller.kernel.cli_support import (
     examples,
     non_negative_int,
     non_negative_seconds,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import shlex
 
-from controller.errors import TableError
+from controller.kernel.errors import TableError
 from simulators.shoe.simulator import Emitted, ShoeSimulator
 
 HELP = __doc__.split("::", 1)[1].strip("\n") if __doc__ else ""

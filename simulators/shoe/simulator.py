@@ -30,8 +30,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, Final
 
-from controller.errors import ConfigurationError, DeviceError
-from controller.games.cards import ALL_FACES, CARDS_PER_DECK, Card
+from controller.kernel.cards import ALL_FACES, CARDS_PER_DECK, Card
+from controller.kernel.errors import ConfigurationError, DeviceError
 from drivers.shoe import angel_eye, ascii_lines, native
 from drivers.shoe.angel_eye_variants import RULES as ANGEL_EYE_RULES
 from drivers.shoe.angel_eye_variants import SIGNAL_CODES

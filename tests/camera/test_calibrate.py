@@ -10,7 +10,7 @@ import cv2
 import numpy as np
 import pytest
 
-from controller.cli import main
+from controller.tools.cli import main
 from tests.camera.conftest import write_video
 
 GREY = 90

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.errors import ConfigurationError, DeviceError
-from controller.games.cards import ALL_FACES, Card, parse_card
+from controller.kernel.cards import ALL_FACES, Card, parse_card
+from controller.kernel.errors import ConfigurationError, DeviceError
 from drivers import camera_enrol
 from drivers.camera import CameraCapture
 from drivers.camera_enrol import Collection, card_at_centre, collect_pictures, pictures_in
@@ -266,7 +266,7 @@ def test_the_command_collects_what_is_missing_from_a_video_source_and_enrols_the
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from controller.cli import main
+    from controller.tools.cli import main
     from vision.deck import EnrolledDeck
 
     collection, _ = collected
@@ -316,7 +316,7 @@ def test_the_command_collects_what_is_missing_from_a_video_source_and_enrols_the
 def test_the_command_refuses_a_slot_the_config_does_not_have(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from controller.cli import main
+    from controller.tools.cli import main
 
     camera = SimulatedCamera("baccarat", DESIGN, seed=21)
     config = tmp_path / "camera.toml"

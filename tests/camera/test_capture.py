@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from controller.errors import ConfigurationError, DeviceError
+from controller.kernel.errors import ConfigurationError, DeviceError
 from drivers.camera import CameraCapture, CameraConfig
 from drivers.camera_events import CameraEvent, CameraOffline, CameraOnline
 from tests.camera.conftest import failed_retries, numbered_frames, write_video

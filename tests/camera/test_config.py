@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from controller.errors import ConfigurationError
+from controller.kernel.errors import ConfigurationError
 from drivers.camera import CameraConfig, Region, card_slot, crop_region
 
 GOOD_TOML = """

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from controller.errors import ConfigurationError
+from controller.kernel.errors import ConfigurationError
 from drivers.camera import CameraConfig
 
 KEYS = [

@@ -16,8 +16,8 @@ import cv2
 import numpy as np
 import pytest
 
-from controller.errors import ConfigurationError
-from controller.games.cards import parse_card
+from controller.kernel.cards import parse_card
+from controller.kernel.errors import ConfigurationError
 from drivers.camera import CameraCapture, FrameSource
 from drivers.camera_events import CameraEvent, CameraOffline, CameraOnline
 from simulators.camera import SimulatedCamera

@@ -18,7 +18,7 @@ CAMERA_FREE_MODULES = (
     "drivers.camera.capture",
     "drivers.camera.drawing",
     "drivers.camera_events",
-    "drivers.camera_cli",
+    "controller.tools.camera_cli",
     "simulators.camera_cli",
     "simulators.camera",
     "simulators.camera.layout",
@@ -64,6 +64,6 @@ def test_building_a_camera_config_does_not_import_opencv_but_starting_capture_do
 def test_building_the_whole_command_line_does_not_import_opencv() -> None:
     # Every command module is imported to build the parser, the camera's and vision's too:
     # `livetable rules ...` must start without loading OpenCV.
-    loaded = _modules_loaded_by("from controller.cli import build_parser\nbuild_parser()")
-    assert "drivers.camera_cli" in loaded and "simulators.camera_cli" in loaded
+    loaded = _modules_loaded_by("from controller.tools.cli import build_parser\nbuild_parser()")
+    assert "controller.tools.camera_cli" in loaded and "simulators.camera_cli" in loaded
     assert "cv2" not in loaded

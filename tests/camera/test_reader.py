@@ -16,12 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from controller.camera_reader import CameraAnswer, CameraReader, ReaderConfig, load_recogniser
-from controller.errors import ConfigurationError
-from controller.games.cards import ALL_FACES, Card, parse_card
+from controller.kernel.cards import ALL_FACES, Card, parse_card
+from controller.kernel.errors import ConfigurationError
 from controller.table.effects import AskCamera
 from controller.table.events import CameraRead
 from drivers.camera import CameraCapture, Crop, Frame
+from drivers.camera_reader import CameraAnswer, CameraReader, ReaderConfig, load_recogniser
 from simulators.camera import SimulatedCamera
 from tests.conftest import REPO_ROOT
 
@@ -331,7 +331,7 @@ def test_reader_config_from_a_vision_table(tmp_path: Path) -> None:
 
 
 def test_importing_the_reader_does_not_import_opencv() -> None:
-    code = "import controller.camera_reader, sys\nprint('cv2' in sys.modules)"
+    code = "import drivers.camera_reader, sys\nprint('cv2' in sys.modules)"
     done = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from controller.camera_reader import CameraReader, ReaderConfig
-from controller.games.cards import Card, parse_card
-from controller.runtime import Published, TableRuntime
+from controller.kernel.cards import Card, parse_card
+from controller.service.journal import Journal
+from controller.service.journaled_table import JournaledTable, export_round
+from controller.service.runtime import Published, TableRuntime
+from controller.table.config import TableConfig
 from controller.table.effects import AskCamera, PublishEvent, TellDealer
 from controller.table.events import (
     CardDrawn,
@@ -20,9 +22,7 @@ from controller.table.events import (
     RoundRequested,
     SupervisorCommanded,
 )
-from controller.table.journal import Journal
-from controller.table.table import JournaledTable, export_round
-from controller.table_config import TableConfig
+from drivers.camera_reader import CameraReader, ReaderConfig
 from simulators.camera import SimulatedCamera
 from tests.camera.test_reader import DESIGN, enrolled_deck_file
 from tests.support.wait import wait_until

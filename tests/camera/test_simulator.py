@@ -11,10 +11,10 @@ import cv2
 import numpy as np
 import pytest
 
-from controller.cli import main
-from controller.errors import ConfigurationError, DeviceError
-from controller.games.cards import Card, parse_card
 from controller.games.registry import GAME_IDS
+from controller.kernel.cards import Card, parse_card
+from controller.kernel.errors import ConfigurationError, DeviceError
+from controller.tools.cli import main
 from drivers.camera import CameraCapture, CameraConfig, card_slot
 from drivers.camera_events import CameraEvent, CameraOnline
 from simulators.camera import Perturbations, SimulatedCamera, layout_for

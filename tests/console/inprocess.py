@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from aiohttp import web
 
-from controller.api_client import StudioClient
+from controller.client.api_client import StudioClient
 from controller.console.config import BrokerSettings, ConsoleConfig
 from controller.console.server import Console
 from simulators.broker import free_port

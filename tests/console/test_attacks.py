@@ -281,7 +281,7 @@ def test_under_tls_every_cookie_of_a_sign_in_is_secure(
 
     with open(console.log_path, "wb") as log:
         console.process = subprocess.Popen(
-            [sys.executable, "-m", "controller.cli", "console", "--config", str(config)],
+            [sys.executable, "-m", "controller.tools.cli", "console", "--config", str(config)],
             cwd=REPO_ROOT,
             stdin=subprocess.DEVNULL,
             stdout=log,

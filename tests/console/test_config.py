@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from controller.console.config import ConsoleConfig, load_console_config
-from controller.errors import ConfigurationError
+from controller.kernel.errors import ConfigurationError
 from tests.support.daemon import REPO_ROOT
 
 
@@ -106,7 +106,7 @@ def test_each_mistake_names_the_file_and_the_key(tmp_path: Path, text: str, word
 def test_livetable_console_says_it_in_one_line(tmp_path: Path) -> None:
     path = write(tmp_path, "[console]\nidle_timeout_s = -5\n")
     done = subprocess.run(
-        [sys.executable, "-m", "controller.cli", "console", "--config", str(path)],
+        [sys.executable, "-m", "controller.tools.cli", "console", "--config", str(path)],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
@@ -119,7 +119,7 @@ def test_livetable_console_says_it_in_one_line(tmp_path: Path) -> None:
         "from 10 to 86400, not -5"
     ]
     missing = subprocess.run(
-        [sys.executable, "-m", "controller.cli", "console", "--config", str(tmp_path / "no")],
+        [sys.executable, "-m", "controller.tools.cli", "console", "--config", str(tmp_path / "no")],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

@@ -36,7 +36,7 @@ def console_toml(tmp_path: Path, certificate: Path, key: Path, port: int) -> Pat
 def livetable_console(config: Path, log: Path) -> subprocess.Popen[bytes]:
     with open(log, "wb") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "controller.cli", "console", "--config", str(config)],
+            [sys.executable, "-m", "controller.tools.cli", "console", "--config", str(config)],
             cwd=REPO_ROOT,
             stdin=subprocess.DEVNULL,
             stdout=out,
@@ -91,7 +91,7 @@ def test_a_key_that_is_not_the_certificates_is_one_line(tmp_path: Path) -> None:
     ca.issue_cert("127.0.0.1").private_key_pem.write_to_path(key)
     config = console_toml(tmp_path, certificate, key, free_port())
     done = subprocess.run(
-        [sys.executable, "-m", "controller.cli", "console", "--config", str(config)],
+        [sys.executable, "-m", "controller.tools.cli", "console", "--config", str(config)],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.api_client import TableFeed
+from controller.client.api_client import TableFeed
 from controller.console.fleet import (
     FACES,
     RECENT_EVENTS,

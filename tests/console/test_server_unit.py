@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import make_mocked_request
 
-from controller.api_client import TableFeed, TableUpdate
+from controller.client.api_client import TableFeed, TableUpdate
 from controller.console import server
 from controller.console.server import (
     COALESCE_S,

@@ -1,5 +1,5 @@
 """The contract and its documents agree: what the daemon does (requests parsed by
-:func:`controller.mqtt_api.parse_request`, messages made as the daemon makes them, the
+:func:`controller.service.mqtt_api.parse_request`, messages made as the daemon makes them, the
 shipped broker ACL) is what ``docs/mqtt-api.md`` and ``docs/asyncapi.yaml`` say, and the
 schemas hold the messages to every promise the prose makes ("every field is always
 present", "an object", "a settled hand").
@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from controller.mqtt_api import MAX_REQUEST_BYTES, RequestError, parse_request
+from controller.service.mqtt_api import MAX_REQUEST_BYTES, RequestError, parse_request
+from controller.service.wire import encode, response_message
 from controller.table.games import default_boxes
 from controller.table.state import Phase
-from controller.wire import encode, response_message
 from tests.daemon.test_api_schema import BASE, PREFIX, SCENARIOS, TABLE, Wire, wired_driver
 from tests.support.api_schema import load_document, validate_message, validate_value
 from tests.support.daemon import check_stream

@@ -2,10 +2,10 @@
 
 The table's state machine plays full rounds of every game (pauses, a cancel, the cut card,
 misreads, the camera, a settings change, device news included); its effects become wire
-messages exactly as the daemon makes them (:class:`controller.publishing.Publications` over
-a real outbox, :mod:`controller.wire`), and each message, the requests that drove the table
+messages exactly as the daemon makes them (:class:`controller.service.publishing.Publications` over
+a real outbox, :mod:`controller.service.wire`), and each message, the requests that drove the table
 included, is validated against the AsyncAPI document by its topic. The requests are also
-given to :func:`controller.mqtt_api.parse_request`, so the schemas and the code's own checks
+given to :func:`controller.service.mqtt_api.parse_request`, so the schemas and the code's own checks
 must agree. A property test carries the table's secrecy property (no burn card, no hole card
 before its reveal) from the effects to the serialized messages.
 """
@@ -24,11 +24,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from controller.audit import audit_answer, audit_entry
 from controller.games.registry import GAME_IDS
-from controller.mqtt_api import COMMANDS, RequestError, parse_request
-from controller.outbox import Outbox
-from controller.publishing import Publications, split_command_key
+from controller.service.audit import audit_answer, audit_entry
+from controller.service.mqtt_api import COMMANDS, RequestError, parse_request
+from controller.service.outbox import Outbox
+from controller.service.publishing import Publications, split_command_key
+from controller.service.wire import API_VERSION, ERROR_CODES, EVENT_TYPES, encode, response_message
+from controller.table.config import TableConfig
 from controller.table.effects import (
     Effect,
     PublishEvent,
@@ -51,8 +53,6 @@ from controller.table.events import (
 )
 from controller.table.machine import TableMachine
 from controller.table.state import Phase
-from controller.table_config import TableConfig
-from controller.wire import API_VERSION, ERROR_CODES, EVENT_TYPES, encode, response_message
 from tests.support.api_schema import (
     channel_for,
     load_document,
@@ -166,7 +166,7 @@ class Wire:
 
     def audit(self, account: str, role: str) -> None:
         """The audit requests that page, two at a time, through every command journaled,
-        answered as the daemon answers them (controller/audit.py)."""
+        answered as the daemon answers them (controller/service/audit.py)."""
         since = 0
         while True:
             transaction = self.request(role, account, "audit", {"since": since, "limit": 2})
@@ -254,7 +254,7 @@ class WiredTable:
         return event, None
 
     def _answer_decision(self, effects: list[Effect], transaction: str) -> None:
-        """The daemon's answer to a decision the table was given (controller/daemon.py)."""
+        """The daemon's answer to a decision the table was given (controller/service/daemon.py)."""
         taken = [e for e in effects if isinstance(e, PublishEvent) and e.name == "decision_taken"]
         if taken:
             response = response_message(

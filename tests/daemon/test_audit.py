@@ -17,10 +17,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from controller.api_client import Account, ApiClient
-from controller.audit import audit_answer, audit_entry
-from controller.mqtt_connection import publish_packet_bytes
-from controller.wire import encode, response_message
+from controller.client.api_client import Account, ApiClient
+from controller.mqtt.connection import publish_packet_bytes
+from controller.service.audit import audit_answer, audit_entry
+from controller.service.wire import encode, response_message
 from simulators.shoe.simulator import FaultPlan
 from tests.daemon.test_ctl import (  # noqa: F401 (studio, peers, tables: fixtures)
     TIMEOUT_S,
@@ -268,7 +268,7 @@ def test_audit_pages_stay_under_the_brokers_packet_limit(
 
 
 def test_a_page_takes_as_many_entries_as_fit_and_an_entry_too_large_alone_is_named() -> None:
-    """controller.audit.audit_answer, the byte paging itself, at every room from too small
+    """controller.service.audit.audit_answer, the byte paging itself, at every room from too small
     for one entry to enough for all: never over the room, entries in order, ``more`` and
     ``last`` saying where to go on; an entry that fits in no answer is ``too_large``."""
     answered = encode(response_message("t", "pause", True, "paused"))

@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.daemon import REPO_ROOT
 
-BENCH = [sys.executable, "-m", "controller.cli", "bench", "latency", "--cards", "30"]
+BENCH = [sys.executable, "-m", "controller.tools.cli", "bench", "latency", "--cards", "30"]
 
 
 def run_bench(*args: str) -> str:
@@ -68,7 +68,7 @@ def test_text_report_names_every_figure() -> None:
 
 def test_the_daemon_and_the_floor_take_turns(monkeypatch: pytest.MonkeyPatch) -> None:
     """The floor's cards are timed between the daemon's, in blocks, never inside a card."""
-    from simulators import latency_bench
+    from controller.tools import bench_latency as latency_bench
 
     order: list[str] = []
 

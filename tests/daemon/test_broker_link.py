@@ -20,12 +20,12 @@ from typing import Any
 import paho.mqtt.client as mqtt
 import pytest
 
-from controller.api_client import Account, ApiClient
-from controller.config import LivetableConfig, MqttConfig
-from controller.daemon import POISON_AFTER_DROPS, TableDaemon
-from controller.mqtt_connection import publish_packet_bytes
+from controller.client.api_client import Account, ApiClient
+from controller.mqtt.connection import publish_packet_bytes
+from controller.service.config import LivetableConfig, MqttConfig
+from controller.service.daemon import POISON_AFTER_DROPS, TableDaemon
+from controller.table.config import TableConfig
 from controller.table.events import SupervisorCommanded
-from controller.table_config import TableConfig
 from simulators.shoe.simulator import ShoeSimulator
 from tests.support.broker import BrokerProcess, free_port
 from tests.support.daemon import DaemonProcess, write_config
@@ -337,7 +337,7 @@ def test_another_account_with_the_tables_client_id_leaves_the_table_connected(
 
 
 def config_client_id(config: Path) -> str:
-    from controller.config import load_config
+    from controller.service.config import load_config
 
     mqtt_config = load_config(config).mqtt
     assert mqtt_config is not None
@@ -455,7 +455,7 @@ def test_the_api_client_names_a_refused_login_and_a_closed_port_at_once(
 ) -> None:
     """The project's API client (the demo's and the bench's connections are watched the
     same way) says what is wrong within seconds, at error level."""
-    caplog.set_level(logging.ERROR, logger="controller.api_client")
+    caplog.set_level(logging.ERROR, logger="controller.client.api_client")
     port = free_port()
     closed = ApiClient("127.0.0.1", port, "t1", Account("viewer", "viewer", "x"))
     refused = ApiClient(
@@ -494,7 +494,7 @@ def test_the_demo_against_a_broker_refusing_mqtt_5_says_so_at_once_and_stops(
             [
                 sys.executable,
                 "-m",
-                "controller.cli",
+                "controller.tools.cli",
                 "demo",
                 "--plain",
                 "--rounds",

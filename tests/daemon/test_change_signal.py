@@ -1,11 +1,11 @@
-"""The publisher's wake-up (controller.publishing.ChangeSignal): a change notified while the
+"""The publisher's wake-up (controller.service.publishing.ChangeSignal): a change notified while the
 publisher was busy sending is not lost until its next timeout."""
 
 from __future__ import annotations
 
 import threading
 
-from controller.publishing import ChangeSignal
+from controller.service.publishing import ChangeSignal
 
 
 def test_a_notification_with_no_waiter_is_kept_for_the_next_wait() -> None:

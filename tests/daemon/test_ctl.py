@@ -27,8 +27,8 @@ from typing import Any
 
 import pytest
 
-from controller.api_client import Account, ApiClient
-from controller.ctl import AUDIT_CSV_HEADER
+from controller.client.api_client import Account, ApiClient
+from controller.tools.ctl import AUDIT_CSV_HEADER
 from simulators.shoe.simulator import FaultPlan
 from tests.daemon.test_security import (  # noqa: F401 (peers, tables, tls_broker: fixtures)
     BASE,
@@ -83,7 +83,7 @@ class Ctl:
         command = [
             sys.executable,
             "-m",
-            "controller.cli",
+            "controller.tools.cli",
             "ctl",
             "--table",
             table,
@@ -218,7 +218,7 @@ def test_every_action_succeeds_where_the_state_allows_it(studio: Studio) -> None
         [
             sys.executable,
             "-m",
-            "controller.cli",
+            "controller.tools.cli",
             "ctl",
             "--table",
             "t1",
@@ -397,7 +397,7 @@ def test_watch_catches_up_the_events_it_missed_while_its_link_was_down(studio: S
         [
             sys.executable,
             "-m",
-            "controller.cli",
+            "controller.tools.cli",
             "ctl",
             "--table",
             "t1",
@@ -451,7 +451,10 @@ def test_ctl_speaks_tls_to_the_broker_with_the_ca_given(
     table.daemon.start()
     viewer = peers(port, subscribe=(f"{BASE}/#",), tls_ca=tls_broker.ca_file).wait_ready()
     wait_online(table, viewer)
-    command = [sys.executable, "-m", "controller.cli", "ctl", "--table", "t1", "--port", str(port)]
+    command = [
+        *(sys.executable, "-m", "controller.tools.cli", "ctl", "--table", "t1"),
+        *("--port", str(port)),
+    ]
 
     def run(*argv: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -477,7 +480,7 @@ def test_the_password_is_asked_for_on_a_terminal_without_echo(studio: Studio) ->
     try:
         process = subprocess.Popen(
             [
-                *(sys.executable, "-m", "controller.cli", "ctl", "--table", "t1"),
+                *(sys.executable, "-m", "controller.tools.cli", "ctl", "--table", "t1"),
                 *("--port", str(studio.broker.port), "--user", user, "status"),
             ],
             cwd=REPO_ROOT,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from controller.api_client import Account, ApiClient
+from controller.client.api_client import Account, ApiClient
 from simulators.shoe.simulator import ShoeSimulator
 from tests.support.daemon import DaemonProcess, write_config
 from tests.support.wait import wait_until

@@ -12,13 +12,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from controller.config import LivetableConfig, MqttConfig
-from controller.daemon import TableDaemon
-from controller.games.cards import parse_card
-from controller.outbox import outbox_path
+from controller.kernel.cards import parse_card
+from controller.service.config import LivetableConfig, MqttConfig
+from controller.service.daemon import TableDaemon
+from controller.service.outbox import outbox_path
+from controller.table.config import TableConfig
 from controller.table.events import CardDrawn, RoundRequested, SupervisorCommanded, TimerExpired
 from controller.table.state import Phase
-from controller.table_config import TableConfig
 
 CARDS = ["4S", "2H", "9D", "KD", "3C", "5H", "6S", "7C", "8D", "QS", "JH", "TC", "AD", "2S"]
 

@@ -1,9 +1,10 @@
-"""The per-account budgets of table commands (controller.request_limits), on a clock the test
-moves: a burst, then a steady rate; refused commands and supervisor commands each counted."""
+"""The per-account budgets of table commands (controller.service.request_limits), on a clock
+the test moves: a burst, then a steady rate; refused commands and supervisor commands each
+counted."""
 
 from __future__ import annotations
 
-from controller.request_limits import (
+from controller.service.request_limits import (
     REFUSED_BURST,
     REFUSED_PER_S,
     SUPERVISOR_BURST,

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
+from controller.service.journal import Journal
+from controller.service.journaled_table import config_of, machine_revision, replay
+from controller.service.wire import state_message
 from controller.table.events import ControllerStarted
-from controller.table.journal import Journal
 from controller.table.machine import TableMachine
 from controller.table.state import ACTIVE_PHASES
-from controller.table.table import config_of, machine_revision, replay
-from controller.wire import state_message
 from simulators.dealer import shoe_target
 from tests.support.broker import BrokerProcess, start_broker
 from tests.support.daemon import SimulatedTable, check_stream, gaps, unique_by_seq

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from controller.api_client import Account, ApiClient
+from controller.client.api_client import Account, ApiClient
 from simulators.dealer import shoe_target
 from simulators.shoe.simulator import ShoeSimulator
 from tests.support.daemon import DaemonProcess, check_stream, unique_by_seq, write_config

@@ -38,8 +38,8 @@ from paho.mqtt.enums import CallbackAPIVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from controller.mqtt_api import MAX_REQUEST_BYTES
-from controller.table.journal import Journal, JournalEntry
+from controller.service.journal import Journal, JournalEntry
+from controller.service.mqtt_api import MAX_REQUEST_BYTES
 from simulators.shoe.simulator import ShoeSimulator
 from tests.support.broker import BrokerProcess, free_port, start_broker
 from tests.support.daemon import DaemonProcess, unique_by_seq, write_config

@@ -28,14 +28,14 @@ from typing import Any
 
 import pytest
 
-from controller.config import LivetableConfig, MqttConfig
-from controller.daemon import TableDaemon
-from controller.games.cards import parse_card
-from controller.outbox import outbox_path
+from controller.kernel.cards import parse_card
+from controller.service.config import LivetableConfig, MqttConfig
+from controller.service.daemon import TableDaemon
+from controller.service.journal import Journal, JournalWriteError
+from controller.service.journaled_table import config_of, replay
+from controller.service.outbox import outbox_path
+from controller.table.config import TableConfig
 from controller.table.events import CardDrawn, SupervisorCommanded
-from controller.table.journal import Journal, JournalWriteError
-from controller.table.table import config_of, replay
-from controller.table_config import TableConfig
 from tests.daemon.test_security import (
     BASE,
     Peer,
@@ -49,7 +49,7 @@ from tests.support.broker import BrokerProcess
 from tests.support.daemon import REPO_ROOT, DaemonProcess, SimulatedTable
 from tests.support.wait import wait_until
 
-LIVETABLE = [sys.executable, "-m", "controller.cli"]
+LIVETABLE = [sys.executable, "-m", "controller.tools.cli"]
 FLOOD = 10_000
 FLOOD_ROWS_MAX = 200
 # The journal and its outbox on a filesystem of this size: their write-ahead logs (up to

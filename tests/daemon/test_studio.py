@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from controller.games.registry import GAME_IDS
-from controller.table.journal import Journal
+from controller.service.journal import Journal
 from simulators.shoe.simulator import FaultPlan
 from tests.support.broker import BrokerProcess
 from tests.support.daemon import check_stream, gaps, unique_by_seq

@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.errors import RulesError
 from controller.games.baccarat import (
     BANKER_CARD,
     BET_IDS,
@@ -17,7 +16,8 @@ from controller.games.baccarat import (
     play_baccarat,
 )
 from controller.games.base import CardNeeded, LiveRound
-from controller.games.cards import ALL_FACES, Card, parse_card, parse_cards
+from controller.kernel.cards import ALL_FACES, Card, parse_card, parse_cards
+from controller.kernel.errors import RulesError
 
 
 def _drive(round_: BaccaratRound, texts: list[str]) -> list[str]:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from controller.games.baccarat import play_baccarat
-from controller.games.bench import baccarat_card_stream, play_baccarat_rounds
+from controller.tools.bench_rules import baccarat_card_stream, play_baccarat_rounds
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,7 +27,7 @@ def test_bench_rules_reports_percentiles_as_json() -> None:
     command = ["bench", "rules", "--game", "baccarat", "--batches", "3"]
     command += ["--baccarat-rounds", "500", "--json"]
     result = subprocess.run(
-        [sys.executable, "-m", "controller.cli", *command],
+        [sys.executable, "-m", "controller.tools.cli", *command],
         capture_output=True,
         text=True,
         timeout=60,

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.games.baccarat import BET_IDS, BET_LIMITS, play_baccarat
-from controller.games.cards import ALL_FACES, Card, parse_cards
+from controller.kernel.cards import ALL_FACES, Card, parse_cards
 
 # docs/rules-baccarat.md, Third-card rule: the table's rows verbatim (en dashes included).
 THIRD_CARD_TABLE_MARKDOWN = """

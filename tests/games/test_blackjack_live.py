@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from controller.errors import RulesError
 from controller.games.base import CardNeeded, DecisionNeeded
 from controller.games.blackjack import BlackjackRound
-from controller.games.cards import parse_card
+from controller.kernel.cards import parse_card
+from controller.kernel.errors import RulesError
 
 
 def deal(round_: BlackjackRound, *texts: str) -> list[CardNeeded]:

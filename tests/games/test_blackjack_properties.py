@@ -12,14 +12,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from controller.errors import RulesError
 from controller.games.base import CardNeeded, DecisionNeeded
 from controller.games.blackjack import BlackjackRound
 from controller.games.blackjack_hand import PRESETS
 from controller.games.blackjack_replay import replay
 from controller.games.boundless import PlayerResolver, players_need_card, resolve_player
-from controller.games.cards import ALL_FACES, Card
 from controller.games.registry import BLACKJACK, games_in
+from controller.kernel.cards import ALL_FACES, Card
+from controller.kernel.errors import RulesError
 
 CLASSIC = "blackjack-classic"
 TWENTY_ONE = "blackjack-21"

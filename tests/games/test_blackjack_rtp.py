@@ -7,15 +7,15 @@ import random
 
 import pytest
 
-from controller.errors import RulesError
 from controller.games.blackjack_rtp import (
     CUT_CARD_FROM_END,
     SimulatedShoe,
     play_rounds,
     simulate,
 )
-from controller.games.cards import Card
 from controller.games.registry import BLACKJACK, games_in
+from controller.kernel.cards import Card
+from controller.kernel.errors import RulesError
 
 BOUNDLESS = "blackjack-boundless"
 

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from controller.errors import RulesError
 from controller.games.base import CardNeeded, DecisionNeeded
 from controller.games.blackjack import BlackjackRound
 from controller.games.blackjack_hand import (
@@ -19,7 +18,8 @@ from controller.games.blackjack_hand import (
     is_blackjack,
 )
 from controller.games.blackjack_replay import replay
-from controller.games.cards import parse_card, parse_cards
+from controller.kernel.cards import parse_card, parse_cards
+from controller.kernel.errors import RulesError
 
 CLASSIC = "blackjack-classic"
 TWENTY_ONE = "blackjack-21"

@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.errors import RulesError
 from controller.games.base import CardNeeded
 from controller.games.blackjack import BlackjackRound
 from controller.games.blackjack_replay import replay
@@ -20,7 +19,8 @@ from controller.games.boundless_side_bets import (
     side_bet_available,
     side_bet_results,
 )
-from controller.games.cards import ALL_FACES, parse_card, parse_cards
+from controller.kernel.cards import ALL_FACES, parse_card, parse_cards
+from controller.kernel.errors import RulesError
 
 BOUNDLESS = "blackjack-boundless"
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.errors import RulesError
-from controller.games.cards import ALL_FACES, Card, ShoeCount, parse_card, parse_cards
+from controller.kernel.cards import ALL_FACES, Card, ShoeCount, parse_card, parse_cards
+from controller.kernel.errors import RulesError
 
 
 def test_there_are_52_distinct_faces() -> None:

@@ -9,9 +9,7 @@ import sys
 
 import pytest
 
-from controller.errors import ConfigurationError, RulesError
 from controller.games.base import LiveRound
-from controller.games.cards import ALL_FACES
 from controller.games.registry import (
     BACCARAT,
     BLACKJACK,
@@ -23,6 +21,8 @@ from controller.games.registry import (
     game_spec,
     games_in,
 )
+from controller.kernel.cards import ALL_FACES
+from controller.kernel.errors import ConfigurationError, RulesError
 
 SPECS = list(GAMES.values())
 # One card of each face in rank order: enough for any one round, and no ninth copy.

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from controller.rules_cli import replay_line
+from controller.tools.rules_cli import replay_line
 
 TIMEOUT_S = 60.0
 BLACKJACK_CARDS = ["TS", "6D", "7H", "5C", "9S"]
@@ -21,7 +21,7 @@ BACCARAT_CARDS = ["AS", "TD", "5H", "KC", "9S"]
 
 def _replay(*lines: str) -> tuple[int, list[dict[str, Any]], str]:
     done = subprocess.run(
-        [sys.executable, "-m", "controller.cli", "rules", "replay"],
+        [sys.executable, "-m", "controller.tools.cli", "rules", "replay"],
         input="".join(line + "\n" for line in lines),
         capture_output=True,
         text=True,

@@ -13,7 +13,6 @@ from fractions import Fraction
 
 import pytest
 
-from controller.errors import RulesError
 from controller.games.baccarat import BET_IDS, Outcome
 from controller.games.baccarat_rtp import (
     EXACT_DENOMINATOR,
@@ -21,6 +20,7 @@ from controller.games.baccarat_rtp import (
     exact_rtp,
     simulate,
 )
+from controller.kernel.errors import RulesError
 
 WIZARD_TOTAL = 4_998_398_275_503_360
 

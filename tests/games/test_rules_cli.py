@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from controller import rules_cli
-from controller.errors import RulesError
+from controller.kernel.errors import RulesError
+from controller.tools import rules_cli
 
-LIVETABLE = [sys.executable, "-m", "controller.cli"]
+LIVETABLE = [sys.executable, "-m", "controller.tools.cli"]
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 60
 

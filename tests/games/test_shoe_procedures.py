@@ -6,8 +6,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.errors import RulesError
-from controller.games.cards import ALL_FACES, RANKS, Card, parse_card, parse_cards
 from controller.games.shoe import (
     BurnProcedure,
     CutCard,
@@ -15,6 +13,8 @@ from controller.games.shoe import (
     check_burn_count,
     final_round_number,
 )
+from controller.kernel.cards import ALL_FACES, RANKS, Card, parse_card, parse_cards
+from controller.kernel.errors import RulesError
 
 # docs/rules-baccarat.md, Burn at a new shoe: A = 1, 2-9 face value, T/J/Q/K = 10.
 EXPECTED_BURN = {"A": 1, **{str(v): v for v in range(2, 10)}, "T": 10, "J": 10, "Q": 10, "K": 10}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from controller.games.blackjack_hand import Hand
-from controller.games.cards import parse_card, parse_cards
 from controller.games.strategy import BasicStrategy
+from controller.kernel.cards import parse_card, parse_cards
 
 CLASSIC = "blackjack-classic"
 TWENTY_ONE = "blackjack-21"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.studio_accounts import Studio, parse_accounts
+from controller.tools.studio_accounts import Studio, parse_accounts
 from tests.support.nats import (
     MqttPeer,
     NatsCluster,

@@ -27,7 +27,7 @@ def ctl(port: int, *argv: str, password: str | None = None) -> subprocess.Comple
         environment["LIVETABLE_PASSWORD"] = password
     return subprocess.run(
         [
-            *[sys.executable, "-m", "controller.cli", "ctl", "--table", "t1"],
+            *[sys.executable, "-m", "controller.tools.cli", "ctl", "--table", "t1"],
             *["--broker", "127.0.0.1", "--port", str(port), "--wait-s", "2", *argv],
         ],
         capture_output=True,
@@ -83,7 +83,7 @@ def _console(
     log = tmp_path / "console.log"
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "controller.cli", "console", "--config", str(config)],
+            [sys.executable, "-m", "controller.tools.cli", "console", "--config", str(config)],
             cwd=REPO_ROOT,
             stdin=subprocess.DEVNULL,
             stdout=out,

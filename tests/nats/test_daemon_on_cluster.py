@@ -18,7 +18,7 @@ from pathlib import Path
 
 import paho.mqtt.client as mqtt
 
-from controller.api_client import Account, ApiClient
+from controller.client.api_client import Account, ApiClient
 from simulators.shoe.simulator import ShoeSimulator
 from tests.nats.conftest import SecureCluster
 from tests.support.daemon import DaemonProcess, gaps, unique_by_seq, write_config

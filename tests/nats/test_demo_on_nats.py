@@ -17,7 +17,7 @@ from tests.conftest import PRODUCTION_ACL, SECURE_USERS
 from tests.support.broker import BrokerProcess, write_password_file
 from tests.support.nats import NatsCluster
 
-LIVETABLE = [sys.executable, "-m", "controller.cli"]
+LIVETABLE = [sys.executable, "-m", "controller.tools.cli"]
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 FAST = ["--pace-s", "0.01", "--betting-s", "0.3", "--decision-s", "60", "--dealer-idle-s", "60"]
 # Only keeps a hanging demo from hanging the suite: nothing here is timed.

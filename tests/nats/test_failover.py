@@ -31,8 +31,8 @@ from typing import Any
 
 import paho.mqtt.client as mqtt
 
-from controller.api_client import Account, ApiClient
-from controller.mqtt_connection import Subscriptions
+from controller.client.api_client import Account, ApiClient
+from controller.mqtt.connection import Subscriptions
 from simulators.mqtt_bots import TableBots
 from simulators.shoe.simulator import ShoeSimulator
 from tests.nats.conftest import SecureCluster
@@ -322,7 +322,7 @@ def test_four_tables_fail_over_across_a_three_node_cluster(
 def test_a_refused_subscribe_is_asked_again_then_left_to_the_acl(
     secure_nats_cluster: SecureCluster,
 ) -> None:
-    """What :class:`controller.mqtt_connection.Subscriptions` does with a SUBACK failure, on
+    """What :class:`controller.mqtt.connection.Subscriptions` does with a SUBACK failure, on
     a real node: the refused topic (outside the viewer's rights: refused for good) is sent
     again at a slowing pace until the retry window ends, then reported; the granted one is
     never sent again."""

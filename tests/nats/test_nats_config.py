@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import trustme
 
-from controller.studio_accounts import load_accounts, nats_authorization
+from controller.tools.studio_accounts import load_accounts, nats_authorization
 from tests.support.nats import nats_server_binary, passwords_environment
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.api_client import Account, StudioClient
+from controller.client.api_client import Account, StudioClient
 
 
 def test_a_refused_subscription_is_named_and_the_others_stand(secure_nats_cluster: Any) -> None:

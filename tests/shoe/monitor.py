@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.cli import main
+from controller.tools.cli import main
 from tests.support.wait import wait_until
 
 # Generous: the machine is shared.

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from controller.cli import main
+from controller.tools.cli import main
 from simulators.shoe import bench
 
 

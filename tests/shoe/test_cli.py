@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.games.cards import parse_card
+from controller.kernel.cards import parse_card
 from controller.table.events import encode_event
 from drivers.shoe.cli import event_record
 from drivers.shoe.commissioning import angel_eye_report

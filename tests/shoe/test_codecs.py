@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from controller.games.cards import ALL_FACES, Card, parse_card
+from controller.kernel.cards import ALL_FACES, Card, parse_card
 from drivers.shoe import angel_eye, ascii_lines, native
 from drivers.shoe.codec import ShoeProtocolError
 from drivers.shoe.sessions import PROTOCOL_NAMES

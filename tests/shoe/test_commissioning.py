@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.cli import main
-from controller.games.cards import parse_card
+from controller.kernel.cards import parse_card
+from controller.tools.cli import main
 from drivers.shoe import angel_eye
 from drivers.shoe.commissioning import angel_eye_report
 from drivers.shoe.sessions import AngelEyeSession

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.errors import ConfigurationError, DeviceError
+from controller.kernel.errors import ConfigurationError, DeviceError
 from drivers.shoe.driver import ShoeConfig, ShoeDriver, open_port
 from drivers.shoe.events import (
     CardDrawn,

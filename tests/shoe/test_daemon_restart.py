@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from controller.api_client import Account, ApiClient
-from controller.assembly import last_shoe_sequence
+from controller.client.api_client import Account, ApiClient
+from controller.service.assembly import last_shoe_sequence
+from controller.service.journal import Journal
 from controller.table.events import CardDrawn
-from controller.table.journal import Journal
 from simulators.shoe import ShoeSimulator
 from tests.support.daemon import DaemonProcess, write_config
 from tests.support.wait import wait_until

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.cli import main
+from controller.tools.cli import main
 from drivers.shoe.driver import ShoeConfig, ShoeDriver
 from drivers.shoe.events import CardDrawn, CardsLost, ShoeEvent, ShoeOffline, ShoeOnline
 from tests.shoe.rig import ALL, shoe_rig

@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from controller.assembly import Effects, assemble
-from controller.config import LivetableConfig
 from controller.games.baccarat import play_baccarat
-from controller.games.cards import parse_card
-from controller.runtime import Published
-from controller.shoe_results import RESULT_MISMATCH, ShoeResultCheck
+from controller.kernel.cards import parse_card
+from controller.service.assembly import Effects, assemble
+from controller.service.config import LivetableConfig
+from controller.service.runtime import Published
+from controller.service.shoe_results import RESULT_MISMATCH, ShoeResultCheck
+from controller.table.config import TableConfig
 from controller.table.effects import PublishEvent
 from controller.table.events import (
     CardDrawn,
@@ -20,7 +21,6 @@ from controller.table.events import (
     TimerExpired,
 )
 from controller.table.state import Phase
-from controller.table_config import TableConfig
 from drivers.shoe.angel_eye import GameResult
 from drivers.shoe.sessions import ShoeResult
 

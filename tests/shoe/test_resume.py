@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from controller.assembly import last_shoe_sequence
-from controller.games.cards import parse_card
-from controller.table.journal import Journal
+from controller.kernel.cards import parse_card
+from controller.service.assembly import last_shoe_sequence
+from controller.service.journal import Journal
 from drivers.shoe.driver import ShoeConfig, ShoeDriver
 from drivers.shoe.events import (
     CardDrawn,

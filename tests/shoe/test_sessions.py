@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from controller.errors import ConfigurationError
-from controller.games.cards import parse_card
+from controller.kernel.cards import parse_card
+from controller.kernel.errors import ConfigurationError
 from drivers.shoe import angel_eye, native
 from drivers.shoe.events import (
     CardDrawn,

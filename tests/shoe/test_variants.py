@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from controller.errors import ConfigurationError
-from controller.games.cards import parse_card
+from controller.kernel.cards import parse_card
+from controller.kernel.errors import ConfigurationError
 from drivers.shoe import angel_eye
 from drivers.shoe.angel_eye_variants import SequenceCounter
 from drivers.shoe.driver import ShoeConfig

@@ -16,7 +16,7 @@ shoes, the people around them, and ``livetable console`` serving them on a free 
   waits for one (the dealer), and, as the ``platform`` account, answers every decision the
   table asks for and opens rounds while :meth:`ConsoleStudio.play` has asked for some. It
   never resolves a pause: that is the supervisor's, through the console. It holds the
-  ``platform`` account's one connection (a :class:`~controller.api_client.StudioClient`);
+  ``platform`` account's one connection (a :class:`~controller.client.api_client.StudioClient`);
   ``alice``, ``bob`` and ``viewer`` are free for the console;
 - the console: ``livetable -v console --config console.toml --listen 127.0.0.1:PORT`` as a
   subprocess, its log (stderr) in a file (:meth:`ConsoleProcess.log`), ready once
@@ -69,7 +69,7 @@ from typing import Any
 
 import paho.mqtt.client as mqtt
 
-from controller.api_client import Account, StudioClient
+from controller.client.api_client import Account, StudioClient
 from simulators.broker import BrokerProcess, free_port, start_broker
 from simulators.mqtt_bots import decision
 from simulators.shoe.simulator import ShoeSimulator
@@ -131,9 +131,9 @@ class ConsoleTable:
             self.shoe.draw()
 
     def entries(self) -> list[Any]:
-        """The journal's rows (:class:`controller.table.journal.JournalEntry`), its hash
+        """The journal's rows (:class:`controller.service.journal.JournalEntry`), its hash
         chain checked; readable while the daemon writes."""
-        from controller.table.journal import Journal
+        from controller.service.journal import Journal
 
         with Journal(self.journal_path, read_only=True) as journal:
             journal.verify()
@@ -167,7 +167,7 @@ class ConsoleProcess:
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
                 [
-                    *(sys.executable, "-m", "controller.cli", "-v", "console"),
+                    *(sys.executable, "-m", "controller.tools.cli", "-v", "console"),
                     *("--config", str(self.config), "--listen", f"127.0.0.1:{self.port}"),
                 ],
                 cwd=REPO_ROOT,

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import simulators.daemon_process
-from controller.api_client import Account, ApiClient
+from controller.client.api_client import Account, ApiClient
 from controller.games.registry import game_spec
 from simulators.mqtt_bots import TableBots
 from simulators.shoe.simulator import ShoeSimulator
@@ -97,8 +97,8 @@ def check_stream(events: list[dict[str, Any]], game: str, variant: str | None = 
 def _check_round(
     spec: Any, variant: str | None, played: dict[str, Any], result: dict[str, Any], round_id: int
 ) -> None:
-    from controller.games.cards import parse_card
-    from controller.wire import finished_hands
+    from controller.kernel.cards import parse_card
+    from controller.service.wire import finished_hands
 
     steps = played["steps"]
     dealer_faces = list(result.get("dealer", {}).get("cards", []))

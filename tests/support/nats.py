@@ -1,5 +1,5 @@
 """A real NATS cluster for tests: the one in simulators/nats_cluster.py, with the studio's
-authorisation generated from a description of accounts (controller/studio_accounts.py) and
+authorisation generated from a description of accounts (controller/tools/studio_accounts.py) and
 the passwords that it names, given to the nodes through their environment as production gives
 them (the unit's EnvironmentFile).
 """
@@ -13,7 +13,7 @@ from typing import Any
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
-from controller.studio_accounts import Studio, nats_authorization, password_variable
+from controller.tools.studio_accounts import Studio, nats_authorization, password_variable
 from simulators.nats_cluster import NatsCluster, NatsNode, nats_server_binary, start_cluster
 from tests.support.wait import wait_until
 

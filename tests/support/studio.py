@@ -32,8 +32,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from controller import stats
-from controller.api_client import Account, BrokerRefused, StudioClient, TableUpdate, start_client
+from controller.client.api_client import (
+    Account,
+    BrokerRefused,
+    StudioClient,
+    TableUpdate,
+    start_client,
+)
+from controller.kernel import stats
 from simulators.mqtt_bots import (
     DECIDE,
     DRAW,
@@ -103,7 +109,7 @@ def cpu_model() -> str:
 
 
 def percentile(values: Iterable[float], fraction: float) -> float | None:
-    """The benches' percentile (:func:`controller.stats.percentile`) at ``fraction`` (0 to 1)
+    """The benches' percentile (:func:`controller.kernel.stats.percentile`) at ``fraction`` (0 to 1)
     of ``values``, so the studio's figures compare with theirs; None if there are none (a
     table that saw no cards reports no spread rather than failing the run)."""
     listed = list(values)
@@ -177,7 +183,7 @@ class StreamWatcher:
     (clean session off): the broker keeps its QoS 1 messages while it is away.
 
     It is the tests' measure of delivery, so it stays a plain subscriber rather than the
-    shared client (:class:`~controller.api_client.StudioClient`), which asks a table for the
+    shared client (:class:`~controller.client.api_client.StudioClient`), which asks a table for the
     events it missed: what the broker delivered, each message's arrival time (latencies),
     a gap as a gap, ``$SYS`` topics."""
 
@@ -290,7 +296,7 @@ class StreamWatcher:
 
 class MultiTableAccount:
     """One API account (platform or supervisor) for every table, on the shared client
-    (:class:`~controller.api_client.StudioClient`, one MQTT connection): its latest state per
+    (:class:`~controller.client.api_client.StudioClient`, one MQTT connection): its latest state per
     table, what the bots need of its events (in ``seq`` order, gaps caught up by the client)
     and its answers, taken without waiting."""
 

@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from controller.games.cards import Card, parse_card
+from controller.kernel.cards import Card, parse_card
+from controller.service.journaled_table import JournaledTable
+from controller.table.config import TableConfig
 from controller.table.effects import (
     CommandAnswered,
     Effect,
@@ -33,8 +35,6 @@ from controller.table.events import (
 )
 from controller.table.machine import TableMachine
 from controller.table.state import Phase
-from controller.table.table import JournaledTable
-from controller.table_config import TableConfig
 
 SUPERVISOR = ("sam", "supervisor")
 
@@ -234,7 +234,7 @@ def shuffled_shoe(seed: int) -> list[Card]:
     """An 8-deck shoe in a random but reproducible order."""
     import random
 
-    from controller.games.cards import ALL_FACES, DECKS_PER_SHOE
+    from controller.kernel.cards import ALL_FACES, DECKS_PER_SHOE
 
     cards = [card for card in ALL_FACES for _ in range(DECKS_PER_SHOE)]
     random.Random(seed).shuffle(cards)

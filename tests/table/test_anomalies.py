@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from controller.games.cards import parse_card
+from controller.kernel.cards import parse_card
 from controller.table.effects import AskCamera, LockShoe, PublishEvent, StartTimer
 from controller.table.events import (
     CardsLost,

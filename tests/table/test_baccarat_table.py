@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from controller.games.baccarat import BaccaratRound, available_bets
-from controller.games.cards import parse_card
+from controller.kernel.cards import parse_card
 from controller.table.effects import LockShoe, TellDealer, UnlockShoe
 from controller.table.state import Phase
 from tests.table.driver import Driver, card_faces_in, deal_until_settled, shuffled_shoe

@@ -10,8 +10,8 @@ import pytest
 
 from controller.games.base import DecisionNeeded
 from controller.games.blackjack import BlackjackRound
-from controller.games.cards import parse_card
 from controller.games.registry import BLACKJACK, games_in
+from controller.kernel.cards import parse_card
 from controller.table.effects import AskCamera, PublishEvent, PublishState, StartTimer
 from controller.table.state import Phase
 from tests.table.driver import Driver, deal_until_settled, shuffled_shoe, table_for

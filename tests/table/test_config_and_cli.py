@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from controller.cli import main
-from controller.config import load_camera_config, load_config
-from controller.errors import ConfigurationError
-from controller.table.table import JournaledTable
-from controller.table_config import TableConfig, table_config_from_mapping
+from controller.kernel.errors import ConfigurationError
+from controller.service.config import load_camera_config, load_config
+from controller.service.journaled_table import JournaledTable
+from controller.table.config import TableConfig, table_config_from_mapping
+from controller.tools.cli import main
 from tests.table.driver import Driver, config_for
 
 GOOD = """

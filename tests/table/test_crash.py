@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from controller.table.journal import Journal
+from controller.service.journal import Journal
+from controller.table.config import TableConfig
 from controller.table.machine import TableMachine
-from controller.table.runner import snapshot_digest
-from controller.table_config import TableConfig
+from controller.tools.crash_runner import snapshot_digest
 
 KILLS = 200
 GAME = "blackjack-classic"
@@ -65,7 +65,7 @@ class Zygote:
                 [
                     sys.executable,
                     "-m",
-                    "controller.table.runner",
+                    "controller.tools.crash_runner",
                     "--zygote",
                     "--journal",
                     str(path),

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.games.cards import parse_card
+from controller.kernel.cards import parse_card
 from controller.table.effects import PublishEvent, PublishState, TellDealer
 from controller.table.machine import TableMachine
 from simulators.camera import SimulatedCamera

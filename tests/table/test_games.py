@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from controller.errors import ConfigurationError
 from controller.games.registry import GAME_IDS, game_spec
+from controller.kernel.errors import ConfigurationError
 from controller.table import games
 from tests.table.driver import Driver
 

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from controller.errors import ConfigurationError, JournalError
-from controller.games.cards import parse_card
+from controller.kernel.cards import parse_card
+from controller.kernel.errors import ConfigurationError, JournalError
+from controller.service.journal import GENESIS_HASH, Journal, row_hash
+from controller.service.journaled_table import JournaledTable, export_round, replay
 from controller.table.effects import EventRejected, PublishEvent
 from controller.table.events import (
     EVENT_TYPES,
@@ -35,9 +37,7 @@ from controller.table.events import (
     decode_event,
     encode_event,
 )
-from controller.table.journal import GENESIS_HASH, Journal, row_hash
 from controller.table.state import Phase
-from controller.table.table import JournaledTable, export_round, replay
 from tests.table.driver import Driver, config_for, play_rounds, shuffled_shoe
 
 ONE_OF_EACH = [

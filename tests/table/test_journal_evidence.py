@@ -17,10 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from controller.cli import main
-from controller.errors import JournalError
-from controller.table.journal import Journal, check_head
-from controller.table.table import JournaledTable, describe_reused_journal, log_reused_journal
+from controller.kernel.errors import JournalError
+from controller.service.journal import Journal, check_head
+from controller.service.journaled_table import (
+    JournaledTable,
+    describe_reused_journal,
+    log_reused_journal,
+)
+from controller.tools.cli import main
 from tests.table.driver import Driver, config_for, play_rounds, write_journal
 
 
@@ -306,7 +310,7 @@ def test_a_reused_journal_is_described_at_start(
             f"table {config.table_id} (baccarat) carries on the journal "
             f"{config.journal_path}: {rows} rows, shoe 1, last round 1"
         )
-        with caplog.at_level(logging.INFO, logger="controller.table.table"):
+        with caplog.at_level(logging.INFO, logger="controller.service.journaled_table"):
             log_reused_journal(table, logging.WARNING)
         assert [(r.levelno, r.getMessage()) for r in caplog.records][-1] == (
             logging.WARNING,

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from controller.cli import main
-from controller.journal_cli import printable
+from controller.service.journaled_table import JournaledTable
 from controller.table.events import ShoeFault
-from controller.table.table import JournaledTable
+from controller.tools.cli import main
+from controller.tools.journal_cli import printable
 from tests.table.driver import Driver, config_for
 
 # Clear the screen, set the terminal's title, a C1 CSI, a bidi override that reverses what

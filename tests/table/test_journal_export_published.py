@@ -1,5 +1,5 @@
 """``livetable journal export`` shows a round's result as the table published it: a hand a
-dealer blackjack ended is ``stood`` there, as on the wire (controller/wire.py), although the
+dealer blackjack ended is ``stood`` there, as on the wire (controller/service/wire.py), although the
 rules engine replaying the journal still holds it as never played."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.cli import main
-from controller.table.table import JournaledTable
+from controller.service.journaled_table import JournaledTable
+from controller.tools.cli import main
 from tests.table.driver import Driver, config_for
 
 

@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 
 from controller.games.registry import GAME_IDS
+from controller.service.journal import Journal
+from controller.service.journaled_table import JournaledTable, config_of, machine_revision, replay
+from controller.table.config import TableConfig
 from controller.table.effects import PublishEvent
 from controller.table.events import ENCODINGS, EVENT_ENCODING, encoding_schema
-from controller.table.journal import Journal
 from controller.table.machine import TableMachine
-from controller.table.table import JournaledTable, config_of, machine_revision, replay
-from controller.table_config import TableConfig
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 # Each event encoding's fixture journals: their folder and the machine revision they were

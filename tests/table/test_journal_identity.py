@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from controller.errors import JournalError
+from controller.kernel.errors import JournalError
+from controller.service.journal import Journal, JournalLock, lock_path
 from controller.table.events import ControllerStarted
-from controller.table.journal import Journal, JournalLock, lock_path
 from tests.support.wait import wait_until
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "journals"
@@ -103,7 +103,7 @@ HOLDER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from controller.table.journal import JournalLock
+    from controller.service.journal import JournalLock
     lock = JournalLock.acquire(Path(sys.argv[1]))
     print("held", flush=True)
     time.sleep(60)

@@ -17,9 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from controller.games.base import CardNeeded, DecisionNeeded
-from controller.games.cards import ALL_FACES, DECKS_PER_SHOE
 from controller.games.registry import GAME_IDS
+from controller.kernel.cards import ALL_FACES, DECKS_PER_SHOE
+from controller.service.journal import Journal
+from controller.service.journaled_table import JournaledTable, replay
 from controller.table import games
+from controller.table.config import TableConfig
 from controller.table.effects import (
     CommandAnswered,
     Effect,
@@ -43,11 +46,8 @@ from controller.table.events import (
     SupervisorCommanded,
     TimerExpired,
 )
-from controller.table.journal import Journal
 from controller.table.machine import TableMachine
 from controller.table.state import Phase
-from controller.table.table import JournaledTable, replay
-from controller.table_config import TableConfig
 
 faces = st.sampled_from(ALL_FACES)
 positions = st.sampled_from(["player", "banker", "dealer", "box1", "box2", "burn", "nowhere"])

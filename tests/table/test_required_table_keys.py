@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.config import load_config
-from controller.errors import ConfigurationError
+from controller.kernel.errors import ConfigurationError
+from controller.service.config import load_config
 from simulators.table_config import write_table_config
 from tests.support.daemon import REPO_ROOT
 
@@ -73,7 +73,7 @@ def test_livetable_run_without_an_id_says_so_in_one_line_and_writes_nothing(
     work = tmp_path / "cwd"
     work.mkdir()
     done = subprocess.run(
-        [sys.executable, "-m", "controller.cli", "run", "--config", str(config)],
+        [sys.executable, "-m", "controller.tools.cli", "run", "--config", str(config)],
         cwd=work,
         env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"},
         capture_output=True,
@@ -94,7 +94,7 @@ def test_livetable_run_without_a_journal_path_leaves_the_current_folder_alone(
     work = tmp_path / "cwd"
     work.mkdir()
     done = subprocess.run(
-        [sys.executable, "-m", "controller.cli", "run", "--config", str(config)],
+        [sys.executable, "-m", "controller.tools.cli", "run", "--config", str(config)],
         cwd=work,
         env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"},
         capture_output=True,
@@ -117,11 +117,11 @@ def test_the_shared_writer_gives_both_keys(tmp_path: Path) -> None:
 
 
 def test_the_documented_table_section_gives_both_keys(tmp_path: Path) -> None:
-    """The TOML example in controller/table_config.py's docstring (the reference for the
+    """The TOML example in controller/table/config.py's docstring (the reference for the
     keys, shown by docs/table.md's pointer to it) loads as it is."""
-    import controller.table_config
+    import controller.table.config
 
-    doc = controller.table_config.__doc__ or ""
+    doc = controller.table.config.__doc__ or ""
     example = doc.split("```toml\n", 1)[1].split("```", 1)[0]
     path = tmp_path / "t1.toml"
     path.write_text(example)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.games.cards import parse_card
+from controller.kernel.cards import parse_card
 from controller.table.events import CardsLost, ControllerStarted
 from controller.table.machine import TableMachine
 from controller.table.state import Phase

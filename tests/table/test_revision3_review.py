@@ -28,8 +28,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from controller.games.base import CardNeeded, DecisionNeeded
-from controller.games.cards import Card, parse_card
 from controller.games.registry import GAME_IDS
+from controller.kernel.cards import Card, parse_card
+from controller.service.journal import Journal
+from controller.service.journaled_table import JournaledTable, replay
+from controller.table.config import TableConfig
 from controller.table.effects import (
     CommandAnswered,
     Effect,
@@ -49,12 +52,9 @@ from controller.table.events import (
     SupervisorCommanded,
     TimerExpired,
 )
-from controller.table.journal import Journal
 from controller.table.machine import TableMachine, event_kind
 from controller.table.state import Pause, PauseReason, Phase, TableState
-from controller.table.table import JournaledTable, replay
 from controller.table.views import public_state, snapshot
-from controller.table_config import TableConfig
 from tests.table.driver import Driver, shuffled_shoe, table_for
 from tests.table.test_properties import (
     check_no_secret_is_published,

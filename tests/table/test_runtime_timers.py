@@ -7,14 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from controller.games.cards import parse_card
-from controller.runtime import Published, TableRuntime
+from controller.kernel.cards import parse_card
+from controller.service.journal import Journal
+from controller.service.journaled_table import JournaledTable
+from controller.service.runtime import Published, TableRuntime
+from controller.table.config import TableConfig
 from controller.table.effects import StartTimer, TellDealer
 from controller.table.events import CardDrawn, RoundRequested, SupervisorCommanded, TimerExpired
-from controller.table.journal import Journal
 from controller.table.state import Phase
-from controller.table.table import JournaledTable
-from controller.table_config import TableConfig
 
 
 class Recorder:

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from controller.errors import ConfigurationError
-from controller.games.cards import Card
+from controller.kernel.cards import Card
+from controller.kernel.errors import ConfigurationError
 from vision import artwork
 
 
@@ -86,7 +86,7 @@ def test_second_render_comes_from_the_disk_cache(
 def test_every_face_of_a_design_has_an_element() -> None:
     with gzip.open(artwork.AISLERIOT_DIR / "anglo.svgz") as handle:
         text = handle.read().decode()
-    from controller.games.cards import ALL_FACES
+    from controller.kernel.cards import ALL_FACES
 
     for card in ALL_FACES:
         assert f'id="{artwork.element_id("anglo", card)}"' in text

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from controller.errors import ConfigurationError
+from controller.kernel.errors import ConfigurationError
 from vision.deck import APPEARANCE_SIZE, NO_INDEX_CLASS, EnrolledDeck, Heads, appearance
 from vision.enrol import card_from_filename, fine_tune, labelled_images
 
@@ -278,8 +278,8 @@ def test_file_names_must_start_with_a_card(tmp_path: Path) -> None:
 
 def test_vision_cli_does_not_import_opencv() -> None:
     code = (
-        "import sys, controller.cli, vision.cli, vision.bench; "
-        "controller.cli.build_parser(); "
+        "import sys, controller.tools.cli, vision.cli, vision.bench; "
+        "controller.tools.cli.build_parser(); "
         "sys.exit(1 if 'cv2' in sys.modules else 0)"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

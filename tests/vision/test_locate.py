@@ -6,7 +6,7 @@ import cv2
 import numpy as np
 import pytest
 
-from controller.games.cards import ALL_FACES
+from controller.kernel.cards import ALL_FACES
 from vision.locate import (
     PATCH_HEIGHT,
     PATCH_WIDTH,

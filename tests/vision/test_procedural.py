@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from controller.games.cards import ALL_FACES, parse_card
+from controller.kernel.cards import ALL_FACES, parse_card
 from vision.locate import PATCH_U, PATCH_V
 from vision.training import procedural
 from vision.training.procedural import random_style, render_procedural_card

@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from controller.cli import main
-from controller.errors import ConfigurationError
-from controller.games.cards import ALL_FACES, parse_card
+from controller.kernel.cards import ALL_FACES, parse_card
+from controller.kernel.errors import ConfigurationError
+from controller.tools.cli import main
 from vision.deck import EnrolledDeck
 from vision.designs import FAMILIES, HOLDOUT_FOLDS, family_of
 from vision.enrol import APPEARANCE_WEIGHT, enrol
@@ -225,7 +225,7 @@ def test_scores_that_are_not_numbers_are_no_card(recogniser: Recogniser) -> None
 
 
 def test_the_camera_reader_reads_with_the_slot_rules() -> None:
-    from controller.camera_reader import ReaderConfig, load_recogniser
+    from drivers.camera_reader import ReaderConfig, load_recogniser
     from vision.recognise import SLOT_SINGLE_CORNER_THRESHOLD
 
     reader = load_recogniser(ReaderConfig())
@@ -257,7 +257,7 @@ def test_a_deck_calibrated_with_another_locator_is_read_with_a_warning(
     capsys: pytest.CaptureFixture[str],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from controller.camera_reader import ReaderConfig, load_recogniser
+    from drivers.camera_reader import ReaderConfig, load_recogniser
 
     assert small_deck.locator_revision == LOCATOR_REVISION
     assert small_deck.stale_locator_warning() is None
@@ -277,7 +277,7 @@ def test_a_deck_calibrated_with_another_locator_is_read_with_a_warning(
     assert f"this is revision {LOCATOR_REVISION}" in err and "enrol the deck again" in err
 
     # The camera reader still reads with it, and says so in the log.
-    with caplog.at_level("WARNING", logger="controller.camera_reader"):
+    with caplog.at_level("WARNING", logger="drivers.camera_reader"):
         assert load_recogniser(ReaderConfig(deck=current)).deck is not None
         assert not caplog.records
         assert load_recogniser(ReaderConfig(deck=older)).deck is not None

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from controller.errors import ConfigurationError
-from controller.games.cards import ALL_FACES, Card
+from controller.kernel.cards import ALL_FACES, Card
+from controller.kernel.errors import ConfigurationError
 from vision.enrol import labelled_images
 from vision.synth import SceneOptions, render_scene, write_dataset
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from controller.games.cards import ALL_FACES
+from controller.kernel.cards import ALL_FACES
 from vision.designs import family_of
 from vision.evaluate import evaluate
 from vision.locate import LOCATOR_REVISION

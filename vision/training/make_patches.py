@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from controller.games.cards import ALL_FACES, RANKS, SUITS, Card
+from controller.kernel.cards import ALL_FACES, RANKS, SUITS, Card
 from vision.artwork import list_designs
 from vision.designs import supported_designs
 from vision.locate import cut_patch, find_corners

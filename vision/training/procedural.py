@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from controller.games.cards import Card
+from controller.kernel.cards import Card
 from vision.artwork import rounded_card_alpha
 
 if TYPE_CHECKING:

@@ -1,0 +1,319 @@
+"""A table's whole configuration, from one TOML file, validated at start.
+
+```toml
+[table]        # the table, its game and its journal (controller/table/config.py)
+[shoe]         # where the card shoe is and how it talks (drivers/shoe/driver.py ShoeConfig)
+[camera]       # optional: the camera over the table (drivers/camera CameraConfig)
+[vision]       # optional, with [camera]: how it reads cards (drivers/camera_reader.py)
+[mqtt]         # optional for the demo, required by `livetable run`
+host = "localhost"
+port = 1883                      # 8883 is usual with [mqtt.tls]
+# or, for a cluster's nodes (instead of host and port): tried in turn, the next one when a
+# connection fails or drops, with the same client id and persistent session
+# hosts = ["n1.studio:1883", "n2.studio:1883", "n3.studio:1883"]
+client_id = "livetable-t1"       # default: livetable-<table id>
+username = "livetable-t1"
+password_file = "/etc/livetable/t1.mqtt-password"   # or password = "..."
+protocol = "5"                   # "3.1.1" or "5"
+keepalive_s = 30
+topic_prefix = "livetable"
+max_packet_bytes = 65536         # the broker's max_packet_size (MQTT 5 brokers also say it)
+[mqtt.tls]
+ca_file = "/etc/livetable/ca.pem"
+cert_file = "/etc/livetable/t1.pem"   # client certificate, optional
+key_file = "/etc/livetable/t1.key"
+```
+
+:func:`load_config` reads every section; :func:`load_camera_config` reads only a ``[camera]``
+table (``livetable camera calibrate`` and ``enrol`` also take a camera-only file). Both read
+the file with :func:`~controller.kernel.config_file.read_toml` and map errors the same way: every
+error is one :class:`~controller.kernel.errors.ConfigurationError` that names the file and the bad
+key (``t1.toml: unknown keys in [mqtt]: colour``). A password is never part of an error
+message, a log line or ``repr``. Relative paths are taken relative to the TOML file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from controller.kernel.config_file import read_toml
+from controller.kernel.config_file import section as toml_section
+from controller.kernel.errors import ConfigurationError
+from controller.mqtt.connection import MQTT_PROTOCOLS, parse_hosts, topic_level_ok
+from controller.table.config import TableConfig, table_config_from_mapping
+
+if TYPE_CHECKING:
+    from drivers.camera import CameraConfig
+    from drivers.shoe.driver import ShoeConfig
+
+# The shipped broker's max_packet_size (systemd/mosquitto/livetable.conf).
+DEFAULT_MAX_PACKET_BYTES: Final = 65536
+# Below this not even a state fits; MQTT's own ceiling is 256 MiB.
+MIN_MAX_PACKET_BYTES: Final = 4096
+MQTT_MAX_PACKET_BYTES: Final = 268_435_455
+
+
+@dataclass(frozen=True, slots=True)
+class TlsConfig:
+    ca_file: Path
+    cert_file: Path | None = None
+    key_file: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MqttConfig:
+    """How the daemon reaches the broker. ``password`` never appears in ``repr``."""
+
+    host: str = "localhost"
+    port: int = 1883
+    client_id: str = ""
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+    password_file: Path | None = None
+    """Where ``password`` was read from, if it came from a file."""
+    protocol: str = "5"
+    keepalive_s: int = 30
+    topic_prefix: str = "livetable"
+    tls: TlsConfig | None = None
+    max_packet_bytes: int = DEFAULT_MAX_PACKET_BYTES
+    """The largest packet the broker takes: nothing larger is published (an MQTT 5 broker's
+    CONNACK may lower it; a bridged broker's link may need it lower than the local one)."""
+    hosts: tuple[tuple[str, int], ...] = ()
+    """A cluster's nodes, in the order they are tried (``host`` and ``port`` are the first);
+    empty: ``host:port`` alone."""
+
+    @property
+    def brokers(self) -> tuple[tuple[str, int], ...]:
+        """Every broker the daemon may connect to, the first one first."""
+        return self.hosts or ((self.host, self.port),)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.host, str) or not self.host:
+            raise ConfigurationError("[mqtt] host must be a non-empty string")
+        if (
+            isinstance(self.port, bool)
+            or not isinstance(self.port, int)
+            or not (0 < self.port < 65536)
+        ):
+            raise ConfigurationError(f"[mqtt] port must be 1-65535, not {self.port!r}")
+        if self.protocol not in MQTT_PROTOCOLS:
+            raise ConfigurationError(
+                f"[mqtt] protocol must be one of {', '.join(MQTT_PROTOCOLS)}, not {self.protocol!r}"
+            )
+        if (
+            isinstance(self.keepalive_s, bool)
+            or not isinstance(self.keepalive_s, int)
+            or not (5 <= self.keepalive_s <= 3600)
+        ):
+            raise ConfigurationError(
+                f"[mqtt] keepalive_s must be a whole number of seconds from 5 to 3600, "
+                f"not {self.keepalive_s!r}"
+            )
+        if (
+            isinstance(self.max_packet_bytes, bool)
+            or not isinstance(self.max_packet_bytes, int)
+            or not (MIN_MAX_PACKET_BYTES <= self.max_packet_bytes <= MQTT_MAX_PACKET_BYTES)
+        ):
+            raise ConfigurationError(
+                f"[mqtt] max_packet_bytes must be a whole number of bytes from "
+                f"{MIN_MAX_PACKET_BYTES} to {MQTT_MAX_PACKET_BYTES}, not {self.max_packet_bytes!r}"
+            )
+        prefix = self.topic_prefix
+        if not isinstance(prefix, str) or not topic_level_ok(prefix):
+            raise ConfigurationError(
+                "[mqtt] topic_prefix must be one topic level without / + # (e.g. livetable)"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class LivetableConfig:
+    """Every section of one table's configuration file."""
+
+    table: TableConfig
+    shoe: ShoeConfig | None = None
+    camera: Any = None  # drivers.camera.CameraConfig, imported only when configured
+    vision: Any = None  # drivers.camera_reader.ReaderConfig, with the camera
+    mqtt: MqttConfig | None = None
+    source: Path | None = None
+
+    def require(self, *sections: str) -> None:
+        """ConfigurationError unless the named sections are present."""
+        for name in sections:
+            if getattr(self, name) is None:
+                where = f"{self.source}" if self.source else "the configuration"
+                raise ConfigurationError(f"{where} has no [{name}] section, which is needed here")
+
+
+_MQTT_KEYS: Final = {
+    "host",
+    "port",
+    "client_id",
+    "username",
+    "password",
+    "password_file",
+    "protocol",
+    "keepalive_s",
+    "topic_prefix",
+    "tls",
+    "max_packet_bytes",
+    "hosts",
+}
+_TLS_KEYS: Final = ("ca_file", "cert_file", "key_file")
+
+
+def _path(value: object, key: str, base_dir: Path | None) -> Path:
+    if not isinstance(value, str) or not value:
+        raise ConfigurationError(f"[mqtt] {key} must be a non-empty path")
+    path = Path(value)
+    return path if path.is_absolute() or base_dir is None else base_dir / path
+
+
+def _read_secret(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigurationError(
+            f"[mqtt] password_file {path} cannot be read: {error.strerror or error}"
+        ) from error
+
+
+def mqtt_config_from_mapping(
+    section: dict[str, Any],
+    table_id: str,
+    base_dir: Path | None = None,
+    check_files: bool = True,
+) -> MqttConfig:
+    """Build :class:`MqttConfig` from the ``[mqtt]`` table; reads the password file and
+    checks that the TLS files exist, unless ``check_files`` is false."""
+    unknown = sorted(set(section) - _MQTT_KEYS)
+    if unknown:
+        raise ConfigurationError(f"unknown keys in [mqtt]: {', '.join(unknown)}")
+    values = {key: value for key, value in section.items() if key not in ("tls", "password_file")}
+    for key in ("host", "client_id", "username", "password", "topic_prefix"):
+        if key in values and not isinstance(values[key], str):
+            raise ConfigurationError(f"[mqtt] {key} must be a string")
+    if "protocol" in values:
+        values["protocol"] = str(values["protocol"])
+    if "hosts" in section:
+        if "host" in section or "port" in section:
+            raise ConfigurationError("[mqtt] give hosts or host and port, not both")
+        values["hosts"] = parse_hosts(section["hosts"], "[mqtt]")
+        values["host"], values["port"] = values["hosts"][0]
+    if "password" in section and "password_file" in section:
+        raise ConfigurationError("[mqtt] give password or password_file, not both")
+    if "password_file" in section:
+        secret = _path(section["password_file"], "password_file", base_dir)
+        values["password_file"] = secret
+        if check_files:
+            values["password"] = _read_secret(secret)
+    if "tls" in section:
+        tls = section["tls"]
+        if not isinstance(tls, dict):
+            raise ConfigurationError("[mqtt.tls] must be a table")
+        unknown = sorted(set(tls) - set(_TLS_KEYS))
+        if unknown:
+            raise ConfigurationError(f"unknown keys in [mqtt.tls]: {', '.join(unknown)}")
+        if "ca_file" not in tls:
+            raise ConfigurationError("[mqtt.tls] needs ca_file")
+        if ("cert_file" in tls) != ("key_file" in tls):
+            raise ConfigurationError("[mqtt.tls] cert_file and key_file go together")
+        values["tls"] = TlsConfig(
+            ca_file=_path(tls["ca_file"], "tls.ca_file", base_dir),
+            cert_file=_path(tls["cert_file"], "tls.cert_file", base_dir)
+            if "cert_file" in tls
+            else None,
+            key_file=_path(tls["key_file"], "tls.key_file", base_dir)
+            if "key_file" in tls
+            else None,
+        )
+        for key in _TLS_KEYS:
+            path = getattr(values["tls"], key)
+            if check_files and path is not None and not path.is_file():
+                raise ConfigurationError(f"[mqtt.tls] {key} {path} does not exist")
+    values.setdefault("client_id", f"livetable-{table_id}")
+    return MqttConfig(**values)
+
+
+def config_from_mapping(
+    document: dict[str, Any],
+    base_dir: Path | None = None,
+    environ: dict[str, str] | None = None,
+    source: Path | None = None,
+    check_files: bool = True,
+) -> LivetableConfig:
+    """Every section of a parsed document; ConfigurationError names the bad key.
+    ``check_files``: see :func:`load_config`."""
+    unknown = sorted(set(document) - {"table", "shoe", "camera", "vision", "mqtt"})
+    if unknown:
+        raise ConfigurationError(f"unknown sections: {', '.join(f'[{n}]' for n in unknown)}")
+    table = table_config_from_mapping(document, base_dir=base_dir, environ=environ)
+    shoe = None
+    if "shoe" in document:
+        from drivers.shoe.driver import ShoeConfig
+
+        shoe = ShoeConfig.from_mapping(document["shoe"])
+    camera = None
+    if "camera" in document:
+        from drivers.camera import CameraConfig
+
+        camera = CameraConfig.from_mapping(document["camera"])
+    vision = None
+    if "vision" in document:
+        if camera is None:
+            raise ConfigurationError("[vision] needs a [camera] section to read from")
+        from drivers.camera_reader import ReaderConfig
+
+        vision = ReaderConfig.from_mapping(document["vision"], base_dir=base_dir, environ=environ)
+    mqtt = None
+    if "mqtt" in document:
+        if not isinstance(document["mqtt"], dict):
+            raise ConfigurationError("[mqtt] must be a table")
+        mqtt = mqtt_config_from_mapping(document["mqtt"], table.table_id, base_dir, check_files)
+    if not topic_level_ok(table.table_id):
+        raise ConfigurationError(
+            f"[table] id {table.table_id!r} must be usable as one MQTT topic level (no / + #)"
+        )
+    return LivetableConfig(
+        table=table, shoe=shoe, camera=camera, vision=vision, mqtt=mqtt, source=source
+    )
+
+
+@contextlib.contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """The one error mapping of a section's error: the file's name in front of it."""
+    try:
+        yield
+    except ConfigurationError as error:
+        raise ConfigurationError(f"{path}: {error}") from error
+
+
+def load_config(
+    path: Path, environ: dict[str, str] | None = None, *, check_files: bool = True
+) -> LivetableConfig:
+    """Read and validate a table's TOML file; every error names the file and the key.
+
+    ``check_files=False`` checks everything the file says but reads nothing it points to:
+    the password file is not read (``password`` stays ``None``) and the TLS files need not
+    exist, for checking a configuration away from the table PC it is written for.
+    """
+    path = Path(path)
+    document = read_toml(path)
+    with _naming(path):
+        return config_from_mapping(
+            document, path.parent, environ, source=path, check_files=check_files
+        )
+
+
+def load_camera_config(path: Path, name: str = "camera") -> CameraConfig:
+    """The camera table ``name`` (dotted for a nested one) of a TOML file: a table's whole
+    configuration or a camera-only file. Errors are mapped as :func:`load_config` maps them."""
+    from drivers.camera import CameraConfig
+
+    path = Path(path)
+    table = toml_section(read_toml(path), name, path)
+    with _naming(path):
+        return CameraConfig.from_mapping(table)

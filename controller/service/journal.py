@@ -1,0 +1,525 @@
+"""The table's journal: every input event, appended before it takes effect.
+
+One SQLite file in WAL mode with ``synchronous=FULL``, so a committed row survives a crash
+of the process or of the machine. One row per event; each row carries the SHA-256 of its own
+content and of the previous row's hash, so an edited, removed or reordered row breaks the
+chain and :meth:`Journal.verify` says where. Replaying the rows through the same state
+machine rebuilds the exact state (see :mod:`controller.service.journaled_table`).
+
+Row hash: ``sha256(f"{seq}\\n{kind}\\n{body}\\n{prev_hash}")`` where ``body`` is the event's
+fields as canonical JSON (sorted keys, no spaces) and the first row's ``prev_hash`` is 64
+zeros.
+
+Every journal has an **epoch**, an id given when it is created and stored in its ``meta``
+table: the daemon publishes it with its state, so that a consumer who stored a ``seq`` or a
+``round.id`` sees that a new journal started both series again at 1. A journal written
+before epochs existed gets one at its first writable open, derived from its first rows and
+the table it was bound to (:func:`derived_epoch`), so that read-only tools give the same one
+before it is stored, and it never changes afterwards.
+
+A daemon holds its journal with :class:`JournalLock` (an ``flock`` on ``<journal>.lock``,
+which the kernel releases when the holder dies, however it dies): a second daemon on the
+same journal is refused at once, naming the holder's pid. Read-only tools take no lock.
+
+A write that fails (a full disk, an I/O error) raises :class:`JournalWriteError`, whose one
+line names the file, SQLite's words and the free space left where the file lives.
+
+A chain cannot show that its last rows were cut off: the rows that remain still chain. The
+**head** (the last row's number and hash) is the anchor for that: the daemon publishes it in
+its state as ``journal: {seq, hash}``, a platform stores it away from the table PC, and
+:func:`check_head` later says whether the journal still reaches it unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import uuid
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from controller.kernel.errors import JournalError
+from controller.table.events import ENCODINGS, EVENT_ENCODING, decode_event, encode_event
+
+SCHEMA_VERSION: Final = 1
+GENESIS_HASH: Final = "0" * 64
+EVENT_ENCODING_META_KEY: Final = "event_encoding"
+EPOCH_META_KEY: Final = "epoch"
+# Where the table's binding is stored (controller.service.journaled_table.CONFIG_META_KEY): part of
+# what an old journal's derived epoch is made of.
+_CONFIG_META_KEY: Final = "table_config"
+# A journal written with an older event encoding may take new rows in the current one when
+# the current one reads every old row alike (it only adds kinds, or a field whose default
+# is what an old row meant: encoding 3's ``ControllerStarted.gaps_visible``, which machine
+# revisions before 4 do not read): (old, new) pairs.
+_ENCODING_UPGRADES: Final = frozenset({(1, 2), (1, 3), (2, 3)})
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    body TEXT NOT NULL,
+    prev_hash TEXT NOT NULL,
+    hash TEXT NOT NULL
+);
+"""
+
+
+def row_hash(seq: int, kind: str, body: str, prev_hash: str) -> str:
+    return hashlib.sha256(f"{seq}\n{kind}\n{body}\n{prev_hash}".encode()).hexdigest()
+
+
+def canonical_json(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+class JournalWriteError(JournalError):
+    """The journal (or the outbox beside it) could not be written: the table must stop, as
+    it may take no input it cannot record. The message is one line for the operator."""
+
+    def __init__(self, action: str, path: Path, error: BaseException) -> None:
+        self.path = Path(path)
+        super().__init__(
+            f"cannot {action} {self.path}: {error} ({free_space(self.path)}); the "
+            "table takes no input it cannot record: free space (or fix the disk), then start it"
+        )
+
+
+def free_space(path: Path) -> str:
+    """How much room is left on the filesystem of ``path``, for an error message."""
+    folder = Path(path).resolve().parent
+    try:
+        usage = shutil.disk_usage(folder)
+    except OSError as error:
+        return f"free space on {folder} unknown: {error.strerror or error}"
+    return f"{_size(usage.free)} free of {_size(usage.total)} on {folder}"
+
+
+def _size(count: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} bytes"
+
+
+def lock_path(journal_path: Path) -> Path:
+    """The lock file beside a journal: ``t1.journal`` → ``t1.journal.lock``."""
+    path = Path(journal_path)
+    return path.with_name(path.name + ".lock")
+
+
+class JournalLock:
+    """One process holds a journal: an exclusive ``flock`` on the file beside it.
+
+    The kernel releases it when the holder's file is closed, or when the holder dies
+    however it dies (a SIGKILL, a power cut's reboot), so a lock is never stale; the file
+    stays behind holding the last holder's pid, which a refused process names. Locks are per
+    open file: a second :meth:`acquire` of the same journal is refused in the same process
+    too.
+    """
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self._fd: int | None = fd
+
+    @classmethod
+    def acquire(cls, journal_path: Path) -> JournalLock:
+        """Hold ``journal_path``'s lock, or JournalError naming the process that holds it."""
+        path = lock_path(journal_path)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o640)
+        except OSError as error:
+            raise JournalError(
+                f"cannot open the lock {path} of the journal {journal_path}: "
+                f"{error.strerror or error}"
+            ) from error
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            holder = _holder(fd)
+            os.close(fd)
+            if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise JournalError(
+                    f"cannot lock the journal {journal_path} ({path}): {error.strerror or error}"
+                ) from error
+            raise JournalError(
+                f"the journal {journal_path} is held by another livetable process ({holder}, "
+                f"lock {path}): one daemon per journal; stop that one first"
+            ) from None
+        # Who holds it, for the next one refused. Best effort: a full disk may refuse even
+        # these few bytes, and the lock holds without them.
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        return cls(path, fd)
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def release(self) -> None:
+        """Let the journal go (closing the file releases the lock); again is a no-op."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+
+def _holder(fd: int) -> str:
+    with contextlib.suppress(OSError, ValueError):
+        return f"pid {int(os.pread(fd, 32, 0).split()[0])}"
+    return "pid unknown"
+
+
+# An old journal's epoch is derived from its first rows, up to this one (whose hash, by the
+# chain, covers every row before it): rows that never change once written.
+EPOCH_ROWS: Final = 16
+
+
+def derived_epoch(config: str | None, prefix_hash: str) -> str:
+    """The epoch of a journal written before epochs existed: a function of what it holds
+    (its binding, and its first :data:`EPOCH_ROWS` rows through the hash of the last of
+    them, which covers their times), so every reader derives the same one."""
+    seed = f"livetable journal epoch\n{config or ''}\n{prefix_hash}"
+    return hashlib.sha256(seed.encode()).hexdigest()[:32]
+
+
+def new_epoch() -> str:
+    """The epoch of a new journal: 128 random bits, as 32 hex digits."""
+    return uuid.uuid4().hex
+
+
+def wal_in_use(path: Path) -> bool:
+    """Whether rows may wait in ``path``'s write-ahead log: its ``-wal`` file is there and
+    not empty (a table has the journal open, or died before the log was folded back)."""
+    wal = path.with_name(path.name + "-wal")
+    try:
+        return wal.stat().st_size > 0
+    except FileNotFoundError:
+        return False
+
+
+def read_only_uri(path: Path, immutable: bool | None = None) -> str:
+    """The SQLite URI that reads the journal at ``path`` without writing anything beside it.
+
+    SQLite's ``mode=ro`` alone still creates ``-wal`` and ``-shm`` files next to a WAL
+    database, which must not appear beside evidence (nor can they on read-only media). So a
+    journal whose write-ahead log is empty or absent, which no table is writing (a writer
+    always has a log), is opened ``immutable=1`` as well: SQLite then takes no lock and
+    creates no file. A journal with rows in its log (a running table, or a copy taken after
+    a crash) is opened ``mode=ro`` alone, which reads the log where ``immutable`` would skip
+    those rows; in a directory that cannot be written that needs the ``-shm`` file beside it.
+    ``immutable=True`` insists on ``immutable=1`` and refuses a journal whose log holds rows.
+    """
+    base = f"{path.resolve().as_uri()}?mode=ro"
+    in_use = wal_in_use(path)
+    if immutable is None:
+        immutable = not in_use
+    if immutable and in_use:
+        raise JournalError(
+            f"{path} has rows in its write-ahead log ({path.name}-wal) that an immutable "
+            "open cannot see: verify it without --immutable, or copy the journal with its "
+            "-wal and -shm files to a writable directory"
+        )
+    if immutable:
+        return f"{base}&immutable=1"
+    shm = path.with_name(path.name + "-shm")
+    if not shm.exists() and not os.access(path.resolve().parent, os.W_OK):
+        raise JournalError(
+            f"{path} has rows in its write-ahead log but no {shm.name} beside it, and its "
+            "directory cannot be written: copy the journal with its -wal file to a writable "
+            "directory"
+        )
+    return base
+
+
+def is_write_failure(error: sqlite3.Error) -> bool:
+    """Whether SQLite failed for want of room or of a working disk (not a damaged file)."""
+    code = getattr(error, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR)
+
+
+@dataclass(frozen=True, slots=True)
+class JournalEntry:
+    """One row: the event's sequence number, kind and fields, and the chain's hashes."""
+
+    seq: int
+    kind: str
+    body: str
+    prev_hash: str
+    hash: str
+    encoding: int = EVENT_ENCODING
+    """The event encoding the row was written with (the journal's, see :class:`Journal`)."""
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        return json.loads(self.body)
+
+    def event(self) -> object:
+        return decode_event(self.kind, self.fields, self.encoding)
+
+
+def check_head(journal: Journal, seq: int, digest: str) -> None:
+    """JournalError unless ``journal`` reaches row ``seq`` and that row's hash is ``digest``.
+
+    Call it after :meth:`Journal.verify`: the chain then vouches for every row up to the
+    head, and an anchor that matches vouches that none of them was rewritten since.
+    """
+    last_seq = journal.last_seq
+    if last_seq < seq:
+        raise JournalError(
+            f"{journal.path} ends at row {last_seq}, before the expected head row {seq}: "
+            f"{seq - last_seq} row(s) are missing (the journal was truncated or replaced)"
+        )
+    found = journal.hash_at(seq)
+    if found != digest.lower():
+        raise JournalError(
+            f"{journal.path} row {seq} has hash {found}, not the expected {digest.lower()}: "
+            "the history up to the expected head was rewritten"
+        )
+
+
+class Journal:
+    """An append-only, hash-chained event log in one SQLite file.
+
+    ``append`` returns only once the row is committed to disk. Opening a journal checks its
+    schema version; :meth:`verify` checks every hash. Not thread-safe: one table process
+    owns its journal.
+    """
+
+    def __init__(self, path: Path, read_only: bool = False, immutable: bool | None = None) -> None:
+        """Open (or, unless ``read_only``, create) the journal at ``path``.
+
+        ``read_only`` opens it as evidence: nothing is written beside it, see
+        :func:`read_only_uri`. ``immutable`` (read-only only): True to say that nothing can
+        change the file (a copy on read-only media), None to decide from what lies beside it.
+        """
+        self.path = Path(path)
+        self.read_only = read_only
+        try:
+            if read_only:
+                if not self.path.is_file():
+                    raise JournalError(f"no journal at {self.path}")
+                self._db = sqlite3.connect(
+                    read_only_uri(self.path, immutable), uri=True, isolation_level=None
+                )
+            else:
+                self._db = sqlite3.connect(self.path, isolation_level=None)
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=FULL")
+                self._db.executescript(_SCHEMA)
+            row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if row is None and not read_only:
+                self._db.execute(
+                    "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
+                    (str(SCHEMA_VERSION),),
+                )
+            elif row is None or int(row[0]) != SCHEMA_VERSION:
+                found = "no" if row is None else row[0]
+                raise JournalError(
+                    f"{self.path} has journal schema version {found}; this livetable reads "
+                    f"version {SCHEMA_VERSION}"
+                )
+            last = self._db.execute(
+                "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1"
+            ).fetchone()
+            self.event_encoding = self._open_encoding(last is None)
+            self.epoch: str = self._open_epoch()
+        except sqlite3.Error as error:
+            if is_write_failure(error):
+                raise JournalWriteError("open the journal", self.path, error) from error
+            raise JournalError(f"cannot open the journal {self.path}: {error}") from error
+        self._last_seq, self._last_hash = (0, GENESIS_HASH) if last is None else last
+
+    def _open_epoch(self) -> str:
+        """The journal's epoch: stored, else derived from its first row (an old journal) or
+        new (an empty one); a writable journal stores it on this first open."""
+        stored = self._db.execute(
+            "SELECT value FROM meta WHERE key=?", (EPOCH_META_KEY,)
+        ).fetchone()
+        if stored is not None:
+            return str(stored[0])
+        first = self._db.execute(
+            "SELECT hash FROM events WHERE seq <= ? ORDER BY seq DESC LIMIT 1", (EPOCH_ROWS,)
+        ).fetchone()
+        if first is None:
+            epoch = new_epoch()
+        else:
+            config = self._db.execute(
+                "SELECT value FROM meta WHERE key=?", (_CONFIG_META_KEY,)
+            ).fetchone()
+            epoch = derived_epoch(None if config is None else str(config[0]), str(first[0]))
+        if not self.read_only:
+            self._db.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (EPOCH_META_KEY, epoch))
+        return epoch
+
+    def _open_encoding(self, empty: bool) -> int:
+        """The event encoding of the journal's rows; a writable journal is upgraded to the
+        current one where that reads its old rows alike, and refused where it does not."""
+        row = self._db.execute(
+            "SELECT value FROM meta WHERE key=?", (EVENT_ENCODING_META_KEY,)
+        ).fetchone()
+        # Journals written before the encoding was recorded used encoding 1.
+        found = int(row[0]) if row is not None else (EVENT_ENCODING if empty else 1)
+        if found not in ENCODINGS:
+            raise JournalError(
+                f"{self.path} was written with event encoding {found}; this livetable reads "
+                f"1 to {EVENT_ENCODING}"
+            )
+        if self.read_only or (found == EVENT_ENCODING and row is not None):
+            return found
+        if found != EVENT_ENCODING and (found, EVENT_ENCODING) not in _ENCODING_UPGRADES:
+            raise JournalError(
+                f"{self.path} was written with event encoding {found}, which this livetable "
+                f"reads but cannot extend (it writes {EVENT_ENCODING}): start a new journal"
+            )
+        self._db.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+            (EVENT_ENCODING_META_KEY, str(EVENT_ENCODING)),
+        )
+        return EVENT_ENCODING
+
+    def meta(self, key: str) -> str | None:
+        try:
+            row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        except sqlite3.Error as error:
+            raise JournalError(f"cannot read the journal {self.path}: {error}") from error
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        try:
+            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+        except sqlite3.Error as error:
+            raise JournalWriteError("write to the journal", self.path, error) from error
+
+    @property
+    def head(self) -> tuple[int, str]:
+        """The last row's number and hash (0 and the genesis hash when empty): the anchor the
+        daemon publishes as its state's ``journal: {seq, hash}``."""
+        return self._last_seq, self._last_hash
+
+    def hash_at(self, seq: int) -> str | None:
+        """Row ``seq``'s stored hash, or None when the journal has no such row."""
+        try:
+            row = self._db.execute("SELECT hash FROM events WHERE seq=?", (seq,)).fetchone()
+        except sqlite3.Error as error:
+            raise JournalError(f"cannot read the journal {self.path}: {error}") from error
+        return None if row is None else str(row[0])
+
+    @property
+    def last_seq(self) -> int:
+        return self._last_seq
+
+    @property
+    def last_hash(self) -> str:
+        return self._last_hash
+
+    def append(self, event: object) -> JournalEntry:
+        """Commit ``event`` as the next row and return it; JournalError if that fails."""
+        if self.read_only:
+            raise JournalError(f"{self.path} is open read-only")
+        kind, fields = encode_event(event)
+        body = canonical_json(fields)
+        seq = self._last_seq + 1
+        digest = row_hash(seq, kind, body, self._last_hash)
+        try:
+            self._db.execute(
+                "INSERT INTO events (seq, kind, body, prev_hash, hash) VALUES (?, ?, ?, ?, ?)",
+                (seq, kind, body, self._last_hash, digest),
+            )
+        except sqlite3.Error as error:
+            raise JournalWriteError("append to the journal", self.path, error) from error
+        entry = JournalEntry(seq, kind, body, self._last_hash, digest, self.event_encoding)
+        self._last_seq, self._last_hash = seq, digest
+        return entry
+
+    def entries(self, after: int = 0) -> Iterator[JournalEntry]:
+        """Every row after row ``after``, in order, as stored (:meth:`verify` checks them)."""
+        try:
+            cursor = self._db.execute(
+                "SELECT seq, kind, body, prev_hash, hash FROM events WHERE seq > ? ORDER BY seq",
+                (after,),
+            )
+            for row in cursor:
+                yield JournalEntry(*row, encoding=self.event_encoding)
+        except sqlite3.Error as error:
+            raise JournalError(f"cannot read the journal {self.path}: {error}") from error
+
+    def newest_first(self, kinds: Collection[str]) -> Iterator[JournalEntry]:
+        """The rows of these kinds, newest first, as stored: a look back from the end (a
+        restarted table's shoe driver resumes from the last shoe sequence number)."""
+        wanted = sorted(kinds)
+        if not wanted:
+            return
+        marks = ", ".join("?" * len(wanted))
+        try:
+            cursor = self._db.execute(
+                "SELECT seq, kind, body, prev_hash, hash FROM events "
+                f"WHERE kind IN ({marks}) ORDER BY seq DESC",
+                wanted,
+            )
+            for row in cursor:
+                yield JournalEntry(*row, encoding=self.event_encoding)
+        except sqlite3.Error as error:
+            raise JournalError(f"cannot read the journal {self.path}: {error}") from error
+
+    def entries_of(
+        self, kinds: Collection[str], after: int, through: int, limit: int
+    ) -> list[JournalEntry]:
+        """Up to ``limit`` rows of these kinds after row ``after`` and up to row ``through``,
+        in order, as stored: found by SQLite, so that a reader looking for a few kinds
+        (the daemon's audit of commands) never walks the card rows in Python."""
+        wanted = sorted(kinds)
+        if not wanted or limit <= 0 or through <= after:
+            return []
+        marks = ", ".join("?" * len(wanted))
+        try:
+            rows = self._db.execute(
+                "SELECT seq, kind, body, prev_hash, hash FROM events "
+                f"WHERE seq > ? AND seq <= ? AND kind IN ({marks}) ORDER BY seq LIMIT ?",
+                (after, through, *wanted, limit),
+            ).fetchall()
+        except sqlite3.Error as error:
+            raise JournalError(f"cannot read the journal {self.path}: {error}") from error
+        return [JournalEntry(*row, encoding=self.event_encoding) for row in rows]
+
+    def verified_entries(self) -> Iterator[JournalEntry]:
+        """Every row in order, each checked against the chain before it is yielded."""
+        expected_seq, prev_hash = 1, GENESIS_HASH
+        for entry in self.entries():
+            if entry.seq != expected_seq:
+                raise JournalError(f"row {expected_seq} is missing (found row {entry.seq})")
+            if entry.prev_hash != prev_hash:
+                raise JournalError(f"row {entry.seq} does not chain to row {entry.seq - 1}")
+            if row_hash(entry.seq, entry.kind, entry.body, entry.prev_hash) != entry.hash:
+                raise JournalError(f"row {entry.seq} was altered: its hash does not match")
+            try:
+                entry.event()
+            except (JournalError, ValueError) as error:
+                raise JournalError(f"row {entry.seq} holds no valid event: {error}") from error
+            yield entry
+            expected_seq, prev_hash = entry.seq + 1, entry.hash
+
+    def verify(self) -> int:
+        """Check the whole chain; return the number of rows or raise JournalError."""
+        return sum(1 for _ in self.verified_entries())
+
+    def close(self) -> None:
+        # Closing folds the write-ahead log back into the file; on a full disk SQLite
+        # leaves the log for the next open instead (nothing is lost), which is no error.
+        with contextlib.suppress(sqlite3.Error):
+            self._db.close()
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()

@@ -1,0 +1,187 @@
+"""What the table says, as numbered API messages: from the machine's effects to the outbox.
+
+:class:`Publications` turns the effects of each journaled event into the MQTT API's messages
+(:mod:`controller.service.wire`) and writes them to the
+:class:`~controller.service.outbox.Outbox` in one commit per journal row. The same object
+does it live (the daemon's effect handler calls :meth:`Publications.record`) and at start,
+over the journal's replay, for the rows the outbox has not seen yet: the numbering is a
+function of the journal alone.
+
+It also remembers what the request handlers need: the latest state message, the decision
+the table awaits (by the ``seq`` of its ``decision_requested`` event), and the answers to
+requests already taken (by key), so that a repeated request is answered again and never
+executed twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from controller.service.outbox import Outbox
+from controller.service.wire import encode, event_message, response_message, state_message
+from controller.table.effects import (
+    CommandAnswered,
+    Effect,
+    EventRejected,
+    PublishEvent,
+    PublishState,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def command_key(account: str, transaction: str) -> str:
+    """The journaled ``command_id`` of a request: unique per account and transaction (an
+    account is one MQTT topic level, so it holds no ``/``)."""
+    return f"{account}/{transaction}"
+
+
+def decision_key(request_seq: int) -> str:
+    return f"decision/{request_seq}"
+
+
+def split_command_key(key: str) -> tuple[str, str]:
+    account, _, transaction = key.partition("/")
+    return account, transaction
+
+
+class ChangeSignal(threading.Condition):
+    """A condition that remembers a notification no one was waiting for.
+
+    The publisher waits on :attr:`Publications.changed` between rounds of sending; a change
+    notified while it was busy sending (a new event recorded then, an acknowledgement) would
+    otherwise be lost, and what it announced would wait for the publisher's next timeout.
+    Here :meth:`wait` returns at once when a notification came since the last ``wait``
+    returned. Meant for one waiter (the publisher), which then looks at everything anew.
+    """
+
+    def __init__(self, lock: threading.Lock) -> None:
+        super().__init__(lock)
+        self._signalled = False
+
+    def notify(self, n: int = 1) -> None:  # notify_all() calls it too
+        self._signalled = True
+        super().notify(n)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if not self._signalled:
+            super().wait(timeout)
+        signalled, self._signalled = self._signalled, False
+        return signalled
+
+
+class Publications:
+    """Effects in, numbered messages out (to the outbox), plus what requests need to know."""
+
+    def __init__(self, table_id: str, outbox: Outbox, epoch: str) -> None:
+        self.table_id = table_id
+        self.outbox = outbox
+        self.epoch = epoch
+        """The journal's epoch, in every state message (the series' id)."""
+        self._lock = threading.Lock()
+        self.changed = ChangeSignal(self._lock)
+        self.state: dict[str, Any] | None = None
+        self.state_version = 0
+        # Counted from the journal's first row by the replay; live, the outbox's last.
+        self.seq = 0
+        # The decision the table awaits: the seq of its decision_requested and its payload.
+        self.awaited: tuple[int, dict[str, Any]] | None = None
+        self._journal_head: tuple[int, str] = (0, "")
+        self._writing = True
+        self._sender: Callable[[], bool] | None = None
+
+    def send_with(self, sender: Callable[[], bool]) -> None:
+        """Call ``sender()`` on the recording thread right after each :meth:`record`: the
+        daemon's link sends a row's messages there and then, so that a card's state does
+        not wait for the publisher thread to wake. :attr:`changed` is notified unless
+        ``sender`` returns True (all sent). ``sender`` must not raise."""
+        self._sender = sender
+
+    def replaying(self, entry_seq: int, entry_hash: str) -> None:
+        """Before the effects of journal row ``entry_seq`` are recorded during replay: rows
+        the outbox already has are counted, not written again."""
+        self._writing = entry_seq > self.outbox.last_journal_seq
+        self._journal_head = (entry_seq, entry_hash)
+
+    def live(self) -> None:
+        self._writing = True
+
+    def record(
+        self,
+        effects: list[Effect],
+        journal_seq: int | None,
+        at: float | None,
+        journal_head: tuple[int, str],
+    ) -> list[tuple[dict[str, Any], CommandAnswered]]:
+        """Number and store the messages of one event's effects; return the commands'
+        answers (with their response messages) for the caller to route."""
+        answers: list[tuple[dict[str, Any], CommandAnswered]] = []
+        self._journal_head = journal_head
+        state: dict[str, Any] | None = None
+        for effect in effects:
+            if isinstance(effect, PublishEvent | EventRejected):
+                if journal_seq is None:
+                    # Refused before the journal (not a well-formed event): not part of the
+                    # numbered record, which replay must rebuild exactly.
+                    logger.warning("not journaled, not published: %s", effect)
+                    continue
+                self._event(effect, journal_seq, at)
+            elif isinstance(effect, PublishState):
+                state = effect.state
+            elif isinstance(effect, CommandAnswered):
+                _account, transaction = split_command_key(effect.command_id)
+                response = response_message(transaction, effect.command, effect.ok, effect.message)
+                if journal_seq is not None and self._writing:
+                    self.outbox.add_answer(effect.command_id, journal_seq, encode(response))
+                answers.append((response, effect))
+        if journal_seq is not None and self._writing:
+            self.outbox.commit(journal_seq)
+        with self._lock:
+            self.seq = self.outbox.last_seq if self._writing else self.seq
+            if state is not None:
+                self.state = state_message(self.seq, state, at, journal_head, epoch=self.epoch)
+                self.state_version += 1
+            elif self.state is not None and journal_seq is not None:
+                # Nothing public changed but the journal grew: the state carries its head.
+                self.state = {**self.state, "journal": _head(journal_head), "seq": self.seq}
+                self.state_version += 1
+        if self._sender is None or not self._sender():
+            with self._lock:
+                self.changed.notify_all()
+        return answers
+
+    def _event(
+        self, effect: PublishEvent | EventRejected, journal_seq: int, at: float | None
+    ) -> None:
+        if self._writing:
+            seq = self.outbox.next_seq()
+            message = event_message(seq, self.table_id, at, effect)
+            self.outbox.add(seq, journal_seq, encode(message))
+        else:
+            self.seq += 1
+            seq = self.seq
+            message = event_message(seq, self.table_id, at, effect)
+        if isinstance(effect, PublishEvent):
+            if effect.name == "decision_requested":
+                self.awaited = (seq, dict(effect.payload))
+            elif effect.name in ("decision_taken", "round_settled", "round_voided", "table_paused"):
+                taken = effect.name == "decision_taken" and not effect.payload.get("auto")
+                if taken and self.awaited is not None and self._writing:
+                    answer = response_message(
+                        None, "decide", True, "decision taken", data=dict(effect.payload)
+                    )
+                    self.outbox.add_answer(
+                        decision_key(self.awaited[0]), journal_seq, encode(answer)
+                    )
+                self.awaited = None
+
+    def state_snapshot(self) -> tuple[int, dict[str, Any] | None]:
+        with self._lock:
+            return self.state_version, self.state
+
+
+def _head(head: tuple[int, str]) -> dict[str, Any]:
+    return {"seq": head[0], "hash": head[1]}

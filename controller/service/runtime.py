@@ -1,0 +1,202 @@
+"""Carry out what the table's state machine asks: one queue in, one thread, effects out.
+
+:class:`TableRuntime` is the part of the daemon that is not MQTT: devices and people hand
+events to :meth:`TableRuntime.submit` from any thread (the shoe driver and the camera are
+given it as their sink), which puts them on the one queue; :meth:`TableRuntime.run` takes
+them one at a time, hands each to the journaled table (journal first, then the machine) and
+carries out the effects in order through an :class:`EffectHandler` — publish, tell the
+dealer, lock the shoe, ask the camera. Timers are kept here, in a heap, and become
+``TimerExpired`` events on the same queue: there is no timer thread, and the machine never
+reads a clock.
+
+A journal (or outbox) that cannot be written stops the table: the runtime keeps the error
+as :attr:`TableRuntime.failure` and takes no further input (an event it cannot record must
+not take effect, and none after it may either); the daemon sees it, answers what waits, and
+exits with that error's one line.
+
+``livetable run`` and the demo both get it from :func:`controller.service.assembly.assemble`, with
+the real or the simulated devices plugged in.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from controller.kernel.errors import JournalError, TableError
+from controller.service.journaled_table import JournaledTable
+from controller.table.effects import (
+    AskCamera,
+    CommandAnswered,
+    Effect,
+    EventRejected,
+    LockShoe,
+    PublishEvent,
+    PublishState,
+    StartTimer,
+    TellDealer,
+    UnlockShoe,
+)
+from controller.table.events import TimerExpired, event_name
+
+logger = logging.getLogger(__name__)
+
+Published = PublishState | PublishEvent | CommandAnswered | EventRejected
+"""The effects that go to the platform and the supervisors' console."""
+
+# How long `run` waits on the queue when no timer is due: bounds how late `stop` is seen.
+IDLE_WAIT_S = 0.2
+
+
+class EffectHandler(Protocol):
+    """Where the runtime sends each kind of effect. Methods must not block for long: they
+    run on the table's only thread (hand slow work, like a camera read, to another thread and
+    put its answer on the queue)."""
+
+    def publish(self, effect: Published) -> None: ...
+
+    def tell_dealer(self, effect: TellDealer) -> None: ...
+
+    def lock_shoe(self, locked: bool) -> None: ...
+
+    def ask_camera(self, effect: AskCamera) -> None: ...
+
+
+class RuntimeTask:
+    """Work to run on the table's thread, in queue order with the events (an MQTT request
+    that must look at the table's state and act on it without a race)."""
+
+    __slots__ = ("work",)
+
+    def __init__(self, work: Callable[[], None]) -> None:
+        self.work = work
+
+
+class TableRuntime:
+    """The table's event loop. Not re-entrant: one thread calls :meth:`run` or :meth:`step`."""
+
+    def __init__(
+        self,
+        table: JournaledTable,
+        handler: EffectHandler,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.table = table
+        self.handler = handler
+        self.clock = clock
+        self.events: queue.Queue[object] = queue.Queue()
+        self._timers: list[tuple[float, int]] = []
+        self.events_handled = 0
+        self.current_event: object = None
+        self.journal_seq: int | None = None
+        """The journal row of the event whose effects are being carried out; None while
+        carrying out the effects of an event that was refused before the journal."""
+        self.failure: JournalError | None = None
+        """Why the table stopped taking input: its journal or outbox could not be written.
+        Set once; from then on :meth:`handle` takes nothing."""
+
+    def submit(self, event: object) -> None:
+        """Put an event on the table's queue; safe from any thread."""
+        self.events.put(event)
+
+    def carry_out(self, effects: list[Effect]) -> None:
+        """Carry out effects in order; a failing effect is logged and the rest still run."""
+        for effect in effects:
+            try:
+                self._carry_out(effect)
+            except TableError as error:
+                logger.error("could not carry out %s: %s", type(effect).__name__, error)
+
+    def _carry_out(self, effect: Effect) -> None:
+        if isinstance(effect, Published):
+            self.handler.publish(effect)
+        elif isinstance(effect, TellDealer):
+            self.handler.tell_dealer(effect)
+        elif isinstance(effect, LockShoe | UnlockShoe):
+            self.handler.lock_shoe(isinstance(effect, LockShoe))
+        elif isinstance(effect, AskCamera):
+            self.handler.ask_camera(effect)
+        elif isinstance(effect, StartTimer):
+            heapq.heappush(self._timers, (effect.due_at, effect.timer_id))
+        else:  # pragma: no cover - a new effect type must be wired here
+            raise TypeError(f"no handler for effect {effect!r}")
+
+    def handle(self, event: object) -> list[Effect]:
+        """Journal and apply one event, carry out its effects, and return them. After a
+        :attr:`failure`, nothing: the event is not taken (tasks still run, so that requests
+        are answered)."""
+        if isinstance(event, RuntimeTask):
+            try:
+                event.work()
+            except JournalError as error:
+                self.fail(error)
+            except Exception:
+                # A request's handling failed (a bug, or an answer that could not go out):
+                # what it journaled stands; the table goes on.
+                logger.exception("a task on the table's thread failed")
+            return []
+        if self.failure is not None:
+            return []
+        self.current_event = event
+        before = self.table.journal.last_seq
+        try:
+            effects = self.table.handle(event)
+        except JournalError as error:
+            # Not recorded, so not taken: nothing changed, and nothing more may.
+            self.fail(error)
+            return []
+        except TableError as error:
+            logger.error("%s event not taken: %s", type(event).__name__, error)
+            effects = [EventRejected(event_name(event), str(error))]
+        after = self.table.journal.last_seq
+        self.journal_seq = after if after != before else None
+        self.events_handled += 1
+        self.carry_out(effects)
+        done = getattr(self.handler, "effects_done", None)
+        if done is not None:
+            try:
+                done(self.journal_seq)
+            except JournalError as error:
+                # What the row said could not be kept (the outbox): the row stands, and the
+                # next start rebuilds its messages from it; the table stops here.
+                self.fail(error)
+        return effects
+
+    def fail(self, error: JournalError) -> None:
+        """Stop taking input, for ``error`` (the first one is kept)."""
+        if self.failure is None:
+            self.failure = error
+
+    def _fire_due_timers(self) -> None:
+        now = self.clock()
+        while self._timers and self._timers[0][0] <= now:
+            _due, timer_id = heapq.heappop(self._timers)
+            if not self.table.awaits_timer(timer_id):
+                # The card, decision or pause it timed came first: its expiry would change
+                # nothing, so it costs the journal no row (and the disk no flush).
+                logger.debug("timer #%d is no longer awaited", timer_id)
+                continue
+            self.handle(TimerExpired(timer_id, now))
+
+    def step(self, max_wait_s: float = IDLE_WAIT_S) -> None:
+        """Fire due timers, then handle at most one queued event (waiting up to
+        ``max_wait_s``, or until the next timer is due)."""
+        self._fire_due_timers()
+        wait = max_wait_s
+        if self._timers:
+            wait = max(0.0, min(wait, self._timers[0][0] - self.clock()))
+        try:
+            event = self.events.get(timeout=wait)
+        except queue.Empty:
+            return
+        self.handle(event)
+
+    def run(self, stop: threading.Event) -> None:
+        """Loop until ``stop`` is set or the table fails (:attr:`failure`)."""
+        while not stop.is_set() and self.failure is None:
+            self.step()

@@ -1,0 +1,463 @@
+"""``livetable journal verify / rounds / export``: a table's journal as evidence.
+
+``verify`` checks the hash chain of a table's journal row by row, says where it breaks, and
+prints the head (the last row's number and hash); ``--expect-head`` compares it with a head
+stored earlier (the daemon publishes it in its state as ``journal: {seq, hash}``), which
+is how a truncated or replaced journal shows. ``rounds`` lists the rounds. ``export``
+replays the journal through the table's state machine (under the settings the journal
+recorded) and prints one round's history: every event with who caused it and the effects it
+had, as text, CSV or JSON lines. It includes what the public never saw (the hole card before
+its reveal), because it is for supervisors and regulators.
+
+Every command opens the journal strictly read-only (see
+:func:`controller.service.journal.read_only_uri`): nothing is written beside the evidence,
+and a journal on read-only media reads as well as one on the table PC.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import re
+import sys
+import unicodedata
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from controller.kernel.cli_support import (
+    JSON_HELP,
+    default_to_help,
+    examples,
+    positive_int,
+    print_json,
+)
+from controller.kernel.errors import JournalError
+
+if TYPE_CHECKING:
+    from controller.service.journal import Journal
+
+EXAMPLE_JOURNAL = "/var/lib/livetable/t1.journal"
+_HASH = re.compile(r"[0-9a-fA-F]{64}")
+
+# Who produced each kind of input, for the kinds that do not name a person (``by``).
+_SOURCES: Mapping[str, str] = {
+    "CameraOffline": "camera",
+    "CameraOnline": "camera",
+    "CameraRead": "camera",
+    "ControllerStarted": "controller",
+    "PlatformDecided": "platform",
+    "SettingsChanged": "controller",
+    "TimerExpired": "timer",
+}
+
+
+def journal_head(text: str) -> tuple[int, str]:
+    """``SEQ:HASH``, or the state's ``{"seq": ..., "hash": ...}`` as JSON: a journal head."""
+    seq_text, _, digest = text.strip().partition(":")
+    if text.lstrip().startswith("{"):
+        try:
+            head = json.loads(text)
+            seq_text, digest = str(head["seq"]), str(head["hash"])
+        except (ValueError, KeyError, TypeError):
+            raise argparse.ArgumentTypeError(
+                f'{text!r} is not a journal head: give SEQ:HASH or {{"seq": ..., "hash": ...}}'
+            ) from None
+    if not seq_text.isdigit() or int(seq_text) < 1 or not _HASH.fullmatch(digest):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a journal head: give SEQ:HASH, a row number and its 64 hex digits"
+        )
+    return int(seq_text), digest.lower()
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "journal",
+        help="verify a table's journal, list its rounds, export a round's history",
+        description="Verify a table's journal, list its rounds, or export one round's history "
+        "from it. The journal is only read: nothing is written beside it, and it may lie on "
+        "read-only media.",
+        epilog=examples(
+            f"livetable journal verify {EXAMPLE_JOURNAL}",
+            f"livetable journal rounds {EXAMPLE_JOURNAL}",
+            f"livetable journal export {EXAMPLE_JOURNAL} --round 12",
+        ),
+    )
+    commands = parser.add_subparsers(dest="journal_command", metavar="WHAT")
+
+    verify = commands.add_parser(
+        "verify",
+        help="check the journal's hash chain and print its head",
+        description="Check every row of the journal against the hash chain, say where it "
+        "breaks, and print the head: the last row's number and hash, which the table "
+        "publishes in its state as journal: {seq, hash}. A chain alone cannot show that its "
+        "last rows were cut off: give a head stored earlier with --expect-head, and verify "
+        "fails unless the journal still reaches that row with that hash.",
+        epilog=examples(
+            f"livetable journal verify {EXAMPLE_JOURNAL}",
+            f"livetable journal verify {EXAMPLE_JOURNAL} --expect-head 4711:"
+            "e7f6c011776e8db7cd330b54174fd76f7d0216b612387a5ffcfb81e6f0919683",
+        ),
+    )
+    _journal_argument(verify)
+    verify.add_argument(
+        "--expect-head",
+        type=journal_head,
+        metavar="SEQ:HASH",
+        help="a head stored earlier (SEQ:HASH, or the state's journal object as JSON): fail "
+        "unless the journal reaches row SEQ and its hash is HASH",
+    )
+    verify.add_argument("--json", action="store_true", help=JSON_HELP)
+    verify.set_defaults(func=run_verify)
+
+    rounds = commands.add_parser(
+        "rounds",
+        help="list the rounds in the journal",
+        description="List every round in the journal: its id, shoe, game, when it opened, "
+        "whether it was settled or cancelled (and when), and the pauses during it.",
+        epilog=examples(
+            f"livetable journal rounds {EXAMPLE_JOURNAL}",
+            f"livetable journal rounds {EXAMPLE_JOURNAL} --format csv > rounds.csv",
+        ),
+    )
+    _journal_argument(rounds)
+    _format_options(rounds)
+    rounds.set_defaults(func=run_rounds)
+
+    export = commands.add_parser(
+        "export",
+        help="print one round's history: each event, who caused it, its effects",
+        description="Replay the journal and print one round's history, from the request "
+        "that opened it to its result or cancellation: for each event the time (UTC), the "
+        "journal row, the event, who caused it (shoe, camera, timer, platform, controller or "
+        "the supervisor's account) and the effects it had (what was published, what the "
+        "dealer was told). It shows the dealer's hole card and burn cards, which the public "
+        "never saw. --json gives each row with its hash, the event's fields and the effects "
+        "as the table produced them.",
+        epilog=examples(
+            f"livetable journal export {EXAMPLE_JOURNAL} --round 12",
+            f"livetable journal export {EXAMPLE_JOURNAL} --round 12 --json",
+            f"livetable journal export {EXAMPLE_JOURNAL} --round 12 --format csv > round-12.csv",
+        ),
+    )
+    _journal_argument(export)
+    export.add_argument(
+        "--round",
+        dest="round_id",
+        type=positive_int,
+        required=True,
+        metavar="ID",
+        help="the round's id (as journal rounds lists it)",
+    )
+    _format_options(export)
+    export.set_defaults(func=run_export)
+    default_to_help(parser)
+
+
+def _journal_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("journal", type=Path, metavar="JOURNAL", help="the journal file")
+    parser.add_argument(
+        "--immutable",
+        action="store_true",
+        help="the journal cannot change (a copy on read-only media): read it without any "
+        "locking; refused when rows wait in its write-ahead log",
+    )
+
+
+def _format_options(parser: argparse.ArgumentParser) -> None:
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument(
+        "--format",
+        choices=("text", "csv", "json"),
+        default="text",
+        help="text for people (default), csv for a spreadsheet, json as --json",
+    )
+    output.add_argument("--json", dest="format", action="store_const", const="json", help=JSON_HELP)
+
+
+def _open(args: argparse.Namespace) -> Journal:
+    # Imported here so that building the CLI's parser stays light.
+    from controller.service.journal import Journal
+
+    return Journal(args.journal, read_only=True, immutable=True if args.immutable else None)
+
+
+def time_text(at: object) -> str:
+    """An event's time as UTC with milliseconds; ``-`` when it has none."""
+    if not isinstance(at, int | float):
+        return "-"
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+# -- verify ---------------------------------------------------------------------------------
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    from controller.service.journal import check_head
+
+    with _open(args) as journal:
+        rows = journal.verify()
+        seq, digest = journal.head
+        if args.expect_head is not None:
+            check_head(journal, *args.expect_head)
+    if args.json:
+        document: dict[str, Any] = {
+            "file": str(args.journal),
+            "rows": rows,
+            "chain": "intact",
+            "journal": {"seq": seq, "hash": digest},
+        }
+        if args.expect_head is not None:
+            expected_seq, expected_hash = args.expect_head
+            document["expected_head"] = {"seq": expected_seq, "hash": expected_hash}
+        print_json(document)
+        return 0
+    print(f"{args.journal}: {rows} rows, hash chain intact")
+    print(f"head: row {seq}, hash {digest}")
+    if args.expect_head is not None:
+        expected_seq = args.expect_head[0]
+        after = f"; {seq - expected_seq} row(s) after it" if seq > expected_seq else ""
+        print(f"expected head: row {expected_seq} is there with that hash{after}")
+    return 0
+
+
+# -- rounds ---------------------------------------------------------------------------------
+
+
+def run_rounds(args: argparse.Namespace) -> int:
+    from controller.service.journaled_table import config_of, round_summaries
+
+    with _open(args) as journal:
+        summaries = [summary.to_dict() for summary in round_summaries(journal, config_of(journal))]
+    if args.format == "json":
+        for summary in summaries:
+            print_json(summary)
+        return 0
+    header = ("round", "shoe", "game", "opened", "outcome", "at", "by", "pauses", "rows")
+    rows = [
+        tuple(
+            map(
+                printable,
+                (
+                    str(summary["round_id"]),
+                    _text(summary["shoe_id"]),
+                    summary["game"],
+                    time_text(summary["opened_at"]),
+                    summary["outcome"],
+                    time_text(summary["settled_at"] or summary["cancelled_at"]),
+                    _text(summary["cancelled_by"]),
+                    ", ".join(summary["pauses"]) or "-",
+                    "{}-{}".format(*summary["rows"]),
+                ),
+            )
+        )
+        for summary in summaries
+    ]
+    if args.format == "csv":
+        _write_csv(header, rows)
+    elif not rows:
+        print(f"{args.journal}: no rounds")
+    else:
+        _write_columns(header, rows)
+    return 0
+
+
+# -- export ---------------------------------------------------------------------------------
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from controller.service.journaled_table import config_of, export_round
+
+    with _open(args) as journal:
+        config = config_of(journal)
+        lines = export_round(journal, config, args.round_id)
+    if not lines:
+        raise JournalError(f"round {args.round_id} is not in {args.journal}")
+    if args.format == "json":
+        for line in lines:
+            print_json({**line, "who": who(line["kind"], line["event"])})
+        return 0
+    header = ("time (UTC)", "row", "event", "who", "effect")
+    rows = [
+        (
+            time_text(line["event"].get("at")),
+            str(line["seq"]),
+            printable(describe_event(line["kind"], line["event"])),
+            printable(who(line["kind"], line["event"])),
+            # One effect a line: the line breaks are the output's, any other is escaped.
+            "\n".join(map(printable, filter(None, map(describe_effect, line["effects"]))))
+            or "no effect",
+        )
+        for line in lines
+    ]
+    if args.format == "csv":
+        _write_csv(header, rows)
+        return 0
+    print(
+        printable(
+            f"round {args.round_id} ({config.game}, table {config.table_id}), from {args.journal}"
+        )
+    )
+    _write_columns(header, rows)
+    return 0
+
+
+def who(kind: str, fields: Mapping[str, Any]) -> str:
+    """Who caused an input: the account that gave a command or asked for a round, else the
+    device or part of the table that produced it."""
+    if fields.get("by"):
+        role = fields.get("role")
+        return f"{fields['by']} ({role})" if role else str(fields["by"])
+    if kind.startswith(("Card", "CutCard", "Shoe")):
+        return "shoe"
+    return _SOURCES.get(kind, "-")
+
+
+def describe_event(kind: str, fields: Mapping[str, Any]) -> str:
+    """The input in a few words: its kind and what matters in it."""
+    if kind == "CardDrawn":
+        return f"CardDrawn {fields.get('card')}"
+    if kind == "CameraRead":
+        card = fields.get("card") or "nothing"
+        return f"CameraRead {card} at {fields.get('position')}"
+    if kind == "TimerExpired":
+        return f"TimerExpired #{fields.get('timer_id')}"
+    if kind == "PlatformDecided":
+        return (
+            f"PlatformDecided {fields.get('decision')} (box {fields.get('box')}, "
+            f"hand {fields.get('hand')})"
+        )
+    if kind == "SupervisorCommanded":
+        details = [
+            f"{name} {fields[name]}"
+            for name in ("resolution", "card", "reason")
+            if fields.get(name)
+        ]
+        more = f" ({', '.join(details)})" if details else ""
+        return f"{fields.get('command')}{more}"
+    if kind == "CardsLost":
+        return f"CardsLost {len(fields.get('sequences') or ())}"
+    if kind == "ShoeFault":
+        return f"ShoeFault {fields.get('code')}"
+    return kind
+
+
+def describe_effect(effect: Mapping[str, Any]) -> str:
+    """One effect in a few words; empty for the republished state (every row has one)."""
+    name = effect.get("effect")
+    if name == "PublishState":
+        return ""
+    if name == "PublishEvent":
+        return _describe_published(str(effect.get("name")), effect.get("payload") or {})
+    if name == "TellDealer":
+        return f"dealer told: {effect.get('message')}"
+    if name == "StartTimer":
+        seconds = effect.get("duration_s")
+        return f"timer #{effect.get('timer_id')} {effect.get('purpose')} {seconds:g} s"
+    if name == "LockShoe":
+        return "shoe locked"
+    if name == "UnlockShoe":
+        return "shoe unlocked"
+    if name == "AskCamera":
+        return (
+            f"camera asked for {effect.get('position')} card {effect.get('card_number')} "
+            f"({effect.get('reason')})"
+        )
+    if name == "CommandAnswered":
+        outcome = "done" if effect.get("ok") else "refused"
+        return f"answered {effect.get('by')}: {outcome}: {effect.get('message')}"
+    if name == "EventRejected":
+        return f"rejected: {effect.get('reason')}"
+    return json.dumps(effect, sort_keys=True)
+
+
+def _describe_published(name: str, payload: Mapping[str, Any]) -> str:
+    if name == "card_dealt":
+        card = "face down" if payload.get("face_down") else payload.get("card")
+        return f"card_dealt {card} to {payload.get('position')} ({payload.get('source')})"
+    if name == "table_paused":
+        return f"table_paused {payload.get('reason')}: {payload.get('message')}"
+    if name == "round_settled":
+        from controller.service.wire import finished_hands  # the result as it was published
+
+        result = payload.get("result")
+        if isinstance(result, dict):
+            result = finished_hands(result)
+        return f"round_settled {_compact(result)}"
+    if name == "round_opened":
+        return (
+            f"round_opened (round {payload.get('round_number')} of the shoe, "
+            f"{len(payload.get('bets') or ())} bets open, betting closes at "
+            f"{time_text(payload.get('betting_closes_at'))})"
+        )
+    if name == "table_resumed":
+        resolution = payload.get("resolution") or "nothing to resolve"
+        return f"table_resumed by {payload.get('by')} ({payload.get('reason')}: {resolution})"
+    shown = {key: value for key, value in payload.items() if key not in ("round_id", "shoe_id")}
+    return f"{name} {_compact(shown)}" if shown else name
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+# -- output ---------------------------------------------------------------------------------
+
+# Characters a terminal (or a spreadsheet) may act on instead of showing: C0 and C1
+# controls (ESC starts the sequences that clear a screen or set a title), formats such as
+# the bidi overrides that reorder what follows, line and paragraph separators, surrogates.
+_UNSAFE_CATEGORIES = frozenset(("Cc", "Cf", "Zl", "Zp", "Cs"))
+_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
+
+
+def printable(text: str) -> str:
+    """``text`` with every character a terminal could act on written as an escape
+    (``\\x1b``, ``\\u202e``, ``\\n``), and ``\\`` as ``\\\\`` so an escape is never
+    ambiguous: the reasons, accounts and device messages in a journal came from outside,
+    and an auditor must see them, not have the terminal obey them."""
+    if text.isprintable() and "\\" not in text:
+        return text  # the usual case, at C speed
+    return "".join(_escape(char) for char in text)
+
+
+def _escape(char: str) -> str:
+    short = _SHORT_ESCAPES.get(char)
+    if short is not None:
+        return short
+    if unicodedata.category(char) not in _UNSAFE_CATEGORIES:
+        return char
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def _text(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+def _write_csv(header: Iterable[str], rows: Iterable[Iterable[str]]) -> None:
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+
+
+def _write_columns(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+    """Columns padded to their widest cell; the last column's extra lines go below it."""
+    widths = [
+        max(len(header[i]), *(len(row[i].split("\n")[0]) for row in rows)) if rows else len(h)
+        for i, h in enumerate(header)
+    ]
+    indent = sum(width + 2 for width in widths[:-1])
+
+    def line(cells: Iterable[str]) -> str:
+        return "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True))
+
+    print(line(header).rstrip())
+    for row in rows:
+        first, *more = row[-1].split("\n")
+        print(line((*row[:-1], first)).rstrip())
+        for extra in more:
+            print(" " * indent + extra)

@@ -1,0 +1,297 @@
+"""The studio's broker accounts, described once, and the broker authorisation made from them.
+
+One TOML file names every account that logs in to the studio's broker, its role and, for a
+table's daemon, its table::
+
+    prefix = "livetable"          # optional: the tables' topic prefix
+
+    [[account]]
+    name = "livetable-t1"
+    role = "table"
+    tables = ["t1"]               # a table account: the table(s) whose daemon it is
+
+    [[account]]
+    name = "alice"
+    role = "supervisor"           # platform, supervisor, viewer: every table unless
+                                  # tables = [...] names some
+
+From it :func:`mosquitto_acl` writes a mosquitto ``acl_file`` and :func:`nats_authorization`
+a nats-server ``authorization { users = [...] }`` block; both grant what the section
+"Accounts, roles and identity" of docs/mqtt-api.md says (and systemd/mosquitto/livetable.acl
+grants): an account publishes requests only under its own role and name, a table's topics are
+published by the table's account only, an account reads its own responses only, supervisors
+and viewers read availability, state, events and dealer, the platform availability, state and
+events.
+
+nats-server checks NATS subjects, not MQTT topics: a topic's levels become a subject's tokens
+(``/`` to ``.``, a ``.`` inside a level to ``//``), ``+`` becomes ``*``, and a trailing ``#``
+(which also matches its parent level) becomes the parent subject and ``parent.>``. Each user
+may also subscribe to ``$MQTT.sub.>``, where the server delivers a QoS 1 subscription's
+messages: the NATS documentation's MQTT configuration page asks for it (2.15.1 delivers
+without it, and refuses an MQTT client's subscription to ``$MQTT/...`` with it).
+
+The users are MQTT-only (``allowed_connection_types``). Their passwords are NATS
+configuration variables (``$LIVETABLE_PASSWORD_ALICE``) that nats-server takes from its
+environment (the systemd unit's EnvironmentFile, kept apart and readable by root only): the
+description holds no secret. A variable defined in another configuration file does not reach
+an included file (nats-server 2.15 says "variable reference ... can not be found"); the
+environment does.
+
+Pure: nothing here reads or writes anything but the description given to :func:`load_accounts`.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from controller.kernel.errors import ConfigurationError
+
+ROLES = ("table", "platform", "supervisor", "viewer")
+DEFAULT_PREFIX = "livetable"
+# MQTT user names and table ids as docs/mqtt-api.md allows them: never '/', '+', '#', space.
+_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+# What each role reads of every table it may see (the table reads its requests instead).
+_PUBLIC_READS: dict[str, tuple[str, ...]] = {
+    "platform": ("availability", "state", "events"),
+    "supervisor": ("availability", "state", "events", "dealer"),
+    "viewer": ("availability", "state", "events", "dealer"),
+}
+# The internal subjects a restricted MQTT user subscribes to: QoS 1 deliveries.
+NATS_MQTT_INTERNAL_SUBSCRIBE = ("$MQTT.sub.>",)
+ALL_TABLES = "+"
+
+
+@dataclass(frozen=True)
+class Account:
+    name: str
+    role: str
+    # The tables the account is for; (ALL_TABLES,) when it names none (not for a table).
+    tables: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Studio:
+    prefix: str
+    accounts: tuple[Account, ...]
+
+
+@dataclass(frozen=True, order=True)
+class Rule:
+    """One grant: ``access`` ("read" or "write") of the MQTT topic filter ``topic``."""
+
+    access: str
+    topic: str
+
+
+def _fail(source: str, message: str) -> ConfigurationError:
+    return ConfigurationError(f"{source}: {message}")
+
+
+def parse_accounts(text: str, source: str = "the accounts") -> Studio:
+    """The studio described by ``text`` (TOML); ConfigurationError naming what is wrong."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise _fail(source, f"not TOML: {error}") from error
+    unknown = set(document) - {"prefix", "account"}
+    if unknown:
+        raise _fail(source, f"unknown key(s) {', '.join(sorted(unknown))} (prefix, account)")
+    prefix = document.get("prefix", DEFAULT_PREFIX)
+    if not isinstance(prefix, str) or not all(
+        _NAME.fullmatch(level) for level in prefix.split("/")
+    ):
+        raise _fail(
+            source, f"prefix {prefix!r} is not a topic prefix (levels of A-Z a-z 0-9 _ . -)"
+        )
+    entries = document.get("account", [])
+    if not isinstance(entries, list) or not entries:
+        raise _fail(source, "no [[account]]: the broker would let nobody in")
+    accounts: list[Account] = []
+    for number, entry in enumerate(entries, start=1):
+        accounts.append(_account(entry, f"{source}: account {number}"))
+    names = [account.name for account in accounts]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise _fail(source, f"account(s) named twice: {', '.join(repeated)}")
+    variables: dict[str, str] = {}
+    for account in accounts:
+        variable = password_variable(account.name)
+        if variable in variables:
+            raise _fail(
+                source,
+                f"accounts {variables[variable]!r} and {account.name!r} would share the "
+                f"password variable {variable}: rename one",
+            )
+        variables[variable] = account.name
+    return Studio(prefix, tuple(accounts))
+
+
+def _account(entry: object, where: str) -> Account:
+    if not isinstance(entry, dict):
+        raise ConfigurationError(f"{where}: not a table of name, role, tables")
+    unknown = set(entry) - {"name", "role", "tables"}
+    if unknown:
+        raise ConfigurationError(
+            f"{where}: unknown key(s) {', '.join(sorted(unknown))} (name, role, tables)"
+        )
+    name = entry.get("name")
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ConfigurationError(
+            f"{where}: name {name!r} is not an account name (letters, digits, _ . -)"
+        )
+    role = entry.get("role")
+    if role not in ROLES:
+        raise ConfigurationError(
+            f"{where} ({name}): role {role!r} is not one of {', '.join(ROLES)}"
+        )
+    tables = entry.get("tables")
+    if tables is None:
+        if role == "table":
+            raise ConfigurationError(f"{where} ({name}): a table account names its tables")
+        return Account(name, role, (ALL_TABLES,))
+    if (
+        not isinstance(tables, list)
+        or not tables
+        or not all(isinstance(table, str) and _NAME.fullmatch(table) for table in tables)
+    ):
+        raise ConfigurationError(
+            f"{where} ({name}): tables must be a list of table ids (letters, digits, _ . -)"
+        )
+    if len(set(tables)) != len(tables):
+        raise ConfigurationError(f"{where} ({name}): a table named twice in tables")
+    return Account(name, str(role), tuple(tables))
+
+
+def load_accounts(path: Path) -> Studio:
+    """Read and parse the description at ``path`` (the only I/O of this module)."""
+    return parse_accounts(path.read_text(encoding="utf-8"), str(path))
+
+
+# -- what each account may do, as MQTT topic filters --------------------------------------
+
+
+def account_rules(studio: Studio, account: Account) -> list[Rule]:
+    """Every grant of ``account``, as MQTT topic filters (its own responses included)."""
+    prefix = studio.prefix
+    rules: list[Rule] = []
+    for table in account.tables:
+        base = f"{prefix}/{table}"
+        if account.role == "table":
+            rules += [Rule("read", f"{base}/request/#"), Rule("write", f"{base}/#")]
+        else:
+            rules += [Rule("read", f"{base}/{topic}") for topic in _PUBLIC_READS[account.role]]
+            rules.append(Rule("write", f"{base}/request/{account.role}/{account.name}/#"))
+    return rules + response_rules(studio, account.name)
+
+
+def response_rules(studio: Studio, name: str) -> list[Rule]:
+    """An account reads the answers to its own requests, on any table, and the MQTT 5
+    response topics it may name below them."""
+    base = f"{studio.prefix}/{ALL_TABLES}/response/{name}"
+    return [Rule("read", base), Rule("read", f"{base}/#")]
+
+
+# -- mosquitto --------------------------------------------------------------------------------
+
+
+def mosquitto_acl(studio: Studio, source: str = "the studio's accounts") -> str:
+    """A mosquitto ``acl_file``: the response rules as ``pattern`` lines (``%u`` is the
+    account), then one block per account."""
+    lines = [
+        f"# Generated by `livetable studio accounts` from {source}: edit that, not this.",
+        "#",
+        "# An account reads the answers to its own requests, and nobody else's (%u is the",
+        "# account); MQTT 5 clients may name a response topic below their own.",
+    ]
+    lines += [f"pattern {rule.access} {rule.topic}" for rule in response_rules(studio, "%u")]
+    for account in studio.accounts:
+        lines += ["", f"# {account.role}", f"user {account.name}"]
+        own_responses = set(response_rules(studio, account.name))
+        lines += [
+            f"topic {rule.access} {rule.topic}"
+            for rule in account_rules(studio, account)
+            if rule not in own_responses
+        ]
+    return "\n".join(lines) + "\n"
+
+
+# -- nats-server ------------------------------------------------------------------------------
+
+
+def topic_level_token(level: str) -> str:
+    """One MQTT topic level as nats-server names it in a subject (a '.' becomes '//')."""
+    return level.replace(".", "//")
+
+
+def nats_subjects(topic_filter: str) -> list[str]:
+    """The NATS subjects an MQTT topic filter covers: ``+`` is ``*``; a trailing ``#``,
+    which matches its parent level too, is the parent and ``parent.>``."""
+    levels = topic_filter.split("/")
+    if "#" in levels[:-1] or any(not level for level in levels):
+        raise ValueError(f"not a topic filter livetable grants: {topic_filter!r}")
+    tokens = ["*" if level == "+" else topic_level_token(level) for level in levels]
+    if tokens[-1] == "#":
+        parent = ".".join(tokens[:-1])
+        return [parent, f"{parent}.>"]
+    return [".".join(tokens)]
+
+
+def password_variable(name: str) -> str:
+    """The NATS configuration variable that holds ``name``'s password."""
+    return "LIVETABLE_PASSWORD_" + re.sub(r"[^A-Z0-9]", "_", name.upper())
+
+
+@dataclass(frozen=True)
+class NatsPermissions:
+    publish: tuple[str, ...]
+    subscribe: tuple[str, ...]
+
+
+def nats_permissions(studio: Studio, account: Account) -> NatsPermissions:
+    rules = account_rules(studio, account)
+    publish = _subjects(rule.topic for rule in rules if rule.access == "write")
+    subscribe = _subjects(rule.topic for rule in rules if rule.access == "read")
+    return NatsPermissions(publish, subscribe + NATS_MQTT_INTERNAL_SUBSCRIBE)
+
+
+def _subjects(topics: Iterable[str]) -> tuple[str, ...]:
+    subjects: list[str] = []
+    for topic in topics:
+        subjects += [subject for subject in nats_subjects(topic) if subject not in subjects]
+    return tuple(subjects)
+
+
+def _quoted(values: Sequence[str]) -> str:
+    # Subjects and names hold only A-Z a-z 0-9 _ . - / * > $ (checked above): no escaping.
+    return "[" + ", ".join(f'"{value}"' for value in values) + "]"
+
+
+def nats_authorization(studio: Studio, source: str = "the studio's accounts") -> str:
+    """A nats-server ``authorization`` block with one MQTT-only user per account."""
+    lines = [
+        f"# Generated by `livetable studio accounts` from {source}: edit that, not this.",
+        "# Each password is the environment variable named beside it (the unit's",
+        "# EnvironmentFile): a bcrypt hash made with `nats server passwd`, or the password.",
+        "authorization {",
+        "  users = [",
+    ]
+    for account in studio.accounts:
+        permissions = nats_permissions(studio, account)
+        lines += [
+            f"    # {account.role}",
+            "    {",
+            f'      user: "{account.name}"',
+            f"      password: ${password_variable(account.name)}",
+            '      allowed_connection_types: ["MQTT"]',
+            "      permissions: {",
+            f"        publish: {{ allow: {_quoted(permissions.publish)} }}",
+            f"        subscribe: {{ allow: {_quoted(permissions.subscribe)} }}",
+            "      }",
+            "    }",
+        ]
+    lines += ["  ]", "}"]
+    return "\n".join(lines) + "\n"
