@@ -23,7 +23,6 @@ The rules are never copied here: every round is a live round of the rules engine
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
@@ -315,37 +314,12 @@ _SIMPLE_KINDS: Final[dict[type, str]] = {
 }
 
 
-_BOX_HAND: Final = re.compile(r"box(\d+)(?:\.hand(\d+))?")
-
-
 def _cards_held(state: TableState, position: str) -> int:
     """How many cards the hand ``position`` of the live round holds now, the hole card
-    included. The round's public view is asked, not the round log: after a split the box's
-    second card belongs to the new hand, and a resplit renumbers the hands after it, which
-    only the rules know. A view without that hand (a game whose view has another shape)
-    falls back to counting the log, which is right for any hand that never splits."""
-    view = state.round.public_view() if state.round is not None else {}
-    held = _hand_size(view, position)
-    if held is not None:
-        return held
-    return sum(1 for entry in state.round_log if entry[0] == "card" and entry[1] == position)
-
-
-def _hand_size(view: Mapping[str, Any], position: str) -> int | None:
-    cards: object = None
-    box = _BOX_HAND.fullmatch(position)
-    if box is not None:
-        number, hand = int(box[1]), int(box[2] or 1)
-        for entry in view.get("boxes") or ():
-            if isinstance(entry, Mapping) and entry.get("box") == number:
-                hands = entry.get("hands") or ()
-                if 1 <= hand <= len(hands) and isinstance(hands[hand - 1], Mapping):
-                    cards = hands[hand - 1].get("cards")
-    else:
-        entry = view.get(position)
-        # Baccarat's view lists a hand's cards; blackjack's holds them under "cards".
-        cards = entry.get("cards") if isinstance(entry, Mapping) else entry
-    return len(cards) if isinstance(cards, list) else None
+    included. The rules are asked, not the round log: after a split the box's second card
+    belongs to the new hand, and a resplit renumbers the hands after it, which only the
+    rules know."""
+    return state.round.cards_held(position)  # type: ignore[union-attr]
 
 
 class TableMachine:
