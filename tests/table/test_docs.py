@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from controller.table.machine import TRANSITIONS, mermaid_diagram
 from controller.table.state import PauseReason, Phase
+from controller.table.transitions import TRANSITIONS, mermaid_diagram
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "table.md"
 
