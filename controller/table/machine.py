@@ -120,7 +120,6 @@ class TableMachine:
         self.state = TableState(settings=settings or config.operational())
 
     @property
-    @property
     def settings(self) -> OperationalSettings:
         """The operational settings in force (a pending change applies at the next round)."""
         return self.state.settings  # type: ignore[return-value]
