@@ -9,8 +9,9 @@ pause needs, is in ``pausing.py``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from controller.errors import RulesError, TransitionError
 from controller.games.base import CardNeeded
@@ -27,6 +28,7 @@ from controller.table.state import (
     Phase,
     TableState,
 )
+from controller.table.transitions import RESUMES, Resume, pause_kind
 
 if TYPE_CHECKING:
     from controller.table.machine import TableMachine
@@ -35,6 +37,8 @@ P = Phase
 
 
 def on_resume(machine: TableMachine, state: TableState, event: SupervisorCommanded) -> list[Effect]:
+    """A supervisor's ``resume``: the resume table's cell for this pause and resolution,
+    carried out by its function (below)."""
     pause = state.pause
     assert pause is not None
     resolution = str(event.resolution)
@@ -44,80 +48,216 @@ def on_resume(machine: TableMachine, state: TableState, event: SupervisorCommand
         )
     if not state.shoe_online:
         raise TransitionError("the shoe is offline: bring it back before resuming")
-    held, unread, offline_gap = pause.held, pause.unread, pause.offline_gap
-    effects: list[Effect] = []
-    dealt_card: Card | None = None
-    if resolution == "no_cards_drawn":
-        if not offline_gap:
-            raise TransitionError("the shoe was not offline while cards were due")
-        offline_gap = False
-    elif resolution == "enter_card" and offline_gap and unread is None:
-        return enter_offline_card(machine, state, event, pause)
-    elif resolution == "enter_card" and pause.idle_gap and unread is None:
-        # The card the shoe never announced, from the felt: dealt below like any card
-        # entered by hand, and remembered so that the gap it left is not a new pause.
-        if event.card is None:
-            raise TransitionError("enter_card needs the card")
-        dealt_card = event.card
-        state.unannounced_entered += (event.card,)
-    elif resolution == "accept" and machine.revision >= 4:
-        return accept_held(machine, state, event, pause)
-    elif resolution == "burn":
-        if not held:
-            raise TransitionError("no card was drawn out of turn: nothing to burn")
-        effects.append(PublishEvent("cards_burned", {"count": len(held)}))
-        held = ()
-    elif resolution == "accept":
-        if len(held) != 1 or held[0] is None:
-            raise TransitionError("accept takes exactly one card that was read")
-        if unread is not None:
-            raise TransitionError("enter the unread card first")
-        if pause.resume_to is not P.DEALING:
-            raise TransitionError("the round expects no card now: burn it instead")
-        dealt_card, held = held[0], ()
-        if pause.uncounted:  # another card of that face, not the late frame
-            count_accepted(state, dealt_card)
-    elif resolution == "enter_card":
-        if unread is None:
-            raise TransitionError("no card is waiting to be entered by hand")
-        if event.card is None:
-            raise TransitionError("enter_card needs the card")
-        dealt_card, unread = event.card, None
-    if held or unread is not None or offline_gap:
-        progressed = held != pause.held or offline_gap != pause.offline_gap
-        if machine.revision >= 3 and progressed and dealt_card is None:
-            # One resolution of several: it is applied, and the table stays paused
-            # for the rest (each alone would otherwise be refused for the other).
-            uncounted = pause.uncounted if held else ()
-            state.pause = replace(pause, held=held, offline_gap=offline_gap, uncounted=uncounted)
-            rest = "; ".join(state.pause.needs())
-            answer = machine._answer(event, True, f"{resolution} done; still needed: {rest}")
-            return [answer, *effects, machine._publish(state)]
-        still = Pause(pause.reason, "", pause.resume_to, held, unread, offline_gap=offline_gap)
-        raise TransitionError("still needed before resuming: " + "; ".join(still.needs()))
+    resume = RESUMES[machine.revision][pause_kind(pause), resolution]
+    if resume.handler is None:
+        raise TransitionError(resume.refusal)
+    handler: Resolution = _HANDLERS[resume.handler]
+    effects = handler(machine, state, event, pause, resume)
+    if state.phase not in resume.leads_to(pause.resume_to):  # a bug here, not in the input
+        raise AssertionError(
+            f"{resume.handler} led a pause of {pause.resume_to.name} to {state.phase.name}, "
+            "which the resume table does not list"
+        )
+    return effects
+
+
+# -- the resolutions the resume table names -------------------------------------------------
+# Each takes (machine, state, event, pause, resume) and returns the effects; a
+# TransitionError refuses the resolution and changes nothing.
+
+
+def resume_as_paused(
+    machine: TableMachine,
+    state: TableState,
+    event: SupervisorCommanded,
+    pause: Pause,
+    resume: Resume,
+) -> list[Effect]:
+    """No resolution: back to the phase paused, if the pause needs nothing."""
+    return _applied(machine, state, event, pause, resume, "", [])
+
+
+def burn_held(
+    machine: TableMachine,
+    state: TableState,
+    event: SupervisorCommanded,
+    pause: Pause,
+    resume: Resume,
+) -> list[Effect]:
+    """The cards held (counted when they came) are set aside."""
+    if not pause.held:
+        raise TransitionError("no card was drawn out of turn: nothing to burn")
+    burned = PublishEvent("cards_burned", {"count": len(pause.held)})
+    return _applied(machine, state, event, pause, resume, "burn", [burned], held=())
+
+
+def confirm_no_cards(
+    machine: TableMachine,
+    state: TableState,
+    event: SupervisorCommanded,
+    pause: Pause,
+    resume: Resume,
+) -> list[Effect]:
+    """The supervisor confirms that no card left the shoe unseen."""
+    if not pause.offline_gap:
+        raise TransitionError("the shoe was not offline while cards were due")
+    return _applied(machine, state, event, pause, resume, "no_cards_drawn", [], offline_gap=False)
+
+
+def accept_one(
+    machine: TableMachine,
+    state: TableState,
+    event: SupervisorCommanded,
+    pause: Pause,
+    resume: Resume,
+) -> list[Effect]:
+    """The one card held, read, is dealt where the round expects a card (revisions 1 to 3)."""
+    held = pause.held
+    if len(held) != 1 or held[0] is None:
+        raise TransitionError("accept takes exactly one card that was read")
+    if pause.unread is not None:
+        raise TransitionError("enter the unread card first")
+    if pause.resume_to is not P.DEALING:
+        raise TransitionError("the round expects no card now: burn it instead")
+    card = held[0]
+    if pause.uncounted:  # another card of that face, not the late frame
+        count_accepted(state, card)
+    _nothing_left(pause, (), None, pause.offline_gap)
+    return _dealt(machine, state, event, pause, "accept", card, entered=False)
+
+
+def enter_unread(
+    machine: TableMachine,
+    state: TableState,
+    event: SupervisorCommanded,
+    pause: Pause,
+    resume: Resume,
+) -> list[Effect]:
+    """The card that left the shoe unread, from the felt (or the hole card, read privately):
+    it goes where the round expected it, or for the revealed burn card, starts the burn."""
+    if event.card is None:
+        raise TransitionError("enter_card needs the card")
+    _nothing_left(pause, pause.held, None, pause.offline_gap)
+    return _dealt(machine, state, event, pause, "enter_card", event.card, entered=True)
+
+
+def enter_idle_card(
+    machine: TableMachine,
+    state: TableState,
+    event: SupervisorCommanded,
+    pause: Pause,
+    resume: Resume,
+) -> list[Effect]:
+    """The card the shoe never announced while the dealer seemed idle, from the felt: dealt
+    like any card entered by hand, and remembered so that the gap it left in the shoe's
+    numbering is not a new pause."""
+    if event.card is None:
+        raise TransitionError("enter_card needs the card")
+    state.unannounced_entered += (event.card,)
+    _nothing_left(pause, pause.held, None, pause.offline_gap)
+    return _dealt(machine, state, event, pause, "enter_card", event.card, entered=True)
+
+
+def _applied(
+    machine: TableMachine,
+    state: TableState,
+    event: SupervisorCommanded,
+    pause: Pause,
+    resume: Resume,
+    resolution: str,
+    effects: list[Effect],
+    held: tuple[Card | None, ...] | None = None,
+    offline_gap: bool | None = None,
+) -> list[Effect]:
+    """A resolution that deals no card is applied: back to the phase paused if nothing is
+    left to resolve, else the table stays paused (``one_of_several``) or it is refused."""
+    held = pause.held if held is None else held
+    offline_gap = pause.offline_gap if offline_gap is None else offline_gap
+    rest = _still_needed(
+        machine, state, event, pause, resume, resolution, effects, held, offline_gap
+    )
+    if rest is not None:
+        return rest
     state.pause = None
-    resume_to = pause.resume_to
     answer = machine._answer(event, True, f"resumed ({resolution or 'nothing to resolve'})")
     resumed = resumed_event(state, event, pause, resolution)
-    if dealt_card is None:
-        effects += resume_into(machine, state, resume_to, event.at)
-    elif resume_to is P.BURN_REVEAL:
-        count_entered(state, dealt_card)
+    effects += resume_into(machine, state, pause.resume_to, event.at)
+    return [answer, resumed, *effects]
+
+
+def _still_needed(
+    machine: TableMachine,
+    state: TableState,
+    event: SupervisorCommanded,
+    pause: Pause,
+    resume: Resume,
+    resolution: str,
+    effects: list[Effect],
+    held: tuple[Card | None, ...],
+    offline_gap: bool,
+) -> list[Effect] | None:
+    """None if a resolution that deals no card leaves the pause needing nothing (``held``,
+    ``offline_gap``: what is left of it). Else, if the cell allows it, one resolution of
+    several, applied with the table staying paused (each alone would otherwise be refused
+    for the other); else refused with what is still needed."""
+    progressed = held != pause.held or offline_gap != pause.offline_gap
+    needs = held or pause.unread is not None or offline_gap
+    if needs and resume.one_of_several and progressed:
+        uncounted = pause.uncounted if held else ()
+        state.pause = replace(pause, held=held, offline_gap=offline_gap, uncounted=uncounted)
+        rest = "; ".join(state.pause.needs())
+        answer = machine._answer(event, True, f"{resolution} done; still needed: {rest}")
+        return [answer, *effects, machine._publish(state)]
+    _nothing_left(pause, held, pause.unread, offline_gap)
+    return None
+
+
+def _nothing_left(
+    pause: Pause, held: tuple[Card | None, ...], unread: str | None, offline_gap: bool
+) -> None:
+    """Refuse a resolution that leaves the pause needing more (what is left of it:
+    ``held``, ``unread``, ``offline_gap``)."""
+    if held or unread is not None or offline_gap:
+        still = Pause(pause.reason, "", pause.resume_to, held, unread, offline_gap=offline_gap)
+        raise TransitionError("still needed before resuming: " + "; ".join(still.needs()))
+
+
+def _dealt(
+    machine: TableMachine,
+    state: TableState,
+    event: SupervisorCommanded,
+    pause: Pause,
+    resolution: str,
+    card: Card,
+    entered: bool,
+) -> list[Effect]:
+    """Resume with ``card`` dealt where the pause left off (``entered``: by hand, counted
+    now; a card accepted was counted when it came)."""
+    state.pause = None
+    answer = machine._answer(event, True, f"resumed ({resolution})")
+    resumed = resumed_event(state, event, pause, resolution)
+    effects: list[Effect]
+    if pause.resume_to is P.BURN_REVEAL:
+        count_entered(state, card)
         state.phase = P.BURN_REVEAL
-        effects += dealing.reveal_burn_card(machine, state, dealt_card, event.at)
+        effects = dealing.reveal_burn_card(machine, state, card, event.at)
     elif pause.unread == HOLE_UNREAD:
-        count_entered(state, dealt_card)
-        effects += dealing.fill_hole(machine, state, dealt_card, event.at, "supervisor")
+        count_entered(state, card)
+        effects = dealing.fill_hole(machine, state, card, event.at, "supervisor")
     else:
-        if resolution == "enter_card":
-            count_entered(state, dealt_card)
+        if entered:
+            count_entered(state, card)
         state.phase = P.DEALING
-        effects += dealing.deal(machine, state, dealt_card, event.at, "supervisor")
+        effects = dealing.deal(machine, state, card, event.at, "supervisor")
     return [answer, resumed, *effects]
 
 
 def enter_offline_card(
-    machine: TableMachine, state: TableState, event: SupervisorCommanded, pause: Pause
+    machine: TableMachine,
+    state: TableState,
+    event: SupervisorCommanded,
+    pause: Pause,
+    resume: Resume,
 ) -> list[Effect]:
     """A card that left the shoe while it was offline, entered by hand: it goes where
     the round expected it, and the table stays paused until the supervisor confirms no
@@ -174,7 +314,11 @@ def enter_offline_card(
 
 
 def accept_held(
-    machine: TableMachine, state: TableState, event: SupervisorCommanded, pause: Pause
+    machine: TableMachine,
+    state: TableState,
+    event: SupervisorCommanded,
+    pause: Pause,
+    resume: Resume,
 ) -> list[Effect]:
     """Deal every card held, in the order they came, into the positions the round
     expects (revision 4). Refused as a whole if the round takes fewer, or if cards that
@@ -271,3 +415,22 @@ def enter_reading_again(machine: TableMachine, state: TableState, at: float) -> 
     assert isinstance(step, CardNeeded)
     state.reading = step.position
     return dealing.enter(machine, state, P.READING, at)
+
+
+Resolution = Callable[
+    ["TableMachine", TableState, SupervisorCommanded, Pause, Resume], list[Effect]
+]
+# The functions the resume table names, by name (a test checks that every cell's is here).
+_HANDLERS: Final[dict[str, Resolution]] = {
+    handler.__name__: handler
+    for handler in (
+        resume_as_paused,
+        burn_held,
+        confirm_no_cards,
+        accept_one,
+        accept_held,
+        enter_unread,
+        enter_idle_card,
+        enter_offline_card,
+    )
+}

@@ -11,7 +11,7 @@ handlers named are functions of ``controller/table/`` (``dealing.py``, ``pausing
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from controller.table.events import (
@@ -35,7 +35,7 @@ from controller.table.events import (
     SupervisorCommanded,
     TimerExpired,
 )
-from controller.table.state import Phase, TableState
+from controller.table.state import RESOLUTIONS, Pause, Phase, TableState
 
 P = Phase
 
@@ -79,8 +79,145 @@ _ALWAYS: Final[dict[str, Callable[[Phase], Transition]]] = {
     "timer.stale": lambda phase: _t("on_stale_timer", phase),
     "command.pause": lambda phase: _t("on_pause_command", P.PAUSED),
 }
+
+
+# -- the resume table ----------------------------------------------------------------------
+#
+# A supervisor's ``resume`` names a resolution; what it does depends on what the pause is
+# waiting for (its kind, :func:`pause_kind`) and on the revision the journal was written
+# under. RESUMES[revision][(pause kind, resolution)] names the function of ``resuming.py``
+# that carries it out (whose own checks may still refuse it: nothing held to burn, no card
+# given) or the refusal, and the phases it may lead to.
+
+PAUSE_KINDS: Final[dict[str, str]] = {
+    "unread": "a card left the shoe unread and its place is known (`Pause.unread`)",
+    "shoe_gap": "none unread, but cards may have left the shoe unseen while it was offline "
+    "or the table was down (`Pause.offline_gap`)",
+    "idle_gap": "none of those, but the dealer idle deadline passed while a round card was "
+    "due: its frame may be lost (`Pause.idle_gap`)",
+    "other": "nothing to enter: cards held, or nothing at all",
+}
+
+
+def pause_kind(pause: Pause) -> str:
+    """The kind under which :data:`RESUMES` files ``pause`` (the first that fits)."""
+    if pause.unread is not None:
+        return "unread"
+    if pause.offline_gap:
+        return "shoe_gap"
+    if pause.idle_gap:
+        return "idle_gap"
+    return "other"
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """One cell of the resume table.
+
+    ``handler``: the function of ``resuming.py`` that carries the resolution out, or None:
+    refused with ``refusal``. ``targets``: the phases it may lead to, besides, if
+    ``returns``, the phase paused and wherever that phase goes on to (:data:`RETURNS`).
+    ``one_of_several``: a resolution that leaves the pause needing more is applied alone and
+    the table stays paused (else it is refused until the resolutions come together)."""
+
+    handler: str | None
+    targets: frozenset[Phase] = frozenset()
+    returns: bool = False
+    one_of_several: bool = False
+    refusal: str = ""
+
+    def leads_to(self, paused: Phase) -> frozenset[Phase]:
+        """Every phase this resolution may lead to from a pause of the phase ``paused``."""
+        return self.targets | RETURNS[paused] if self.returns else self.targets
+
+
 _AFTER_ROUND: Final = (P.SHOE_READY, P.AWAITING_SHUFFLE)
 _ADVANCE: Final = (P.DEALING, P.DECIDING, P.READING, *_AFTER_ROUND)
+
+# Where the table goes when it returns to the phase it paused: that phase, or for a round
+# waiting for a card, a decision or the camera, wherever the round goes next (a misread hole
+# card the rules now need pauses it again).
+RETURNS: Final[dict[Phase, frozenset[Phase]]] = {
+    phase: frozenset((*_ADVANCE, P.PAUSED))
+    if phase in (P.DEALING, P.DECIDING, P.READING)
+    else frozenset({phase})
+    for phase in Phase
+    if phase is not P.PAUSED
+}
+
+
+def _r(handler: str, *targets: Phase, returns: bool = False) -> Resume:
+    return Resume(handler, frozenset(targets), returns)
+
+
+def _refused(message: str) -> Resume:
+    return Resume(None, refusal=message)
+
+
+_NOTHING: Final = _r("resume_as_paused", returns=True)
+_BURN: Final = _r("burn_held", returns=True)
+_CONFIRM: Final = _r("confirm_no_cards", returns=True)
+_ACCEPT_ONE: Final = _r("accept_one", *_ADVANCE, P.PAUSED)
+# A card entered by hand goes where the round expects it (for a misread burn card: the
+# burn), and the round goes on.
+_ENTER_UNREAD: Final = _r("enter_unread", P.BURNING, *_ADVANCE, P.PAUSED)
+_ENTER_IDLE: Final = _r("enter_idle_card", *_ADVANCE, P.PAUSED)
+# The table stays paused for the next card that may have left unseen, unless the card
+# ended the round's need for cards.
+_ENTER_OFFLINE: Final = _r("enter_offline_card", P.PAUSED, P.DECIDING, P.READING, *_AFTER_ROUND)
+_NOT_OFFLINE: Final = _refused("the shoe was not offline while cards were due")
+
+_RESUMES_1: Final[dict[tuple[str, str], Resume]] = {
+    ("unread", ""): _NOTHING,
+    ("unread", "accept"): _ACCEPT_ONE,
+    ("unread", "burn"): _BURN,
+    ("unread", "enter_card"): _ENTER_UNREAD,
+    ("unread", "no_cards_drawn"): _CONFIRM,
+    ("shoe_gap", ""): _NOTHING,
+    ("shoe_gap", "accept"): _ACCEPT_ONE,
+    ("shoe_gap", "burn"): _BURN,
+    ("shoe_gap", "enter_card"): _ENTER_OFFLINE,
+    ("shoe_gap", "no_cards_drawn"): _CONFIRM,
+    ("idle_gap", ""): _NOTHING,
+    ("idle_gap", "accept"): _ACCEPT_ONE,
+    ("idle_gap", "burn"): _BURN,
+    ("idle_gap", "enter_card"): _ENTER_IDLE,
+    ("idle_gap", "no_cards_drawn"): _NOT_OFFLINE,
+    ("other", ""): _NOTHING,
+    ("other", "accept"): _ACCEPT_ONE,
+    ("other", "burn"): _BURN,
+    ("other", "enter_card"): _refused("no card is waiting to be entered by hand"),
+    ("other", "no_cards_drawn"): _NOT_OFFLINE,
+}
+# Revision 3: a burn or a confirmation that leaves the pause needing more is applied alone.
+_RESUMES_3: Final = {
+    key: replace(resume, one_of_several=True, targets=resume.targets | {P.PAUSED})
+    if resume in (_BURN, _CONFIRM)
+    else resume
+    for key, resume in _RESUMES_1.items()
+}
+# Revision 4: accept deals every card held, in the order they came.
+_RESUMES_4: Final = {
+    **_RESUMES_3,
+    **{(kind, "accept"): _r("accept_held", *_ADVANCE, P.PAUSED) for kind in PAUSE_KINDS},
+}
+
+RESUMES: Final[dict[int, dict[tuple[str, str], Resume]]] = {
+    1: _RESUMES_1,
+    # Revision 2 brought shoe gaps (no_cards_drawn, enter_card for a card the shoe never
+    # announced): a revision-1 pause never has one, so its table needs no other row.
+    2: _RESUMES_1,
+    3: _RESUMES_3,
+    4: _RESUMES_4,
+}
+RESUME_TARGETS: Final = frozenset(
+    phase
+    for table in RESUMES.values()
+    for resume in table.values()
+    for paused in RETURNS
+    for phase in resume.leads_to(paused)
+)
+
 
 _BY_PHASE: Final[dict[Phase, dict[str, Transition]]] = {
     P.AWAITING_SHUFFLE: {
@@ -185,7 +322,7 @@ _BY_PHASE: Final[dict[Phase, dict[str, Transition]]] = {
         "shoe_fault": _t("on_paused_notice", P.PAUSED),
         "shoe_offline": _t("on_shoe_offline", P.PAUSED),
         "started": _t("on_started", P.PAUSED),
-        "command.resume": _t("on_resume", *(phase for phase in Phase)),
+        "command.resume": _t("on_resume", *RESUME_TARGETS),
         "command.cancel": _t("on_cancel", *_AFTER_ROUND),
         "command.end_shoe": _t("on_end_shoe", P.AWAITING_SHUFFLE),
     },
@@ -257,4 +394,54 @@ def mermaid_diagram() -> str:
     for (source, target), kinds in sorted(edges.items()):
         lines.append(f"    {source} --> {target}: {', '.join(sorted(set(kinds)))}")
     lines.append("    note right of PAUSED: command.resume returns to the phase that was paused")
+    return "\n".join(lines)
+
+
+def resume_table() -> str:
+    """:data:`PAUSE_KINDS` and :data:`RESUMES` as Markdown tables (``docs/table.md``): one
+    column per run of machine revisions that read a resume the same way, then where each
+    resolution may lead."""
+    lines = ["| pause kind | when (the first that fits) |", "|---|---|"]
+    lines += [f"| `{kind}` | {when} |" for kind, when in PAUSE_KINDS.items()]
+    runs: list[list[int]] = []
+    for revision in sorted(RESUMES):
+        if runs and RESUMES[runs[-1][-1]] == RESUMES[revision]:
+            runs[-1].append(revision)
+        else:
+            runs.append([revision])
+    names = [
+        f"revisions {run[0]}–{run[-1]}" if len(run) > 1 else f"revision {run[0]}" for run in runs
+    ]
+    lines += ["", f"| pause kind | resolution | {' | '.join(names)} |"]
+    lines.append("|---|---|" + "---|" * len(runs))
+    outcomes: list[Resume] = []
+    for kind in PAUSE_KINDS:
+        for resolution in RESOLUTIONS:
+            cells = []
+            for run in runs:
+                resume = RESUMES[run[0]][kind, resolution]
+                if resume.handler is None:
+                    cells.append(f"refused: {resume.refusal}")
+                    continue
+                if resume not in outcomes:
+                    outcomes.append(resume)
+                several = " (one of several)" if resume.one_of_several else ""
+                cells.append(f"`{resume.handler}`{several}")
+            shown = f"`{resolution}`" if resolution else "(none)"
+            lines.append(f"| `{kind}` | {shown} | {' | '.join(cells)} |")
+    lines += ["", "| resolution carried out by | one of several | may lead to |", "|---|---|---|"]
+    for resume in outcomes:
+        leads = sorted(phase.name for phase in resume.targets)
+        if resume.returns:
+            leads.insert(0, "back")
+        several = "yes" if resume.one_of_several else "no"
+        lines.append(f"| `{resume.handler}` | {several} | {', '.join(leads)} |")
+    rounds = sorted(phase.name for phase in RETURNS if RETURNS[phase] != {phase})
+    onwards = sorted(phase.name for phase in RETURNS[P.DEALING])
+    lines += [
+        "",
+        f"back: the phase paused; from {', '.join(rounds)}, wherever the round goes on to "
+        f"({', '.join(onwards)}). One of several: a resolution that leaves the pause needing "
+        "more is applied, and the table stays paused for the rest.",
+    ]
     return "\n".join(lines)
