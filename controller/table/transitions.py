@@ -2,8 +2,11 @@
 
 Like h11's ``_state.py``, the transitions are a table: :data:`TRANSITIONS` maps each phase to
 the kinds of event it accepts, the handler that takes them and the phases the handler may
-lead to. ``docs/table.md`` draws its state diagram from that same table (a test checks they
-agree). :func:`event_kind` files an event under its kind. Nothing here changes a state: the
+lead to. :data:`RESUMES` is the second table, the one a supervisor's ``resume`` is looked
+up in: per machine revision, (pause kind, resolution) -> the function that carries it out or
+the refusal, and the phases it may lead to. ``docs/table.md`` draws its state diagram and
+prints the resume table from these (a test checks they agree). :func:`event_kind` and
+:func:`pause_kind` file an event and a pause under their kinds. Nothing here changes a state: the
 handlers named are functions of ``controller/table/`` (``dealing.py``, ``pausing.py``,
 ``resuming.py``), which :class:`~controller.table.machine.TableMachine` dispatches to.
 """
