@@ -395,6 +395,15 @@ class BaccaratRound:
             view["winner"] = self.outcome().winner
         return view
 
+    def cards_held(self, position: str) -> int:
+        """How many cards ``"player"`` or ``"banker"`` holds now; RulesError for any other
+        position."""
+        if position == "player":
+            return len(self._player)
+        if position == "banker":
+            return len(self._banker)
+        raise RulesError(f"baccarat has no hand {position!r}: only player and banker")
+
     def settlement(self) -> dict[str, Any]:
         """The replay JSON shape: hands, totals, winner, cards used and net per unit of
         every bet available in this round; RulesError before the round is complete."""

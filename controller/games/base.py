@@ -76,6 +76,14 @@ class LiveRound(Protocol):
         """JSON-ready state of the round with every face-down card still hidden."""
         ...
 
+    def cards_held(self, position: str) -> int:
+        """How many cards the hand at ``position`` (a name :class:`CardNeeded` gives) holds
+        now, a face-down card included; RulesError for a position this round has not.
+
+        The table numbers a card's slot in its hand with it (the camera's region): only the
+        rules know which hand a position names after a split or a resplit."""
+        ...
+
     def settlement(self) -> Mapping[str, Any]:
         """JSON-ready result of every bet (net per unit staked); only once complete."""
         ...

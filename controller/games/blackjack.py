@@ -419,6 +419,28 @@ class BlackjackRound:
                 }
         return view
 
+    def cards_held(self, position: str) -> int:
+        """How many cards the hand at ``position`` holds now, the hole card included:
+        ``"dealer"``, ``"player"`` (Boundless: the common sequence), ``"box2"`` (box 2's
+        first hand, the whole box until it splits) or ``"box2.hand3"`` (the hands of a box
+        in the order they are played: a resplit's new hand comes right after the one split,
+        and the hands after it are renumbered). RulesError for a position this round has
+        not."""
+        if position == "dealer":
+            return len(self.dealer)
+        if self.rules.shared_hand:
+            if position == "player":
+                return len(self.common)
+        else:
+            for box in range(1, self.box_count + 1):
+                name = f"box{box}"
+                if position == name:
+                    return len(self.box_hands(box)[0].cards)
+                for number, hand in enumerate(self.box_hands(box), 1):
+                    if position == f"{name}.hand{number}":
+                        return len(hand.cards)
+        raise RulesError(f"{self.game} with {self.box_count} box(es) has no hand {position!r}")
+
     def dealer_total(self) -> int:
         return self.dealer_hand.total
 

@@ -2,8 +2,10 @@
 
 The phases, the reasons for a pause and what a pause needs before the table can resume, and
 :class:`TableState`, which the machine copies before every transition. Nothing here decides
-anything: every transition lives in ``controller/table/machine.py``, which alone changes a
-:class:`TableState`, and ``controller/table/views.py`` says what of it is shown.
+anything: every transition is a row of ``controller/table/transitions.py``, the machine
+(``machine.py`` and the handlers it calls: ``dealing.py``, ``pausing.py``, ``resuming.py``)
+alone changes a :class:`TableState`, and ``controller/table/views.py`` says what of it is
+shown.
 """
 
 from __future__ import annotations

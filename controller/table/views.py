@@ -3,7 +3,7 @@
 :func:`public_state` is the table as the platform and the supervisors may see it (published
 with every change); :func:`snapshot` is the whole state, secrets included, for replay
 checks, the tests and the journal CLI. Both only read a :class:`TableState`; the machine
-(``controller/table/machine.py``) alone changes it.
+(``controller/table/machine.py`` and the handlers it calls) alone changes it.
 """
 
 from __future__ import annotations

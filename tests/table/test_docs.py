@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from controller.table.machine import TRANSITIONS, mermaid_diagram
 from controller.table.state import PauseReason, Phase
+from controller.table.transitions import TRANSITIONS, mermaid_diagram, resume_table
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "table.md"
 
@@ -20,6 +20,17 @@ def test_the_state_diagram_is_the_one_generated_from_the_transition_table() -> N
     )
     assert match, "docs/table.md lost its generated diagram"
     assert match.group(1) == mermaid_diagram()
+
+
+def test_the_resume_table_is_the_one_generated_from_the_resume_decisions() -> None:
+    text = DOC.read_text()
+    match = re.search(
+        r"<!-- BEGIN GENERATED RESUME TABLE -->\n(.*?)\n<!-- END GENERATED RESUME TABLE -->",
+        text,
+        re.S,
+    )
+    assert match, "docs/table.md lost its generated resume table"
+    assert match.group(1) == resume_table()
 
 
 def test_every_phase_has_a_row_and_every_pause_reason_is_documented() -> None:

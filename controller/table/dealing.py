@@ -1,0 +1,568 @@
+"""The round's and the shoe's cards: entering a phase, dealing, the burn, the hole card,
+the settlement.
+
+Functions of the machine (``machine``: the :class:`~controller.table.machine.TableMachine`,
+for its config and revision) and of the state it works on (a copy, see
+:meth:`~controller.table.machine.TableMachine.apply`); the ``on_*`` ones are the handlers
+that :data:`~controller.table.transitions.TRANSITIONS` names. The rules are never copied
+here: every round is a live round of the rules engine (``controller/games``), asked what it
+needs next. An anomaly is handed to ``pausing.py``, which pauses the table.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+from controller.games.base import CardNeeded, DecisionNeeded, LiveRound
+from controller.games.shoe import burn_count
+from controller.kernel.cards import RANKS, Card
+from controller.kernel.errors import RulesError, TransitionError
+from controller.table import games, pausing
+from controller.table.effects import (
+    AskCamera,
+    Effect,
+    LockShoe,
+    PublishEvent,
+    StartTimer,
+    TellDealer,
+    UnlockShoe,
+)
+from controller.table.events import (
+    CameraRead,
+    CardDrawn,
+    CardMisread,
+    PlatformDecided,
+    TimerExpired,
+)
+from controller.table.pausing import NINTH_COPY
+from controller.table.state import (
+    DRAWING_PHASES,
+    HOLE_UNREAD,
+    PauseReason,
+    Phase,
+    TableState,
+    hole_card_number,
+    hole_revealed,
+)
+from controller.table.views import step_data
+
+if TYPE_CHECKING:
+    from controller.table.machine import TableMachine
+
+logger = logging.getLogger(__name__)
+
+P = Phase
+
+# Stands in for a misread hole card in the live round until the card is read at its reveal.
+# Any face would do: the machine checks, after every step, that the round would have gone
+# exactly the same whatever the hole card is (see hole_matters).
+HOLE_PLACEHOLDER: Final = Card("2", "S")
+HOLE_CANDIDATES: Final = tuple(Card(rank, "S") for rank in RANKS)
+
+
+def cards_held(state: TableState, position: str) -> int:
+    """How many cards the hand ``position`` of the live round holds now, the hole card
+    included. The rules are asked, not the round log: after a split the box's second card
+    belongs to the new hand, and a resplit renumbers the hands after it, which only the
+    rules know."""
+    return state.round.cards_held(position)  # type: ignore[union-attr]
+
+
+def new_round(machine: TableMachine, state: TableState) -> LiveRound:
+    return games.new_round(
+        machine.config.game, state.round_number, state.boxes, machine.config.baccarat_mode
+    )
+
+
+def rebuild_round(
+    machine: TableMachine, state: TableState, log: tuple[tuple[Any, ...], ...] | None = None
+) -> LiveRound:
+    live = new_round(machine, state)
+    for entry in state.round_log if log is None else log:
+        if entry[0] == "card":
+            live.deal(entry[2])
+        else:
+            live.decide(entry[1], entry[2], entry[3])
+    return live
+
+
+def log_with_hole(state: TableState, hole: Card) -> tuple[tuple[Any, ...], ...]:
+    index = state.hole_unread
+    assert index is not None
+    kind, position, _, face_down = state.round_log[index]
+    return (
+        *state.round_log[:index],
+        (kind, position, hole, face_down),
+        *state.round_log[index + 1 :],
+    )
+
+
+def hole_matters(machine: TableMachine, state: TableState) -> bool:
+    """Whether the round would have gone differently had the unread hole card been any
+    other rank: then the rules need it now (a peek), before it is turned over."""
+    outcomes = set()
+    for candidate in HOLE_CANDIDATES:
+        try:
+            live = rebuild_round(machine, state, log_with_hole(state, candidate))
+        except RulesError:
+            return True
+        step = step_data(live.next_step())
+        outcomes.add(repr((step, live.complete, hole_revealed(live))))
+    return len(outcomes) > 1
+
+
+def fill_hole(
+    machine: TableMachine, state: TableState, card: Card, at: float, source: str
+) -> list[Effect]:
+    """Put the hole card, read at last, in place of its stand-in (already counted)."""
+    index = state.hole_unread
+    assert index is not None
+    log = log_with_hole(state, card)
+    state.round = rebuild_round(machine, state, log)
+    state.round_log = log
+    state.hole_unread = None
+    payload: dict[str, Any] = {
+        "round_id": state.round_id,
+        "position": log[index][1],
+        "source": source,
+    }
+    if hole_revealed(state.round):
+        payload["card"] = str(card)
+    return [PublishEvent("hole_card_read", payload), *advance(machine, state, at)]
+
+
+def start_timer(state: TableState, purpose: str, duration: float, at: float) -> Effect:
+    timer_id = state.next_timer_id
+    state.next_timer_id += 1
+    state.timers[timer_id] = purpose
+    return StartTimer(timer_id, purpose, duration, at + duration)
+
+
+def lock_shoe(state: TableState, locked: bool) -> list[Effect]:
+    if state.shoe_locked == locked:
+        return []
+    state.shoe_locked = locked
+    return [LockShoe() if locked else UnlockShoe()]
+
+
+def reading_number(state: TableState) -> int:
+    """The slot number of the card the camera is asked to read (``state.reading``): the
+    hole card's own place, or for a misread card, which is not in the round yet, the
+    next slot of its hand."""
+    if reading_hole(state):
+        return hole_card_number(state)
+    return cards_held(state, state.reading) + 1  # type: ignore[arg-type]
+
+
+def reading_hole(state: TableState) -> bool:
+    return state.hole_unread is not None and hole_revealed(state.round)
+
+
+def enter(machine: TableMachine, state: TableState, phase: Phase, at: float) -> list[Effect]:
+    """Move to ``phase`` and say so: shoe lock, dealer's line, timers, the new state."""
+    state.phase = phase
+    state.timers = {}
+    state.deadline = None
+    if phase in (P.SHOE_READY, P.AWAITING_SHUFFLE) and state.pending_settings is not None:
+        state.settings, state.pending_settings = state.pending_settings, None
+    effects: list[Effect] = lock_shoe(state, phase not in DRAWING_PHASES)
+    if phase is P.BURN_REVEAL:
+        effects.append(TellDealer("reveal", "draw the first card of the shoe and reveal it"))
+        effects.append(start_timer(state, "dealer_idle", state.settings.dealer_idle_s, at))
+    elif phase is P.BURNING:
+        effects.append(
+            TellDealer(
+                "burn",
+                f"burn {state.burn_left} card(s) face down",
+                count=state.burn_left,
+            )
+        )
+        effects.append(start_timer(state, "dealer_idle", state.settings.dealer_idle_s, at))
+    elif phase is P.DEALING:
+        step = state.round.next_step()  # type: ignore[union-attr]
+        assert isinstance(step, CardNeeded)
+        how = "face down" if step.face_down else "face up"
+        effects.append(
+            TellDealer("deal", f"next card to {step.position}, {how}", position=step.position)
+        )
+        effects.append(start_timer(state, "dealer_idle", state.settings.dealer_idle_s, at))
+    elif phase is P.READING:
+        position: str = state.reading  # type: ignore[assignment]
+        if reading_hole(state):
+            effects.append(AskCamera(position, "hole_reveal", reading_number(state)))
+            effects.append(TellDealer("reveal", "turn the hole card over for the camera"))
+        else:
+            effects.append(AskCamera(position, "misread", reading_number(state)))
+            effects.append(TellDealer("wait", "the card is being read by the camera"))
+        effects.append(start_timer(state, "camera", state.settings.dealer_idle_s, at))
+    elif phase is P.DECIDING:
+        step = state.round.next_step()  # type: ignore[union-attr]
+        assert isinstance(step, DecisionNeeded)
+        timer = start_timer(state, "decision", state.settings.decision_s, at)
+        state.deadline = timer.due_at  # type: ignore[attr-defined]
+        effects.append(
+            PublishEvent(
+                "decision_requested",
+                {
+                    "round_id": state.round_id,
+                    "kind": step.kind,
+                    "box": step.box,
+                    "hand": step.hand,
+                    "options": sorted(step.options),
+                    "default": step.default,
+                    "deadline": timer.due_at,  # type: ignore[attr-defined]
+                },
+            )
+        )
+        effects.append(timer)
+        effects.append(TellDealer("wait", f"waiting for the {step.kind} decision"))
+    elif phase is P.BETTING:
+        betting = start_timer(state, "betting", state.settings.betting_s, at)
+        state.deadline = betting.due_at  # type: ignore[attr-defined]
+        effects.append(betting)
+        effects.append(TellDealer("wait", "betting is open"))
+    elif phase is P.SHOE_READY:
+        effects.append(TellDealer("wait", "waiting for the next round"))
+    elif phase is P.AWAITING_SHUFFLE:
+        effects.append(TellDealer("shuffle", "shuffle the shoe, then declare a new shoe"))
+    effects.append(machine._publish(state))
+    return effects
+
+
+def advance(machine: TableMachine, state: TableState, at: float) -> list[Effect]:
+    """Ask the round what it needs next and go there (or settle it)."""
+    if state.hole_unread is not None:
+        if hole_revealed(state.round):
+            # The dealer turns the hole card over now: the camera can read it.
+            state.reading = state.round_log[state.hole_unread][1]
+            return enter(machine, state, P.READING, at)
+        if hole_matters(machine, state):
+            return pausing.pause(
+                machine,
+                state,
+                PauseReason.HOLE_CARD_MISREAD,
+                at,
+                "the rules need it before its reveal: the supervisor reads it privately "
+                "and enters it by hand",
+                unread=HOLE_UNREAD,
+            )
+    step = state.round.next_step()  # type: ignore[union-attr]
+    if isinstance(step, CardNeeded):
+        return enter(machine, state, P.DEALING, at)
+    if isinstance(step, DecisionNeeded):
+        return enter(machine, state, P.DECIDING, at)
+    return settle(machine, state, at)
+
+
+def settle(machine: TableMachine, state: TableState, at: float) -> list[Effect]:
+    settlement = dict(state.round.settlement())  # type: ignore[union-attr]
+    side_bets = settlement.get("side_bets")
+    if isinstance(side_bets, Mapping):
+        # The rules score every side bet; only those offered in this round of the shoe
+        # (round_opened's "bets") may be settled: no bet on the others was taken.
+        offered = set(games.available_bets(machine.config.game, state.round_number))
+        settlement["side_bets"] = {b: net for b, net in side_bets.items() if b in offered}
+    effects: list[Effect] = [
+        PublishEvent(
+            "round_settled",
+            {"round_id": state.round_id, "shoe_id": state.shoe_id, "result": settlement},
+        )
+    ]
+    return effects + close_round(machine, state, at)
+
+
+def close_round(machine: TableMachine, state: TableState, at: float) -> list[Effect]:
+    state.round = None
+    state.round_log = ()
+    state.cross_checks = ()
+    state.reading = None
+    state.hole_unread = None
+    state.pause = None
+    if state.final_round is not None and state.round_number >= state.final_round:
+        return end_shoe(machine, state, at, "the final round after the cut card was played")
+    return enter(machine, state, P.SHOE_READY, at)
+
+
+def end_shoe(machine: TableMachine, state: TableState, at: float, why: str) -> list[Effect]:
+    effects: list[Effect] = [PublishEvent("shoe_ended", {"shoe_id": state.shoe_id, "why": why})]
+    state.shoe_id = None
+    state.count = None
+    state.burn_left = 0
+    state.burn_cards = ()
+    state.final_round = None
+    state.round_number = 0
+    state.round_id = None
+    state.round = None
+    state.round_log = ()
+    state.cross_checks = ()
+    state.reading = None
+    state.hole_unread = None
+    state.pause = None
+    return effects + enter(machine, state, P.AWAITING_SHUFFLE, at)
+
+
+def count_out(state: TableState, card: Card) -> None:
+    """Count ``card`` as out of the shoe; RulesError for a ninth copy (nothing counted)."""
+    if state.count is not None:
+        state.count.record(card)
+
+
+def deal(
+    machine: TableMachine, state: TableState, card: Card, at: float, source: str
+) -> list[Effect]:
+    """Give ``card`` (already counted) to the position the round expects, then advance."""
+    live = state.round
+    step = live.next_step()  # type: ignore[union-attr]
+    assert isinstance(step, CardNeeded)
+    try:
+        live.deal(card)  # type: ignore[union-attr]
+    except RulesError:
+        # Not the rules' message: it names the card, which may be the secret hole card.
+        logger.error("the rules refused the card dealt to %s", step.position)
+        return pausing.pause(
+            machine, state, PauseReason.RULES_REFUSED, at, f"at {step.position}", held=(card,)
+        )
+    state.round_log += (("card", step.position, card, step.face_down),)
+    payload: dict[str, Any] = {
+        "round_id": state.round_id,
+        "position": step.position,
+        "face_down": step.face_down,
+        "source": source,
+    }
+    if not step.face_down:
+        payload["card"] = str(card)
+    effects: list[Effect] = [PublishEvent("card_dealt", payload)]
+    if state.settings.camera_cross_check and not step.face_down and source == "shoe":
+        number = cards_held(state, step.position)
+        state.cross_checks += ((step.position, number, card),)
+        effects.append(AskCamera(step.position, "cross_check", number))
+    return effects + advance(machine, state, at)
+
+
+def take_card(
+    machine: TableMachine, state: TableState, card: Card, at: float, source: str
+) -> list[Effect]:
+    """A card for the round from the shoe or the camera: count it, check it, deal it."""
+    try:
+        count_out(state, card)
+    except RulesError:
+        return pausing.pause(machine, state, PauseReason.IMPOSSIBLE_CARD, at, NINTH_COPY)
+    return deal(machine, state, card, at, source)
+
+
+def on_burn_reveal(machine: TableMachine, state: TableState, event: CardDrawn) -> list[Effect]:
+    return reveal_burn_card(machine, state, event.card, event.at)
+
+
+def reveal_burn_card(
+    machine: TableMachine, state: TableState, card: Card, at: float
+) -> list[Effect]:
+    try:
+        count_out(state, card)
+    except RulesError:
+        return pausing.pause(machine, state, PauseReason.IMPOSSIBLE_CARD, at, NINTH_COPY)
+    state.burn_cards = (card,)
+    state.burn_left = burn_count(card)
+    # The revealed card's face is on the table for all to see, but it is a burn card: it
+    # goes to the journal (as the event) and nowhere else.
+    return [
+        PublishEvent("burn_started", {"shoe_id": state.shoe_id, "cards": state.burn_left}),
+        *enter(machine, state, P.BURNING, at),
+    ]
+
+
+def on_burn_card(
+    machine: TableMachine, state: TableState, event: CardDrawn | CardMisread
+) -> list[Effect]:
+    card = event.card if isinstance(event, CardDrawn) else None
+    if card is not None:
+        try:
+            count_out(state, card)
+        except RulesError:
+            return pausing.pause(machine, state, PauseReason.IMPOSSIBLE_CARD, event.at, NINTH_COPY)
+    state.burn_cards += (card,)
+    state.burn_left -= 1
+    if state.burn_left > 0:
+        state.timers = {}
+        # The state says how many are left to burn (never their faces).
+        timer = start_timer(state, "dealer_idle", state.settings.dealer_idle_s, event.at)
+        return [timer, machine._publish(state)]
+    return [
+        PublishEvent("burn_completed", {"shoe_id": state.shoe_id, "cards": len(state.burn_cards)}),
+        *enter(machine, state, P.SHOE_READY, event.at),
+    ]
+
+
+def on_betting_closed(
+    machine: TableMachine, state: TableState, event: TimerExpired
+) -> list[Effect]:
+    state.round = new_round(machine, state)
+    state.round_log = ()
+    closed = PublishEvent("betting_closed", {"round_id": state.round_id})
+    return [closed, *advance(machine, state, event.at)]
+
+
+def on_card(machine: TableMachine, state: TableState, event: CardDrawn) -> list[Effect]:
+    if event.card in state.unannounced_entered:
+        # It has the face of a card entered by hand whose frame never came (a gap before
+        # it may be another card's): it may be that frame, late. Dealt, it would go to
+        # the next position. Its face is not said: it may be the hole card.
+        return pausing.hold_out_of_turn(
+            machine,
+            state,
+            event,
+            "the shoe announced a card of the face of one entered by hand: burn it if it "
+            "is that card's frame, late, accept it if the dealer drew another",
+        )
+    return take_card(machine, state, event.card, event.at, "shoe")
+
+
+def on_misread(machine: TableMachine, state: TableState, event: CardMisread) -> list[Effect]:
+    step = state.round.next_step()  # type: ignore[union-attr]
+    assert isinstance(step, CardNeeded)
+    if step.face_down:
+        # The camera cannot see a face-down card and the dealer must not turn it over
+        # early: play on with a stand-in while its face cannot matter, read it at its
+        # reveal (or pause if the rules need it before).
+        if state.hole_unread is not None:
+            raise TransitionError("a second face-down card misread")  # pragma: no cover
+        state.round.deal(HOLE_PLACEHOLDER)  # type: ignore[union-attr]
+        state.round_log += (("card", step.position, HOLE_PLACEHOLDER, True),)
+        state.hole_unread = len(state.round_log) - 1
+        dealt = PublishEvent(
+            "card_dealt",
+            {
+                "round_id": state.round_id,
+                "position": step.position,
+                "face_down": True,
+                "source": "unread",
+            },
+        )
+        return [dealt, *advance(machine, state, event.at)]
+    state.reading = step.position
+    return enter(machine, state, P.READING, event.at)
+
+
+def on_camera_read(machine: TableMachine, state: TableState, event: CameraRead) -> list[Effect]:
+    asked = event.position == state.reading and event.card_number in (
+        None,
+        reading_number(state),
+    )
+    if not asked:
+        return on_cross_check(machine, state, event)
+    hole = reading_hole(state)
+    state.reading = None
+    if event.card is None:
+        return pausing.pause(
+            machine,
+            state,
+            PauseReason.MISREAD,
+            event.at,
+            f"the card for {event.position}",
+            unread=HOLE_UNREAD if hole else event.position,
+        )
+    if hole:
+        try:
+            count_out(state, event.card)
+        except RulesError:
+            return pausing.pause(
+                machine,
+                state,
+                PauseReason.IMPOSSIBLE_CARD,
+                event.at,
+                NINTH_COPY,
+                unread=HOLE_UNREAD,
+            )
+        return fill_hole(machine, state, event.card, event.at, "camera")
+    return take_card(machine, state, event.card, event.at, "camera")
+
+
+def on_camera_timeout(
+    machine: TableMachine, state: TableState, event: TimerExpired
+) -> list[Effect]:
+    position = HOLE_UNREAD if reading_hole(state) else state.reading
+    return pausing.pause(
+        machine, state, PauseReason.MISREAD, event.at, "the camera did not answer", unread=position
+    )
+
+
+def on_cross_check(machine: TableMachine, state: TableState, event: CameraRead) -> list[Effect]:
+    index = next(
+        (
+            i
+            for i, (position, number, _) in enumerate(state.cross_checks)
+            if position == event.position and event.card_number in (None, number)
+        ),
+        None,
+    )
+    if index is None:
+        slot = f" card {event.card_number}" if event.card_number is not None else ""
+        raise TransitionError(f"no camera reading was asked for {event.position!r}{slot}")
+    position, _number, card = state.cross_checks[index]
+    state.cross_checks = state.cross_checks[:index] + state.cross_checks[index + 1 :]
+    if event.card is None or event.card == card:
+        return []  # agreement, or the camera abstains: the shoe's reading stands
+    return pausing.pause(
+        machine,
+        state,
+        PauseReason.CAMERA_MISMATCH,
+        event.at,
+        f"at {position} the shoe read {card}, the camera {event.card}",
+    )
+
+
+def on_decision(machine: TableMachine, state: TableState, event: PlatformDecided) -> list[Effect]:
+    step = state.round.next_step()  # type: ignore[union-attr]
+    assert isinstance(step, DecisionNeeded)
+    if event.round_id != state.round_id:
+        raise TransitionError(f"round {event.round_id} is not the round in progress")
+    if event.kind != step.kind:
+        raise TransitionError(f"a {step.kind} decision is pending, not {event.kind!r}")
+    return take_decision(
+        machine, state, event.box, event.hand, event.decision, event.at, auto=False
+    )
+
+
+def on_decision_timeout(
+    machine: TableMachine, state: TableState, event: TimerExpired
+) -> list[Effect]:
+    step = state.round.next_step()  # type: ignore[union-attr]
+    assert isinstance(step, DecisionNeeded)
+    if step.kind == "more_cards":
+        # Not a player's decision but the platform's summary of every player's: the
+        # players' own timeouts are auto-played by the platform, which holds their
+        # hands. Silence here means the platform is down, and any guess (the shared
+        # cards played as one unsplit hand) can leave a player who split with a hand
+        # the common sequence never finishes. A system problem: pause
+        # (docs/rules-baccarat.md, Errors and disconnections).
+        return pausing.pause(
+            machine,
+            state,
+            PauseReason.PLATFORM_SILENT,
+            event.at,
+            f"no answer within {state.settings.decision_s:g} s",
+        )
+    return take_decision(machine, state, step.box, step.hand, step.default, event.at, auto=True)
+
+
+def take_decision(
+    machine: TableMachine, state: TableState, box: int, hand: int, token: str, at: float, auto: bool
+) -> list[Effect]:
+    step = state.round.next_step()  # type: ignore[union-attr]
+    assert isinstance(step, DecisionNeeded)
+    state.round.decide(box, hand, token)  # type: ignore[union-attr]
+    state.round_log += (("decision", box, hand, str(token).upper(), auto),)
+    taken = PublishEvent(
+        "decision_taken",
+        {
+            "round_id": state.round_id,
+            "kind": step.kind,
+            "box": box,
+            "hand": hand,
+            "decision": str(token).upper(),
+            "auto": auto,
+        },
+    )
+    return [taken, *advance(machine, state, at)]

@@ -1,0 +1,284 @@
+"""The pause rules: how the table stops, what a pause holds and what it needs.
+
+Every anomaly becomes a pause (phase ``PAUSED``, a reason code and a plain message, the shoe
+locked, the dealer told to stop); :func:`pause` is the one way there, and it decides what
+the pause needs before the table can resume (cards held, a card unread, a gap the shoe may
+not show). The ``on_*`` functions are the handlers that
+:data:`~controller.table.transitions.TRANSITIONS` names for the events that pause the table
+or that a pause takes in. How a supervisor resumes is in ``resuming.py``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from controller.kernel.cards import Card
+from controller.kernel.errors import RulesError, TransitionError
+from controller.table.effects import Effect, LockShoe, PublishEvent, TellDealer, UnlockShoe
+from controller.table.events import (
+    CardDrawn,
+    CardMisread,
+    CardsLost,
+    ControllerStarted,
+    CutCardDrawn,
+    ShoeFault,
+    ShoeOffline,
+    SupervisorCommanded,
+    TimerExpired,
+)
+from controller.table.state import (
+    ACTIVE_PHASES,
+    DRAWING_PHASES,
+    PAUSE_MESSAGES,
+    Pause,
+    PauseReason,
+    Phase,
+    TableState,
+)
+
+if TYPE_CHECKING:
+    from controller.table.machine import TableMachine
+
+P = Phase
+
+# Published with an impossible card: without its face, which may be a burn card's.
+NINTH_COPY: Final = "all 8 copies of that face were already drawn"
+
+
+def pause(
+    machine: TableMachine,
+    state: TableState,
+    reason: PauseReason,
+    at: float,
+    detail: str = "",
+    held: tuple[Card | None, ...] = (),
+    unread: str | None = None,
+    by: str | None = None,
+    uncounted: tuple[int, ...] = (),
+    offline_gap: bool = False,
+) -> list[Effect]:
+    """Pause (or add ``reason`` to the pause in effect). ``offline_gap``: cards may have
+    left the shoe unseen (besides a shoe outage while cards are due, which always is)."""
+    previous = state.pause
+    resume_to = previous.resume_to if previous is not None else state.phase
+    message = PAUSE_MESSAGES[reason] + (f": {detail}" if detail else "")
+    since = at
+    offline_gap = offline_gap or (
+        machine.revision >= 2 and reason is PauseReason.SHOE_OFFLINE and resume_to in DRAWING_PHASES
+    )
+    idle_gap = (
+        machine.revision >= 3 and reason is PauseReason.DEALER_IDLE and resume_to is P.DEALING
+    )
+    gap_before_held = offline_gap and not held
+    if previous is not None:
+        if previous.offline_gap:
+            gap_before_held = previous.gap_before_held
+        else:
+            gap_before_held = gap_before_held and not previous.held
+        uncounted = previous.uncounted + tuple(len(previous.held) + i for i in uncounted)
+        held = previous.held + held
+        unread = unread or previous.unread
+        since = previous.since if previous.since is not None else at
+        offline_gap = offline_gap or previous.offline_gap
+        idle_gap = idle_gap or previous.idle_gap
+    state.pause = Pause(
+        reason,
+        message,
+        resume_to,
+        held,
+        unread,
+        by,
+        since,
+        offline_gap,
+        idle_gap,
+        uncounted,
+        gap_before_held,
+    )
+    state.reading = None
+    state.phase = P.PAUSED
+    state.timers = {}
+    state.deadline = None
+    # Always said, even if the gate should already be closed: a pause must hold the shoe.
+    state.shoe_locked = True
+    effects: list[Effect] = [LockShoe()]
+    effects.append(
+        PublishEvent(
+            "table_paused",
+            {
+                "reason": reason.value,
+                "message": message,
+                "round_id": state.round_id,
+                "shoe_id": state.shoe_id,
+                "by": by,
+            },
+        )
+    )
+    effects.append(TellDealer("stop", f"stop: {message}; call the supervisor"))
+    effects.append(machine._publish(state))
+    return effects
+
+
+def on_shoe_offline(machine: TableMachine, state: TableState, event: ShoeOffline) -> list[Effect]:
+    state.shoe_online = False
+    notice = PublishEvent("shoe_offline", {"port": event.port, "reason": event.reason})
+    if state.phase in ACTIVE_PHASES:
+        return [notice, *pause(machine, state, PauseReason.SHOE_OFFLINE, event.at, event.reason)]
+    return [notice, machine._publish(state)]
+
+
+def on_idle_notice(
+    machine: TableMachine, state: TableState, event: ShoeFault | CardsLost
+) -> list[Effect]:
+    if isinstance(event, ShoeFault):
+        return [PublishEvent("shoe_fault", {"code": event.code, "message": event.message})]
+    unaccounted(machine, state, event)  # news either way; the cards entered are spoken for
+    return [PublishEvent("cards_lost", {"count": len(event.sequences)})]
+
+
+def unaccounted(machine: TableMachine, state: TableState, event: CardsLost) -> int:
+    """How many of the cards the shoe says it lost no card entered by hand accounts for.
+
+    A frame the shoe lost is a card that left it unannounced; if the supervisor entered
+    that card from the felt, the shoe's numbering shows the gap with its next card."""
+    lost = len(event.sequences)
+    if machine.revision < 3:
+        return lost
+    accounted = min(lost, len(state.unannounced_entered) - state.unannounced_gaps)
+    state.unannounced_gaps += accounted
+    return lost - accounted
+
+
+def on_paused_notice(
+    machine: TableMachine, state: TableState, event: ShoeFault | CardsLost
+) -> list[Effect]:
+    return on_idle_notice(machine, state, event)
+
+
+def on_shoe_fault(machine: TableMachine, state: TableState, event: ShoeFault) -> list[Effect]:
+    return pause(machine, state, PauseReason.SHOE_FAULT, event.at, f"{event.code}: {event.message}")
+
+
+def on_cards_lost(machine: TableMachine, state: TableState, event: CardsLost) -> list[Effect]:
+    lost = unaccounted(machine, state, event)
+    if lost == 0:
+        return [PublishEvent("cards_lost", {"count": len(event.sequences)})]
+    held: tuple[Card | None, ...] = (None,) * lost
+    return pause(
+        machine, state, PauseReason.CARDS_LOST, event.at, f"{lost} card(s) left unread", held=held
+    )
+
+
+def on_dealer_idle(machine: TableMachine, state: TableState, event: TimerExpired) -> list[Effect]:
+    return pause(
+        machine,
+        state,
+        PauseReason.DEALER_IDLE,
+        event.at,
+        f"nothing for {state.settings.dealer_idle_s:g} s",
+    )
+
+
+def on_started(machine: TableMachine, state: TableState, event: ControllerStarted) -> list[Effect]:
+    # Whatever the daemon was doing before the restart is gone: its timers and the
+    # shoe's gate. Ask again for the lock the phase needs.
+    state.timers = {}
+    lock: Effect = LockShoe() if state.shoe_locked else UnlockShoe()
+    # A card drawn while nobody read the shoe is gone unless the protocol resends it or
+    # names it lost: a person says whether one was (see MACHINE_REVISION 4).
+    unseen = machine.revision >= 4 and not event.gaps_visible
+    if state.phase in ACTIVE_PHASES:
+        return pause(
+            machine, state, PauseReason.RECOVERED, event.at, "resume or cancel", offline_gap=unseen
+        )
+    if state.phase is P.PAUSED and unseen and state.pause.resume_to in ACTIVE_PHASES:  # type: ignore[union-attr]
+        return pause(
+            machine, state, PauseReason.RECOVERED, event.at, "resume or cancel", offline_gap=True
+        )
+    if state.phase is P.PAUSED:
+        state.shoe_locked = True
+        return [LockShoe(), machine._publish(state)]
+    return [lock, machine._publish(state)]
+
+
+def on_pause_command(
+    machine: TableMachine, state: TableState, event: SupervisorCommanded
+) -> list[Effect]:
+    reason = str(event.reason).strip()
+    if not reason:
+        raise TransitionError("pause needs a reason")
+    return [
+        machine._answer(event, True, "paused"),
+        *pause(machine, state, PauseReason.SUPERVISOR, event.at, reason, by=event.by),
+    ]
+
+
+def on_card_out_of_turn(
+    machine: TableMachine, state: TableState, event: CardDrawn | CardMisread
+) -> list[Effect]:
+    return hold_out_of_turn(machine, state, event, why_out_of_turn(state))
+
+
+def hold_out_of_turn(
+    machine: TableMachine, state: TableState, event: CardDrawn | CardMisread, why: str
+) -> list[Effect]:
+    """Pause and hold a card that came when none was due (counted: a ninth copy is
+    impossible whenever it comes)."""
+    card = event.card if isinstance(event, CardDrawn) else None
+    # The face of a card entered by hand: perhaps its late frame, which was counted
+    # when it was entered. It is counted if it is accepted as another card.
+    late = card is not None and card in state.unannounced_entered
+    if card is not None and state.count is not None and not late:
+        try:
+            state.count.record(card)
+        except RulesError:
+            return pause(machine, state, PauseReason.IMPOSSIBLE_CARD, event.at, NINTH_COPY)
+    return pause(
+        machine,
+        state,
+        PauseReason.CARD_OUT_OF_TURN,
+        event.at,
+        why,
+        held=(card,),
+        uncounted=(0,) if late else (),
+    )
+
+
+def why_out_of_turn(state: TableState) -> str:
+    phase = state.pause.resume_to if state.pause is not None else state.phase
+    if phase is P.AWAITING_SHUFFLE:
+        return "before a new shoe was declared and its burn done"
+    if phase is P.SHOE_READY:
+        if state.round_number == 0:
+            return "one burn card too many"
+        return "after the round's last card, before the next round"
+    if phase is P.BETTING:
+        return "during betting"
+    if phase is P.DECIDING:
+        return "while a decision is pending"
+    if phase is P.READING:
+        return "while the camera reads a misread card"
+    return "while the table was paused"
+
+
+def on_card_while_paused(
+    machine: TableMachine, state: TableState, event: CardDrawn | CardMisread
+) -> list[Effect]:
+    return hold_out_of_turn(machine, state, event, "while the table was paused")
+
+
+def on_cut_card_out_of_turn(
+    machine: TableMachine, state: TableState, event: CutCardDrawn
+) -> list[Effect]:
+    return pause(
+        machine,
+        state,
+        PauseReason.CARD_OUT_OF_TURN,
+        event.at,
+        "the cut card came out during the burn",
+    )
+
+
+def on_misread_pause(machine: TableMachine, state: TableState, event: CardMisread) -> list[Effect]:
+    return pause(
+        machine, state, PauseReason.MISREAD, event.at, "the revealed burn card", unread="burn"
+    )
