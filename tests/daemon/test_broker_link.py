@@ -346,7 +346,7 @@ def config_client_id(config: Path) -> str:
 
 # -- 4. Every connection problem named at once ---------------------------------------------
 
-ERROR_LINE = re.compile(r" ERROR controller\.daemon: (?P<message>.*the MQTT broker at .*)")
+ERROR_LINE = re.compile(r" ERROR controller\.service\.daemon: (?P<message>.*the MQTT broker at .*)")
 
 
 def first_error(daemon: DaemonProcess, started: float, within_s: float = 5.0) -> str:
