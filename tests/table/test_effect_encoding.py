@@ -32,19 +32,25 @@ NAMES_AND_FIELDS = {
 
 
 def test_every_effect_has_its_name_and_every_field_written_out() -> None:
-    defined = {cls for cls in Effect.__subclasses__() if cls.__module__ == effects.__name__}
+    defined = {
+        each
+        for each in vars(effects).values()
+        if isinstance(each, type) and issubclass(each, Effect) and each is not Effect
+    }
     assert set(EFFECT_ENCODING) == defined
     assert dict(EFFECT_ENCODING.values()) == NAMES_AND_FIELDS
     for cls, (_name, fields) in EFFECT_ENCODING.items():
         assert set(fields) == {field.name for field in dataclasses.fields(cls)}, cls
 
 
-def test_an_effect_is_exported_under_its_written_name_whatever_its_class_is_called(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(AskCamera, "__name__", "CameraQuestion")
-    monkeypatch.setattr(AskCamera, "__qualname__", "CameraQuestion")
-    assert AskCamera("banker", "misread", 1).to_dict() == {
+def test_an_effect_is_exported_under_its_written_name_whatever_its_class_is_called() -> None:
+    names = AskCamera.__name__, AskCamera.__qualname__
+    AskCamera.__name__ = AskCamera.__qualname__ = "CameraQuestion"
+    try:
+        exported = AskCamera("banker", "misread", 1).to_dict()
+    finally:
+        AskCamera.__name__, AskCamera.__qualname__ = names
+    assert exported == {
         "effect": "AskCamera",
         "position": "banker",
         "reason": "misread",
