@@ -125,10 +125,10 @@ class TableRuntime:
         else:
             batch = EffectBatch(tuple(effects), None, None, None)
         self.events_handled += 1
-        self.carry_out(batch)
+        self._carry_out(batch)
         return batch
 
-    def carry_out(self, batch: EffectBatch) -> None:
+    def _carry_out(self, batch: EffectBatch) -> None:
         """Start the batch's timers, then hand it to the handler. The row stands when the
         handler cannot keep what it said (the outbox): the next start rebuilds its messages
         from the row, and the table stops here."""

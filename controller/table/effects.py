@@ -152,10 +152,10 @@ def effect_encoding(effect: Effect) -> tuple[str, tuple[str, ...]]:
 class EffectBatch:
     """One event's effects as they are carried out, once, with where they came from.
 
-    ``journal_seq`` and ``journal_hash`` are the journal row of the event (None for an event
-    refused before the journal: its effects are answers and refusals, never a numbered
-    message); ``at`` is the event's time, which every message it causes carries. The
-    runtime makes one for every event it takes, the daemon one for every row it replays.
+    ``journal_seq`` and ``journal_hash`` are the journal row of the event, and ``at`` its
+    time, which every message it causes carries; all three are None for an event refused
+    before the journal (its effects are refusals, never a numbered message). The runtime
+    makes one for every event it takes, the daemon one for every row it replays.
     """
 
     effects: tuple[Effect, ...]
