@@ -4,9 +4,10 @@
 one queue and the one thread), and, from the configuration, the shoe driver and the camera
 (capture thread and reader), each handed the runtime's :meth:`~TableRuntime.submit` as the
 sink for its events; :class:`DeviceEffects` carries out the effects that go to devices (the
-shoe's gate, the camera's questions). What is left to the caller is where published effects
-go: ``livetable run`` sends them over MQTT, the demo prints them. Both run the same
-assembly; neither builds a table by hand.
+shoe's gate, the camera's questions). What is left to the caller is where the rest of each
+event's :class:`~controller.table.effects.EffectBatch` goes: ``livetable run`` numbers it
+into the outbox and sends it over MQTT (:class:`Effects` joins the two sides). Everything
+runs the same assembly; nothing builds a table by hand.
 
 Every producer puts its events through :meth:`TableRuntime.submit`, the drivers too (it is
 the sink they are given): nothing reaches the table another way.
@@ -25,12 +26,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from controller.kernel.errors import TableError
 from controller.service.config import LivetableConfig
 from controller.service.journal import Journal
 from controller.service.journaled_table import JournaledTable, ReplayObserver
-from controller.service.runtime import EffectHandler, Published, RuntimeTask, TableRuntime
+from controller.service.runtime import EffectHandler, RuntimeTask, TableRuntime
 from controller.service.shoe_results import ShoeResultCheck
-from controller.table.effects import AskCamera, Effect, PublishEvent, TellDealer
+from controller.table.effects import (
+    AskCamera,
+    Effect,
+    EffectBatch,
+    LockShoe,
+    PublishEvent,
+    UnlockShoe,
+)
 from controller.table.events import (
     ENCODINGS,
     CameraRead,
@@ -67,14 +76,15 @@ def last_shoe_sequence(journal: Journal) -> int | None:
 
 
 class DeviceEffects:
-    """The device side of the table's effects, shared by the daemon and the demo.
+    """The device side of the table's effects.
 
-    ``lock_shoe`` closes or opens the shoe's gate where its protocol can (a generic ASCII
-    reader has no gate: nothing to do). ``ask_camera`` hands the question to the camera
-    reader; with no camera, the answer is an abstention, so the round pauses for the
-    supervisor exactly as it does when a camera cannot read the card. ``shoe_result`` takes
-    the shoe's own hand result (Angel Eye ``G``) from the driver's thread to the table's,
-    where :class:`ShoeResultCheck` compares it with the table's settlement.
+    :meth:`carry_out` takes a batch's device effects in order. ``lock_shoe`` closes or opens
+    the shoe's gate where its protocol can (a generic ASCII reader has no gate: nothing to
+    do). ``ask_camera`` hands the question to the camera reader; with no camera, the answer
+    is an abstention, so the round pauses for the supervisor exactly as it does when a
+    camera cannot read the card. ``shoe_result`` takes the shoe's own hand result (Angel Eye
+    ``G``) from the driver's thread to the table's, where :class:`ShoeResultCheck` compares
+    it with the table's settlement (which :meth:`carry_out` hands it).
     """
 
     def __init__(self, submit: Callable[[object], None], clock: Callable[[], float]) -> None:
@@ -100,10 +110,19 @@ class DeviceEffects:
             )
         )
 
-    def published(self, effect: Published) -> None:
-        """Every published effect passes here: the table's settlements feed the check."""
-        if isinstance(effect, PublishEvent) and effect.name == "round_settled":
-            self.result_check.settled(effect.payload)
+    def carry_out(self, batch: EffectBatch) -> None:
+        """The shoe's gate and the camera's questions, in order, and the settlements for
+        the shoe-result check. One that fails is logged; the rest still run."""
+        for effect in batch.effects:
+            try:
+                if isinstance(effect, LockShoe | UnlockShoe):
+                    self.lock_shoe(isinstance(effect, LockShoe))
+                elif isinstance(effect, AskCamera):
+                    self.ask_camera(effect)
+                elif isinstance(effect, PublishEvent) and effect.name == "round_settled":
+                    self.result_check.settled(effect.payload)
+            except TableError as error:
+                logger.error("could not carry out %s: %s", type(effect).__name__, error)
 
     def lock_shoe(self, locked: bool) -> None:
         from drivers.shoe.sessions import HostCommand
@@ -125,37 +144,17 @@ class DeviceEffects:
 
 
 class Effects(EffectHandler):
-    """An effect handler from parts: ``publish`` and ``tell_dealer`` to the caller's sinks,
-    the device effects to :class:`DeviceEffects`; ``effects_done`` after each event."""
+    """The effect handler from parts: each batch to the devices (:class:`DeviceEffects`),
+    then to ``publish``, which takes what is published (the daemon's outbox and MQTT link,
+    a test's list) and may raise :class:`~controller.kernel.errors.JournalError`."""
 
-    def __init__(
-        self,
-        devices: DeviceEffects,
-        publish: Callable[[Published], None],
-        tell_dealer: Callable[[TellDealer], None] = lambda _effect: None,
-        effects_done: Callable[[int | None], None] | None = None,
-    ) -> None:
+    def __init__(self, devices: DeviceEffects, publish: Callable[[EffectBatch], None]) -> None:
         self.devices = devices
         self._publish = publish
-        self._tell_dealer = tell_dealer
-        self._done = effects_done
 
-    def publish(self, effect: Published) -> None:
-        self.devices.published(effect)
-        self._publish(effect)
-
-    def tell_dealer(self, effect: TellDealer) -> None:
-        self._tell_dealer(effect)
-
-    def lock_shoe(self, locked: bool) -> None:
-        self.devices.lock_shoe(locked)
-
-    def ask_camera(self, effect: AskCamera) -> None:
-        self.devices.ask_camera(effect)
-
-    def effects_done(self, journal_seq: int | None) -> None:
-        if self._done is not None:
-            self._done(journal_seq)
+    def carry_out(self, batch: EffectBatch) -> None:
+        self.devices.carry_out(batch)
+        self._publish(batch)
 
 
 @dataclass

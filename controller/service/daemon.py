@@ -69,11 +69,16 @@ from controller.service.mqtt_api import (
     table_event,
 )
 from controller.service.outbox import Outbox, open_outbox, outbox_path
-from controller.service.publishing import Publications, command_key, decision_key
+from controller.service.publishing import (
+    Publications,
+    command_key,
+    decision_key,
+    replayed_batch,
+)
 from controller.service.request_limits import CommandLimits
-from controller.service.runtime import Published, RuntimeTask
-from controller.service.wire import API_VERSION, encode, response_message
-from controller.table.effects import CommandAnswered, Effect, PublishEvent, TellDealer
+from controller.service.runtime import RuntimeTask
+from controller.service.wire import dealer_message, encode, response_message
+from controller.table.effects import CommandAnswered, Effect, EffectBatch, PublishEvent, TellDealer
 
 logger = logging.getLogger(__name__)
 
@@ -634,7 +639,6 @@ class TableDaemon:
                 self.outbox.reset()
             self.outbox.bind_epoch(epoch)
             self.publications = Publications(table_id, self.outbox, epoch)
-            self._pending: list[Published] = []
             self._routes: dict[str, Route] = {}
             self.limits = CommandLimits()
             # Answers on the link, which is made last (it needs the replayed table).
@@ -692,7 +696,7 @@ class TableDaemon:
 
     def _assemble(self, shoe: bool, camera_source: Any) -> AssembledTable:
         def handler(devices: DeviceEffects) -> Effects:
-            return Effects(devices, self._collect, self._tell_dealer, self._effects_done)
+            return Effects(devices, self._publish)
 
         return assemble(
             self.config,
@@ -710,31 +714,17 @@ class TableDaemon:
     # -- effects (the table's thread) -----------------------------------------------------
 
     def _replayed(self, entry: JournalEntry, effects: list[Effect]) -> None:
-        self.publications.replaying(entry.seq, entry.hash)
-        published = [effect for effect in effects if isinstance(effect, Published)]
-        self.publications.record(
-            published, entry.seq, entry.fields.get("at"), (entry.seq, entry.hash)
-        )
+        self.publications.replaying(entry.seq)
+        self.publications.record(replayed_batch(entry, effects))
 
-    def _collect(self, effect: Published) -> None:
-        self._pending.append(effect)
-
-    def _tell_dealer(self, effect: TellDealer) -> None:
-        message = {
-            "api": API_VERSION,
-            **{k: v for k, v in effect.to_dict().items() if k != "effect"},
-        }
-        self.link.set_dealer(encode(message))
-
-    def _effects_done(self, journal_seq: int | None) -> None:
-        effects, self._pending = self._pending, []
-        journal = self.assembled.table.journal
-        event = self.runtime.current_event
-        at = getattr(event, "at", None)
-        answers = self.publications.record(
-            effects, journal_seq, at, (journal.last_seq, journal.last_hash)
-        )
-        for response, answered in answers:
+    def _publish(self, batch: EffectBatch) -> None:
+        """What one event published, after the devices took theirs: the dealer's line to
+        the link, the messages to the outbox (whose sending follows at once), the commands'
+        answers to whoever waits for them. JournalError if the outbox cannot be written."""
+        for effect in batch.effects:
+            if isinstance(effect, TellDealer):
+                self.link.set_dealer(encode(dealer_message(effect)))
+        for response, answered in self.publications.record(batch):
             route = self._routes.pop(answered.command_id, None)
             if route is not None:
                 self.link.respond(route, {**response, "command": route.command})
@@ -963,20 +953,20 @@ class TableDaemon:
             self._decide(request, route, key)
             return
         self._routes[key] = route
-        effects = self.runtime.handle(table_event(request, key, self.clock()))
+        batch = self.runtime.take(table_event(request, key, self.clock()))
         if self._routes.pop(key, None) is not None and self.runtime.failure is not None:
             # Not taken, or taken but its answer not kept: the same request, sent again
             # after the restart, gets the table's answer.
             self.link.respond(route, self._unavailable(request))
-        self._count(request, effects, key)
+        self._count(request, batch, key)
 
-    def _count(self, request: Request, effects: list[Effect], key: str) -> None:
+    def _count(self, request: Request, batch: EffectBatch | None, key: str) -> None:
         """Charge a journaled command to its account's budget (refused or not)."""
-        if self.runtime.journal_seq is None:
+        if batch is None or batch.journal_seq is None:
             return  # not journaled: it cost nothing
         refused = any(
             isinstance(effect, CommandAnswered) and effect.command_id == key and not effect.ok
-            for effect in effects
+            for effect in batch.effects
         )
         self.limits.taken(request.account, request.role, refused)
 
@@ -1006,18 +996,19 @@ class TableDaemon:
                 ),
             )
             return
-        effects = self.runtime.handle(table_event(request, key, self.clock()))
-        if self.runtime.failure is not None:
+        batch = self.runtime.take(table_event(request, key, self.clock()))
+        if batch is None or self.runtime.failure is not None:
             self.link.respond(route, self._unavailable(request))
             return
+        effects = batch.effects
         taken = [e for e in effects if isinstance(e, PublishEvent) and e.name == "decision_taken"]
-        if self.runtime.journal_seq is not None:
+        if batch.journal_seq is not None:
             self.limits.taken(request.account, request.role, refused=not taken)
-        if taken:
+        if taken and batch.journal_seq is not None:
             response = response_message(
                 request.transaction, "decide", True, "decision taken", data=dict(taken[0].payload)
             )
-            self.outbox.store_answer(key, self.assembled.table.journal.last_seq, encode(response))
+            self.outbox.store_answer(key, batch.journal_seq, encode(response))
         else:
             reasons = [getattr(e, "reason", "") for e in effects if hasattr(e, "reason")]
             response = response_message(

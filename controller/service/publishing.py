@@ -2,10 +2,11 @@
 
 :class:`Publications` turns the effects of each journaled event into the MQTT API's messages
 (:mod:`controller.service.wire`) and writes them to the
-:class:`~controller.service.outbox.Outbox` in one commit per journal row. The same object
-does it live (the daemon's effect handler calls :meth:`Publications.record`) and at start,
-over the journal's replay, for the rows the outbox has not seen yet: the numbering is a
-function of the journal alone.
+:class:`~controller.service.outbox.Outbox` in one commit per journal row. The same object,
+by the same :meth:`Publications.record` of one :class:`~controller.table.effects.EffectBatch`
+per event, does it live (the daemon's effect handler) and at start, over the journal's
+replay (a batch made from each row: :func:`replayed_batch`), for the rows the outbox has not
+seen yet: the numbering is a function of the journal alone.
 
 It also remembers what the request handlers need: the latest state message, the decision
 the table awaits (by the ``seq`` of its ``decision_requested`` event), and the answers to
@@ -20,11 +21,13 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from controller.service.journal import JournalEntry
 from controller.service.outbox import Outbox
 from controller.service.wire import encode, event_message, response_message, state_message
 from controller.table.effects import (
     CommandAnswered,
     Effect,
+    EffectBatch,
     EventRejected,
     PublishEvent,
     PublishState,
@@ -46,6 +49,11 @@ def decision_key(request_seq: int) -> str:
 def split_command_key(key: str) -> tuple[str, str]:
     account, _, transaction = key.partition("/")
     return account, transaction
+
+
+def replayed_batch(entry: JournalEntry, effects: list[Effect]) -> EffectBatch:
+    """The batch of a replayed journal row: its effects, its seq and hash, its time."""
+    return EffectBatch(tuple(effects), entry.seq, entry.hash, entry.fields.get("at"))
 
 
 class ChangeSignal(threading.Condition):
@@ -100,28 +108,27 @@ class Publications:
         ``sender`` returns True (all sent). ``sender`` must not raise."""
         self._sender = sender
 
-    def replaying(self, entry_seq: int, entry_hash: str) -> None:
+    def replaying(self, entry_seq: int) -> None:
         """Before the effects of journal row ``entry_seq`` are recorded during replay: rows
         the outbox already has are counted, not written again."""
         self._writing = entry_seq > self.outbox.last_journal_seq
-        self._journal_head = (entry_seq, entry_hash)
 
     def live(self) -> None:
         self._writing = True
 
-    def record(
-        self,
-        effects: list[Effect],
-        journal_seq: int | None,
-        at: float | None,
-        journal_head: tuple[int, str],
-    ) -> list[tuple[dict[str, Any], CommandAnswered]]:
+    def record(self, batch: EffectBatch) -> list[tuple[dict[str, Any], CommandAnswered]]:
         """Number and store the messages of one event's effects; return the commands'
-        answers (with their response messages) for the caller to route."""
+        answers (with their response messages) for the caller to route. Effects that are
+        not published (the devices', the timers', the dealer's line) are not looked at."""
         answers: list[tuple[dict[str, Any], CommandAnswered]] = []
-        self._journal_head = journal_head
+        journal_seq, at = batch.journal_seq, batch.at
+        if journal_seq is not None:
+            # Every journaled row passes here, replayed or live: the head is always the
+            # journal's (an event refused before the journal leaves it where it was).
+            self._journal_head = (journal_seq, batch.journal_hash or "")
+        journal_head = self._journal_head
         state: dict[str, Any] | None = None
-        for effect in effects:
+        for effect in batch.effects:
             if isinstance(effect, PublishEvent | EventRejected):
                 if journal_seq is None:
                     # Refused before the journal (not a well-formed event): not part of the

@@ -4,10 +4,11 @@
 events to :meth:`TableRuntime.submit` from any thread (the shoe driver and the camera are
 given it as their sink), which puts them on the one queue; :meth:`TableRuntime.run` takes
 them one at a time, hands each to the journaled table (journal first, then the machine) and
-carries out the effects in order through an :class:`EffectHandler` — publish, tell the
-dealer, lock the shoe, ask the camera. Timers are kept here, in a heap, and become
-``TimerExpired`` events on the same queue: there is no timer thread, and the machine never
-reads a clock.
+hands the effects, once, as one :class:`~controller.table.effects.EffectBatch` (with the
+journal row and the event's time) to the :class:`EffectHandler`: the devices take theirs
+(the shoe's gate, the camera's questions), the publisher the rest. Timers are kept here, in
+a heap, and become ``TimerExpired`` events on the same queue: there is no timer thread, and
+the machine never reads a clock.
 
 A journal (or outbox) that cannot be written stops the table: the runtime keeps the error
 as :attr:`TableRuntime.failure` and takes no further input (an event it cannot record must
@@ -26,45 +27,29 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, cast
 
 from controller.kernel.errors import JournalError, TableError
 from controller.service.journaled_table import JournaledTable
-from controller.table.effects import (
-    AskCamera,
-    CommandAnswered,
-    Effect,
-    EventRejected,
-    LockShoe,
-    PublishEvent,
-    PublishState,
-    StartTimer,
-    TellDealer,
-    UnlockShoe,
-)
-from controller.table.events import TimerExpired, event_name
+from controller.table.effects import Effect, EffectBatch, EventRejected, StartTimer
+from controller.table.events import TableEvent, TimerExpired, event_name
 
 logger = logging.getLogger(__name__)
-
-Published = PublishState | PublishEvent | CommandAnswered | EventRejected
-"""The effects that go to the platform and the supervisors' console."""
 
 # How long `run` waits on the queue when no timer is due: bounds how late `stop` is seen.
 IDLE_WAIT_S = 0.2
 
 
 class EffectHandler(Protocol):
-    """Where the runtime sends each kind of effect. Methods must not block for long: they
-    run on the table's only thread (hand slow work, like a camera read, to another thread and
-    put its answer on the queue)."""
+    """Where the runtime sends each event's effects, once (the timers it keeps itself).
 
-    def publish(self, effect: Published) -> None: ...
+    :meth:`carry_out` runs on the table's only thread and must not block for long (hand slow
+    work, like a camera read, to another thread and put its answer on the queue). It carries
+    the effects out in order; one that fails with a :class:`TableError` is logged and the
+    rest still run. A :class:`JournalError` it raises (the outbox could not be written)
+    stops the table."""
 
-    def tell_dealer(self, effect: TellDealer) -> None: ...
-
-    def lock_shoe(self, locked: bool) -> None: ...
-
-    def ask_camera(self, effect: AskCamera) -> None: ...
+    def carry_out(self, batch: EffectBatch) -> None: ...
 
 
 class RuntimeTask:
@@ -92,10 +77,6 @@ class TableRuntime:
         self.events: queue.Queue[object] = queue.Queue()
         self._timers: list[tuple[float, int]] = []
         self.events_handled = 0
-        self.current_event: object = None
-        self.journal_seq: int | None = None
-        """The journal row of the event whose effects are being carried out; None while
-        carrying out the effects of an event that was refused before the journal."""
         self.failure: JournalError | None = None
         """Why the table stopped taking input: its journal or outbox could not be written.
         Set once; from then on :meth:`handle` takes nothing."""
@@ -104,32 +85,16 @@ class TableRuntime:
         """Put an event on the table's queue; safe from any thread."""
         self.events.put(event)
 
-    def carry_out(self, effects: list[Effect]) -> None:
-        """Carry out effects in order; a failing effect is logged and the rest still run."""
-        for effect in effects:
-            try:
-                self._carry_out(effect)
-            except TableError as error:
-                logger.error("could not carry out %s: %s", type(effect).__name__, error)
-
-    def _carry_out(self, effect: Effect) -> None:
-        if isinstance(effect, Published):
-            self.handler.publish(effect)
-        elif isinstance(effect, TellDealer):
-            self.handler.tell_dealer(effect)
-        elif isinstance(effect, LockShoe | UnlockShoe):
-            self.handler.lock_shoe(isinstance(effect, LockShoe))
-        elif isinstance(effect, AskCamera):
-            self.handler.ask_camera(effect)
-        elif isinstance(effect, StartTimer):
-            heapq.heappush(self._timers, (effect.due_at, effect.timer_id))
-        else:  # pragma: no cover - a new effect type must be wired here
-            raise TypeError(f"no handler for effect {effect!r}")
-
     def handle(self, event: object) -> list[Effect]:
-        """Journal and apply one event, carry out its effects, and return them. After a
-        :attr:`failure`, nothing: the event is not taken (tasks still run, so that requests
-        are answered)."""
+        """Journal and apply one event, carry out its effects, and return them (see
+        :meth:`take`); nothing for a task or after a :attr:`failure`."""
+        batch = self.take(event)
+        return [] if batch is None else list(batch.effects)
+
+    def take(self, event: object) -> EffectBatch | None:
+        """Journal and apply one event and carry out its effects: the batch carried out.
+        After a :attr:`failure`, nothing: the event is not taken (tasks still run, so that
+        requests are answered); None then, and for a task."""
         if isinstance(event, RuntimeTask):
             try:
                 event.work()
@@ -139,33 +104,41 @@ class TableRuntime:
                 # A request's handling failed (a bug, or an answer that could not go out):
                 # what it journaled stands; the table goes on.
                 logger.exception("a task on the table's thread failed")
-            return []
+            return None
         if self.failure is not None:
-            return []
-        self.current_event = event
-        before = self.table.journal.last_seq
+            return None
+        journal = self.table.journal
+        before = journal.last_seq
         try:
             effects = self.table.handle(event)
         except JournalError as error:
             # Not recorded, so not taken: nothing changed, and nothing more may.
             self.fail(error)
-            return []
+            return None
         except TableError as error:
             logger.error("%s event not taken: %s", type(event).__name__, error)
             effects = [EventRejected(event_name(event), str(error))]
-        after = self.table.journal.last_seq
-        self.journal_seq = after if after != before else None
+        if journal.last_seq != before:
+            # Journaled, so a table event: every one carries its time.
+            at = cast(TableEvent, event).at
+            batch = EffectBatch(tuple(effects), journal.last_seq, journal.last_hash, at)
+        else:
+            batch = EffectBatch(tuple(effects), None, None, None)
         self.events_handled += 1
-        self.carry_out(effects)
-        done = getattr(self.handler, "effects_done", None)
-        if done is not None:
-            try:
-                done(self.journal_seq)
-            except JournalError as error:
-                # What the row said could not be kept (the outbox): the row stands, and the
-                # next start rebuilds its messages from it; the table stops here.
-                self.fail(error)
-        return effects
+        self._carry_out(batch)
+        return batch
+
+    def _carry_out(self, batch: EffectBatch) -> None:
+        """Start the batch's timers, then hand it to the handler. The row stands when the
+        handler cannot keep what it said (the outbox): the next start rebuilds its messages
+        from the row, and the table stops here."""
+        for effect in batch.effects:
+            if isinstance(effect, StartTimer):
+                heapq.heappush(self._timers, (effect.due_at, effect.timer_id))
+        try:
+            self.handler.carry_out(batch)
+        except JournalError as error:
+            self.fail(error)
 
     def fail(self, error: JournalError) -> None:
         """Stop taking input, for ``error`` (the first one is kept)."""

@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from controller.games.blackjack_hand import PLAYING as _PLAYING
 from controller.games.blackjack_hand import STOOD as _STOOD
-from controller.table.effects import EventRejected, PublishEvent
+from controller.table.effects import EventRejected, PublishEvent, TellDealer
 
 API_VERSION: Final = 1
 
@@ -194,6 +194,19 @@ def state_message(
         "pending_settings": public["pending_settings"],
         "variant": public["variant"],
         "journal": {"seq": journal_head[0], "hash": journal_head[1]},
+    }
+
+
+def dealer_message(effect: TellDealer) -> dict[str, Any]:
+    """The retained ``.../dealer`` line: what the dealer is to do now (``action``, a
+    machine-readable word; ``message``, plain words; the hand's ``position`` and a
+    ``count`` of cards where the action has them, else null)."""
+    return {
+        "api": API_VERSION,
+        "action": effect.action,
+        "message": effect.message,
+        "position": effect.position,
+        "count": effect.count,
     }
 
 

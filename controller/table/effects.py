@@ -1,16 +1,23 @@
 """What the table's state machine asks the outside world to do.
 
-The machine returns a list of effects for every event; the daemon carries them out in order
-(an MQTT publish, a line on the dealer's display, a command to the shoe, a camera read, a
-timer). Effects are frozen dataclasses holding only JSON-ready data; ``to_dict`` gives the
-wire form. Nothing in a published effect ever names the dealer's hole card before the rules
-reveal it, nor any burn card.
+The machine returns a list of effects for every event; the runtime hands them, with the
+journal row they came from, to the daemon as one :class:`EffectBatch`, which it carries out in
+order (an MQTT publish, a line on the dealer's display, a command to the shoe, a camera read;
+the runtime keeps the timers). Effects are frozen dataclasses holding only JSON-ready data.
+Nothing in a published effect ever names the dealer's hole card before the rules reveal it,
+nor any burn card.
+
+**Their names outside the process are explicit**, like the events' (``ENCODINGS`` in
+:mod:`controller.table.events`): :data:`EFFECT_ENCODING` writes out each effect's name and
+fields, and ``to_dict`` (what ``livetable journal export`` prints) follows it, not the Python
+class name, so a class may be renamed without changing what the export says. The MQTT
+messages are built from the effects' fields in :mod:`controller.service.wire`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,9 +25,12 @@ class Effect:
     """Base class: ``to_dict`` is the JSON-ready form, tagged with the effect's name."""
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"effect": type(self).__name__}
-        for name in self.__dataclass_fields__:
-            data[name] = getattr(self, name)
+        """``{"effect": name, field: value, ...}`` as :data:`EFFECT_ENCODING` writes it out;
+        TypeError for an effect class it does not list (a subclass included)."""
+        name, fields = effect_encoding(self)
+        data: dict[str, Any] = {"effect": name}
+        for each in fields:
+            data[each] = getattr(self, each)
         return data
 
 
@@ -108,3 +118,47 @@ class EventRejected(Effect):
 
     event: str
     reason: str
+
+
+Published = PublishState | PublishEvent | CommandAnswered | EventRejected
+"""The effects that go to the platform and the supervisors' console."""
+
+# Effect class -> (its name in the journal's export, the fields written, in order). Written
+# out by hand on purpose, like the events' encoding: a renamed class or field must not
+# silently change what an export says (tests/test_journal_of_a_demo.py reads these names).
+EFFECT_ENCODING: Final[dict[type[Effect], tuple[str, tuple[str, ...]]]] = {
+    PublishState: ("PublishState", ("state",)),
+    PublishEvent: ("PublishEvent", ("name", "payload")),
+    TellDealer: ("TellDealer", ("action", "message", "position", "count")),
+    LockShoe: ("LockShoe", ()),
+    UnlockShoe: ("UnlockShoe", ()),
+    AskCamera: ("AskCamera", ("position", "reason", "card_number")),
+    StartTimer: ("StartTimer", ("timer_id", "purpose", "duration_s", "due_at")),
+    CommandAnswered: ("CommandAnswered", ("command_id", "command", "by", "ok", "message")),
+    EventRejected: ("EventRejected", ("event", "reason")),
+}
+
+
+def effect_encoding(effect: Effect) -> tuple[str, tuple[str, ...]]:
+    """The effect's name and fields as :data:`EFFECT_ENCODING` writes them; TypeError for a
+    class it does not list (looked up by the exact class: a subclass is not its parent)."""
+    encoding = EFFECT_ENCODING.get(type(effect))
+    if encoding is None:
+        raise TypeError(f"no encoding for the effect class {type(effect).__qualname__}")
+    return encoding
+
+
+@dataclass(frozen=True, slots=True)
+class EffectBatch:
+    """One event's effects as they are carried out, once, with where they came from.
+
+    ``journal_seq`` and ``journal_hash`` are the journal row of the event, and ``at`` its
+    time, which every message it causes carries; all three are None for an event refused
+    before the journal (its effects are refusals, never a numbered message). The runtime
+    makes one for every event it takes, the daemon one for every row it replays.
+    """
+
+    effects: tuple[Effect, ...]
+    journal_seq: int | None
+    journal_hash: str | None
+    at: float | None

@@ -13,9 +13,9 @@ import pytest
 from controller.kernel.cards import Card, parse_card
 from controller.service.journal import Journal
 from controller.service.journaled_table import JournaledTable, export_round
-from controller.service.runtime import Published, TableRuntime
+from controller.service.runtime import TableRuntime
 from controller.table.config import TableConfig
-from controller.table.effects import AskCamera, PublishEvent, TellDealer
+from controller.table.effects import AskCamera, EffectBatch, Published, PublishEvent, TellDealer
 from controller.table.events import (
     CardDrawn,
     CardMisread,
@@ -42,18 +42,16 @@ class Recorder:
         self.dealer: list[TellDealer] = []
         self.reader: CameraReader | None = None
 
-    def publish(self, effect: Published) -> None:
-        self.published.append(effect)
-
-    def tell_dealer(self, effect: TellDealer) -> None:
-        self.dealer.append(effect)
-
-    def lock_shoe(self, locked: bool) -> None:
-        pass  # no shoe: the test deals the cards itself
-
-    def ask_camera(self, effect: AskCamera) -> None:
-        assert self.reader is not None
-        self.reader.ask(effect)
+    def carry_out(self, batch: EffectBatch) -> None:
+        for effect in batch.effects:
+            if isinstance(effect, Published):
+                self.published.append(effect)
+            elif isinstance(effect, TellDealer):
+                self.dealer.append(effect)
+            elif isinstance(effect, AskCamera):
+                assert self.reader is not None
+                self.reader.ask(effect)
+            # no shoe to lock: the test deals the cards itself
 
     def events(self, name: str) -> list[dict]:
         return [e.payload for e in self.published if isinstance(e, PublishEvent) and e.name == name]
@@ -81,7 +79,7 @@ def test_a_misread_card_is_read_by_the_camera_and_journaled(tmp_path: Path, deck
         dealer_idle_s=30.0,  # also the camera's deadline in the table: speed is not tested
         journal_path=tmp_path / "table.journal",
     )
-    table, start = JournaledTable.open(config, at=time.time())
+    table, _ = JournaledTable.open(config, at=time.time(), start=False)
     recorder = Recorder()
     runtime = TableRuntime(table, recorder)
     felt = SimulatedCamera("baccarat", DESIGN, seed=3, clock=time.time)
@@ -100,7 +98,8 @@ def test_a_misread_card_is_read_by_the_camera_and_journaled(tmp_path: Path, deck
 
     try:
         with reader:
-            runtime.carry_out(start)
+            for event in table.start_events(now()):
+                runtime.handle(event)
             runtime.submit(SupervisorCommanded("c1", "new_shoe", "sam", "supervisor", now()))
             for burn in ("2S", "3D", "4D"):  # a 2 revealed: two cards burnt
                 draw(burn, None)

@@ -29,10 +29,18 @@ from controller.service.audit import audit_answer, audit_entry
 from controller.service.mqtt_api import COMMANDS, RequestError, parse_request
 from controller.service.outbox import Outbox
 from controller.service.publishing import Publications, split_command_key
-from controller.service.wire import API_VERSION, ERROR_CODES, EVENT_TYPES, encode, response_message
+from controller.service.wire import (
+    API_VERSION,
+    ERROR_CODES,
+    EVENT_TYPES,
+    dealer_message,
+    encode,
+    response_message,
+)
 from controller.table.config import TableConfig
 from controller.table.effects import (
     Effect,
+    EffectBatch,
     PublishEvent,
     TellDealer,
 )
@@ -107,7 +115,7 @@ class Wire:
         self.journal_seq += 1
         head = (self.journal_seq, hashlib.sha256(str(self.journal_seq).encode()).hexdigest())
         last = self.outbox.last_seq
-        answers = self.publications.record(effects, self.journal_seq, at, head)
+        answers = self.publications.record(EffectBatch(tuple(effects), *head, at))
         for _seq, body in self.outbox.since(last, 10_000):
             self.messages.append((f"{BASE}/events", body))
             self.event_types.add(json.loads(body)["type"])
@@ -123,8 +131,7 @@ class Wire:
             self.publish(f"{BASE}/response/{account}", {**response, "command": command})
         for effect in effects:
             if isinstance(effect, TellDealer):
-                line = {k: v for k, v in effect.to_dict().items() if k != "effect"}
-                self.publish(f"{BASE}/dealer", {"api": API_VERSION, **line})
+                self.publish(f"{BASE}/dealer", dealer_message(effect))
         return self.messages[start:]
 
     def status_and_catch_up(self, account: str = "viewer", role: str = "viewer") -> None:

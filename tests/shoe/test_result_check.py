@@ -9,10 +9,9 @@ from controller.games.baccarat import play_baccarat
 from controller.kernel.cards import parse_card
 from controller.service.assembly import Effects, assemble
 from controller.service.config import LivetableConfig
-from controller.service.runtime import Published
 from controller.service.shoe_results import RESULT_MISMATCH, ShoeResultCheck
 from controller.table.config import TableConfig
-from controller.table.effects import PublishEvent
+from controller.table.effects import EffectBatch, Published, PublishEvent
 from controller.table.events import (
     CardDrawn,
     RoundRequested,
@@ -66,7 +65,10 @@ def test_a_shoe_result_the_table_settled_differently_is_published(tmp_path: Path
         now[0] += 1.0
         return now[0]
 
-    with assemble(config, lambda devices: Effects(devices, published.append), shoe=False) as table:
+    def publish(batch: EffectBatch) -> None:
+        published.extend(e for e in batch.effects if isinstance(e, Published))
+
+    with assemble(config, lambda devices: Effects(devices, publish), shoe=False) as table:
         table.start(at())
         runtime = table.runtime
         machine = runtime.table.machine

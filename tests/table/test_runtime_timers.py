@@ -5,14 +5,13 @@ costs the journal no row."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from controller.kernel.cards import parse_card
 from controller.service.journal import Journal
 from controller.service.journaled_table import JournaledTable
-from controller.service.runtime import Published, TableRuntime
+from controller.service.runtime import TableRuntime
 from controller.table.config import TableConfig
-from controller.table.effects import StartTimer, TellDealer
+from controller.table.effects import EffectBatch, Published, StartTimer, TellDealer
 from controller.table.events import CardDrawn, RoundRequested, SupervisorCommanded, TimerExpired
 from controller.table.state import Phase
 
@@ -24,17 +23,12 @@ class Recorder:
         self.published: list[Published] = []
         self.dealer: list[TellDealer] = []
 
-    def publish(self, effect: Published) -> None:
-        self.published.append(effect)
-
-    def tell_dealer(self, effect: TellDealer) -> None:
-        self.dealer.append(effect)
-
-    def lock_shoe(self, locked: bool) -> None:
-        pass
-
-    def ask_camera(self, effect: Any) -> None:
-        pass
+    def carry_out(self, batch: EffectBatch) -> None:
+        for effect in batch.effects:
+            if isinstance(effect, Published):
+                self.published.append(effect)
+            elif isinstance(effect, TellDealer):
+                self.dealer.append(effect)
 
 
 class Clock:
@@ -63,9 +57,10 @@ def test_only_timers_the_machine_awaits_are_journaled(tmp_path: Path) -> None:
         dealer_idle_s=5.0,
         journal_path=tmp_path / "t1.journal",
     )
-    table, start = JournaledTable.open(config, at=clock())
+    table, _ = JournaledTable.open(config, at=clock(), start=False)
     runtime = TableRuntime(table, Recorder(), clock=clock)
-    runtime.carry_out(start)
+    for event in table.start_events(clock()):
+        runtime.handle(event)
     started: list[tuple[int, str]] = []
 
     def handle(event: object) -> None:
