@@ -474,6 +474,11 @@ class AngelEyeDecoder:
         """Forget a partial frame (the link dropped: its rest will never come)."""
         self._buffer.clear()
 
+    @property
+    def buffered(self) -> int:
+        """Bytes held for the rest of a frame."""
+        return len(self._buffer)
+
     def feed(self, data: bytes) -> list[ShoeFrame]:
         self._buffer += require_bytes(data)
         frames: list[ShoeFrame] = []
@@ -591,6 +596,14 @@ class HostCommandDecoder:
         self._buffer = bytearray()
         self.rejected: list[tuple[bytes, int]] = []
         """Complete command spans that failed, with the NAK code the shoe should answer."""
+
+    def reset(self) -> None:
+        self._buffer.clear()
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held for the rest of a frame."""
+        return len(self._buffer)
 
     def feed(self, data: bytes) -> list[HostCommand]:
         self._buffer += require_bytes(data)

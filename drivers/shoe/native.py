@@ -102,6 +102,11 @@ class NativeDecoder:
     def reset(self) -> None:
         self._buffer.clear()
 
+    @property
+    def buffered(self) -> int:
+        """Bytes held for the rest of a frame."""
+        return len(self._buffer)
+
     def feed(self, data: bytes) -> list[NativeFrame]:
         self._buffer += require_bytes(data)
         frames: list[NativeFrame] = []
