@@ -9,9 +9,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from controller.games.cards import ALL_FACES, Card, parse_card
-from drivers.shoe import angel_eye, ascii_lines, native
 from drivers.shoe.codec import Decoder, Frame, ShoeProtocolError
-from drivers.shoe.sessions import PROTOCOL_NAMES
+from drivers.shoe.protocols.angel_eye import codec as angel_eye
+from drivers.shoe.protocols.ascii_lines import codec as ascii_lines
+from drivers.shoe.protocols.native import codec as native
+from drivers.shoe.registry import PROTOCOL_NAMES
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

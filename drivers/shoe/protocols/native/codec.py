@@ -26,6 +26,7 @@ SEQUENCE_DIGITS: Final = 8
 MAX_SEQUENCE: Final = 16**SEQUENCE_DIGITS - 1
 MAX_PAYLOAD: Final = 48
 MAX_FRAME: Final = 1 + 1 + SEQUENCE_DIGITS + MAX_PAYLOAD + 1 + 4
+HEARTBEAT_S: Final = 0.2  # an idle shoe sends H at least this often
 _HEX: Final = frozenset(b"0123456789ABCDEF")
 
 # Shoe to host. Events (C X U F f L) use consecutive sequence numbers starting at 1.
