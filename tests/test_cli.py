@@ -12,7 +12,7 @@ import pytest
 from controller.games.registry import GAME_IDS
 from controller.kernel.cli_support import JSON_HELP, VERBOSE_AFTER_DEST, sub_commands
 from controller.tools.cli import build_parser, main, version
-from drivers.shoe.sessions import PROTOCOL_NAMES
+from drivers.shoe.registry import PROTOCOL_NAMES
 
 COMMANDS = [path for path, _ in sub_commands(build_parser())]
 

@@ -9,7 +9,7 @@ import pytest
 
 from controller.games.registry import GAME_IDS, game_spec
 from controller.service.config import LivetableConfig, load_config
-from drivers.shoe.sessions import PROTOCOL_NAMES
+from drivers.shoe.registry import PROTOCOL_NAMES
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "systemd" / "examples"
 FILES = sorted(EXAMPLES.glob("*.toml"))

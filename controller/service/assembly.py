@@ -129,7 +129,9 @@ class DeviceEffects:
 
         command = HostCommand.LOCK if locked else HostCommand.UNLOCK
         driver = self.shoe_driver
-        if driver is None or not driver.online or command not in driver.session.supported_commands:
+        if driver is None or not driver.online:
+            return
+        if command not in driver.session.capabilities.commands:
             return
         try:
             driver.send(command)
@@ -216,9 +218,7 @@ def assemble(
         runtime.handler = handler(devices)
         assembled = AssembledTable(config, table, runtime, devices)
         if config.shoe is not None:
-            from drivers.shoe.sessions import session_class
-
-            table.gaps_visible = session_class(config.shoe.protocol).gaps_always_visible
+            table.gaps_visible = config.shoe.parts.session.capabilities.gaps_always_visible
         if shoe and config.shoe is not None:
             from drivers.shoe.driver import ShoeDriver
 

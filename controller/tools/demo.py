@@ -1159,7 +1159,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         positive_seconds,
         rate_0_1,
     )
-    from drivers.shoe.sessions import PROTOCOL_NAMES
+    from drivers.shoe.registry import protocol_names
 
     parser = subparsers.add_parser(
         "demo",
@@ -1202,7 +1202,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "for the embedded broker, and for nats-server, which speaks nothing else)",
     )
     parser.add_argument(
-        "--protocol", choices=PROTOCOL_NAMES, default="angel-eye", help="shoe protocol"
+        "--protocol", choices=protocol_names(), default="angel-eye", help="shoe protocol"
     )
     parser.add_argument(
         "--seed", type=non_negative_int, default=1, help="shuffle and decisions (default 1)"

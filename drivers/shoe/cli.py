@@ -3,8 +3,9 @@ ports`` lists this machine's serial ports with their stable names.
 
 The monitor opens the port exactly as the table does (same driver, same reconnects, the
 port held exclusively) and prints one line an event, or one JSON object a line with
-``--json``. At the end it writes its statistics and, for an Angel Eye shoe, a commissioning
-report (the variant it saw and the ``[shoe]`` lines that fix it) to stderr. A port that
+``--json``. At the end it writes its statistics and the protocol's commissioning report, if
+it has one (Angel Eye: the variant it saw and the ``[shoe.angel-eye]`` lines that fix it), to
+stderr. Each protocol adds its own options (:meth:`ProtocolOptions.add_arguments`). A port that
 cannot be opened, or that another program holds (a running table), ends the run at once with
 one line (exit status 1) unless ``--wait`` is given; a run that never saw the shoe online
 exits 1.
@@ -31,11 +32,10 @@ from controller.kernel.cli_support import (
     positive_seconds,
 )
 from controller.kernel.errors import DeviceError
-from drivers.shoe.angel_eye_variants import BIT7_SETTINGS, VARIANT_NAMES
-from drivers.shoe.commissioning import angel_eye_report, statistics
 from drivers.shoe.driver import PARITIES, PortBusy, ShoeConfig, ShoeDriver, open_port
 from drivers.shoe.events import ShoeEvent, event_kind
-from drivers.shoe.sessions import PROTOCOL_NAMES, AngelEyeSession
+from drivers.shoe.registry import protocol, protocol_names
+from drivers.shoe.sessions import ShoeSession
 
 BY_ID = Path("/dev/serial/by-id")
 
@@ -43,8 +43,9 @@ BY_ID = Path("/dev/serial/by-id")
 MONITOR_HELP = """Print every event a card shoe sends, decoded by the table's own driver.
 
 The port is opened exactly as the table opens it (same driver, same reconnects). At the end
-the monitor prints its statistics and, for an Angel Eye shoe, a commissioning report: the
-variant it saw and the [shoe] lines that fix it in the table's configuration. A port that
+the monitor prints its statistics and the protocol's commissioning report, if it has one (an
+Angel Eye shoe: the variant it saw and the [shoe.angel-eye] lines that fix it in the table's
+configuration). A port that
 cannot be opened, or that another program (a running table) holds, ends the run at once with
 one line (exit status 1) unless --wait is given; a run that never saw the shoe online exits
 1."""
@@ -89,28 +90,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     monitor.add_argument(
         "--port", required=True, help="device path, by-id link, or socket://host:port"
     )
-    monitor.add_argument("--protocol", choices=PROTOCOL_NAMES, required=True)
+    monitor.add_argument("--protocol", choices=protocol_names(), required=True)
     add_json(monitor)
     monitor.add_argument("--baud", type=positive_int, help="default: the protocol's")
     monitor.add_argument("--parity", choices=sorted(PARITIES), default="N")
     monitor.add_argument(
         "--stopbits", type=stop_bits, default=1.0, metavar="{1,1.5,2}", help="default: 1"
     )
-    monitor.add_argument(
-        "--command-bcc",
-        choices=("with-stx", "without-stx"),
-        default="with-stx",
-        help="Angel Eye: whether host-command BCCs include STX",
-    )
-    monitor.add_argument(
-        "--variant",
-        choices=VARIANT_NAMES,
-        default="auto",
-        help="Angel Eye: how SEQ counts (default auto: found from the first frames)",
-    )
-    monitor.add_argument(
-        "--data-bit7", choices=BIT7_SETTINGS, default="auto", help="Angel Eye: data bit 7 rule"
-    )
+    for name in protocol_names():
+        protocol(name).options.add_arguments(monitor)
     monitor.add_argument("--count", type=positive_int, help="stop after this many events")
     monitor.add_argument("--duration-s", type=positive_seconds, help="stop after this many seconds")
     monitor.add_argument(
@@ -158,9 +146,7 @@ def run(args: argparse.Namespace) -> int:
         baudrate=args.baud,
         parity=args.parity,
         stopbits=args.stopbits,
-        command_bcc_includes_stx=args.command_bcc == "with-stx",
-        variant=args.variant,
-        data_bit7=args.data_bit7,
+        options=protocol(args.protocol).options.from_arguments(args),
     )
     try:
         open_port(config).close()
@@ -198,12 +184,29 @@ def run(args: argparse.Namespace) -> int:
             pass
     session = driver.session
     print(statistics(session), file=sys.stderr)
-    if isinstance(session, AngelEyeSession):
-        print(angel_eye_report(session), file=sys.stderr)
+    report = session.commissioning_report()
+    if report is not None:
+        print(report, file=sys.stderr)
     if not driver.ever_online:
         print(f"The shoe on {config.port} was never online.", file=sys.stderr)
         return 1
     return 0
+
+
+def statistics(session: ShoeSession) -> str:
+    """The decoder's and the session's counters as one sentence each."""
+    decoder, stats = session.decoder_stats, session.session_stats
+    lines = [
+        f"Frames decoded: {decoder.frames}; bad checksums: {decoder.bad_checksum}; "
+        f"malformed spans: {decoder.malformed}; garbage bytes skipped: {decoder.garbage_bytes}; "
+        f"buffer overflows: {decoder.overflows}.",
+    ]
+    if session.capabilities.numbered:
+        lines.append(
+            f"Duplicates dropped: {stats.duplicates_dropped}; sequence numbers lost: "
+            f"{stats.sequences_lost}; resend requests: {stats.resend_requests}."
+        )
+    return "\n".join(lines)
 
 
 def _by_id_names() -> dict[str, list[str]]:

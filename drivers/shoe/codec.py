@@ -1,13 +1,18 @@
-"""What every shoe codec shares: its error type and the counters its decoder keeps.
+"""What every shoe codec shares: the :class:`Frame` and :class:`Decoder` protocols, the error
+type and the counters a decoder keeps.
 
 Pure code: no I/O, no clock, no logging. A decoder is fed bytes and returns frames; it never
 raises anything but :class:`ShoeProtocolError`, and for bytes off the wire it does not raise at
 all: it drops what does not make a frame, counts why, and resyncs on the next start byte.
+Every protocol's codec (``drivers/shoe/protocols/<name>/codec.py``) satisfies both protocols,
+so the property tests and the tools hold any decoder by these two types alone.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from controller.kernel.errors import ProtocolError
 
@@ -60,3 +65,34 @@ def hunt_start(buffer: bytearray, start_byte: int, stats: DecoderStats) -> bool:
         stats.garbage_bytes += start
         del buffer[:start]
     return True
+
+
+class Frame(Protocol):
+    """One frame of some shoe protocol: a frozen dataclass that writes itself back to bytes.
+
+    Each frame class also has a ``from_bytes(raw)`` classmethod, its exact inverse, raising
+    only :class:`ShoeProtocolError` (classmethods are not part of a ``typing.Protocol``).
+    """
+
+    def to_bytes(self) -> bytes: ...
+
+
+FrameT_co = TypeVar("FrameT_co", bound=Frame, covariant=True)
+
+
+class Decoder(Protocol[FrameT_co]):
+    """Bytes in, frames out, incrementally: what the session of every protocol reads with.
+
+    ``feed`` takes any chunk (a whole stream, one byte) and returns the frames it completed;
+    chunking never changes what is decoded. ``buffered`` is how many bytes wait for the rest
+    of a frame: bounded, whatever is fed. ``reset`` forgets them (the link dropped).
+    """
+
+    stats: DecoderStats
+
+    def feed(self, data: bytes) -> Sequence[FrameT_co]: ...
+
+    def reset(self) -> None: ...
+
+    @property
+    def buffered(self) -> int: ...

@@ -21,7 +21,6 @@ frame after the restart shows a gap across the downtime (see ``docs/shoe-protoco
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import errno
 import logging
 import queue
@@ -34,15 +33,11 @@ from typing import Any, Final
 import serial
 
 from controller.kernel.errors import ConfigurationError, DeviceError
-from drivers.shoe.angel_eye_variants import BIT7_SETTINGS, VARIANT_NAMES
 from drivers.shoe.events import ShoeEvent, ShoeOffline, ShoeOnline
-from drivers.shoe.sessions import (
-    AngelEyeSession,
-    HostCommand,
-    ShoeResult,
-    ShoeSession,
-    session_class,
-)
+from drivers.shoe.options import ProtocolOptions
+from drivers.shoe.registry import ShoeProtocol, protocol_names
+from drivers.shoe.registry import protocol as shoe_protocol
+from drivers.shoe.sessions import HostCommand, ShoeResult, ShoeSession
 
 logger = logging.getLogger(__name__)
 
@@ -60,15 +55,20 @@ STOP_BITS: Final = {
 }
 
 
+DEFAULT_PROTOCOL: Final = "angel-eye"
+
+
 @dataclass(frozen=True, slots=True)
 class ShoeConfig:
     """Where the shoe is and how to talk to it. Validated when constructed."""
 
     port: str
     """A device path, a by-id link, or a pyserial URL such as ``socket://10.0.0.5:4001``."""
-    protocol: str = "angel-eye"
+    protocol: str = DEFAULT_PROTOCOL
+    """A name in :mod:`drivers.shoe.registry`."""
     baudrate: int | None = None
-    """``None``: the protocol's default (Angel Eye 4800, ASCII 9600, native 115200)."""
+    """``None``: the protocol's default (its session's ``default_baudrate``: Angel Eye 4800,
+    ASCII 9600, native 115200)."""
     bytesize: int = 8
     parity: str = "N"
     stopbits: float = 1
@@ -81,26 +81,18 @@ class ShoeConfig:
     reconnect_watch_s: float = 0.1
     """How often a port that is not there (cable pulled, shoe not yet plugged) is looked for:
     a fixed interval, so the port is open again within this of the device coming back."""
-    command_bcc_includes_stx: bool = True
-    """Angel Eye only: whether the host-command BCC covers STX (see docs/shoe-protocol.md)."""
-    variant: str = "auto"
-    """Angel Eye only: how the shoe numbers its frames (``auto``, ``mod10``, ``wrap9``,
-    ``wrap9-free-signals``, ``mod10-free-signals``, ``any-seq``); ``auto`` finds it from the
-    first frames. Fix it once ``livetable shoe monitor`` has told you which it is."""
-    data_bit7: str = "auto"
-    """Angel Eye only: ``required`` drops a frame whose data bytes have bit 7 clear,
-    ``ignored`` masks them; ``auto`` reads them masked and reports them."""
+    options: ProtocolOptions | None = None
+    """The protocol's own settings (its ``[shoe.<protocol>]`` table, an instance of its
+    ``options`` class); None: its defaults."""
 
     def __post_init__(self) -> None:
-        session_class(self.protocol)
-        if self.variant not in VARIANT_NAMES:
+        parts = shoe_protocol(self.protocol)  # ConfigurationError naming the known protocols
+        if self.options is None:
+            object.__setattr__(self, "options", parts.options())
+        elif type(self.options) is not parts.options:
             raise ConfigurationError(
-                f"[shoe] variant must be one of {', '.join(VARIANT_NAMES)}, not {self.variant!r}"
-            )
-        if self.data_bit7 not in BIT7_SETTINGS:
-            raise ConfigurationError(
-                f"[shoe] data_bit7 must be one of {', '.join(BIT7_SETTINGS)}, "
-                f"not {self.data_bit7!r}"
+                f"the {self.protocol} shoe protocol's settings are {parts.options.__name__}, "
+                f"not {type(self.options).__name__}"
             )
         if not self.port:
             raise ConfigurationError("the shoe port must not be empty")
@@ -123,13 +115,10 @@ class ShoeConfig:
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any]) -> ShoeConfig:
-        """Build from a TOML table (``[shoe]``); :class:`ConfigurationError` names the key."""
+        """Build from a TOML table (``[shoe]``, and ``[shoe.<protocol>]`` inside it, which
+        the protocol parses itself); :class:`ConfigurationError` names the key."""
         if not isinstance(mapping, Mapping):
             raise ConfigurationError("[shoe] must be a table")
-        fields = {field.name: field for field in dataclasses.fields(cls)}
-        unknown = sorted(set(mapping) - set(fields))
-        if unknown:
-            raise ConfigurationError(f"[shoe] has unknown keys: {', '.join(unknown)}")
         if "port" not in mapping:
             raise ConfigurationError("[shoe] needs a port")
         expected: dict[str, tuple[type, ...]] = {
@@ -143,29 +132,41 @@ class ShoeConfig:
             "reconnect_initial_s": (int, float),
             "reconnect_max_s": (int, float),
             "reconnect_watch_s": (int, float),
-            "command_bcc_includes_stx": (bool,),
-            "variant": (str,),
-            "data_bit7": (str,),
         }
-        for key, value in mapping.items():
+        protocol = mapping.get("protocol", DEFAULT_PROTOCOL)
+        if not isinstance(protocol, str):
+            raise ConfigurationError(f"[shoe] protocol must be str, not {protocol!r}")
+        parts = shoe_protocol(protocol)
+        other = [
+            name
+            for name in protocol_names()
+            if name != protocol and isinstance(mapping.get(name), Mapping)
+        ]
+        if other:
+            raise ConfigurationError(
+                f"[shoe.{other[0]}] is for the {other[0]} protocol; [shoe] protocol is {protocol}"
+            )
+        settings = {key: value for key, value in mapping.items() if key in expected}
+        for key, value in settings.items():
             types = expected[key]
             if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
                 names = " or ".join(t.__name__ for t in types)
                 raise ConfigurationError(f"[shoe] {key} must be {names}, not {value!r}")
-        return cls(**mapping)
+        rest = {k: v for k, v in mapping.items() if k not in expected and k != protocol}
+        options = parts.options.from_mapping(mapping.get(protocol, {}), rest, protocol)
+        return cls(**settings, options=options)
+
+    @property
+    def parts(self) -> ShoeProtocol:
+        """The protocol's parts (its session, speaker and options classes)."""
+        return shoe_protocol(self.protocol)
 
     def make_session(self) -> ShoeSession:
-        if self.protocol == AngelEyeSession.name:
-            return AngelEyeSession(
-                bcc_includes_stx=self.command_bcc_includes_stx,
-                variant=self.variant,
-                data_bit7=self.data_bit7,
-            )
-        return session_class(self.protocol)()
+        return self.parts.session.from_options(self.options or self.parts.options())
 
     @property
     def effective_baudrate(self) -> int:
-        return self.baudrate or session_class(self.protocol).default_baudrate
+        return self.baudrate or self.parts.session.default_baudrate
 
 
 class PortBusy(DeviceError):
@@ -292,7 +293,7 @@ class ShoeDriver:
 
         The answer arrives as an event (:class:`ShoeLockChanged`, :class:`ShoeFault`).
         """
-        if command not in self.session.supported_commands:
+        if command not in self.session.capabilities.commands:
             raise ConfigurationError(
                 f"the {self.config.protocol} shoe protocol has no {command.value} command"
             )
@@ -406,7 +407,7 @@ class ShoeDriver:
 
     def _serve(self, port: serial.SerialBase) -> None:
         session = self.session
-        heartbeat_timeout = session.heartbeat_timeout_s
+        heartbeat_timeout = session.capabilities.heartbeat_timeout_s
         last_heard = time.monotonic()
         while True:  # drop commands queued for a previous connection
             try:

@@ -36,7 +36,7 @@ from controller.kernel.cli_support import (
 )
 from controller.kernel.errors import DeviceError
 from controller.kernel.stats import percentile
-from drivers.shoe.sessions import PROTOCOL_NAMES
+from drivers.shoe.registry import protocol_names
 
 P99_TARGET_MS = 2.0
 
@@ -65,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--protocol",
-        choices=(*PROTOCOL_NAMES, "all"),
+        choices=(*protocol_names(), "all"),
         default="all",
         help="the shoe protocol timed (default all, one after the other)",
     )
@@ -182,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from controller.kernel.progress import progress
 
-    protocols = PROTOCOL_NAMES if args.protocol == "all" else (args.protocol,)
+    protocols = protocol_names() if args.protocol == "all" else (args.protocol,)
     if not args.json:
         print(
             f"shoe latency, last byte on the pty -> event put on the queue ({args.frames} frames)"

@@ -24,8 +24,7 @@ from controller.kernel.cli_support import (
     positive_int,
     rate_0_1,
 )
-from drivers.shoe.angel_eye_variants import RULES as ANGEL_EYE_RULES
-from drivers.shoe.sessions import PROTOCOL_NAMES
+from drivers.shoe.registry import protocol, protocol_names
 from simulators.shoe.control import execute
 from simulators.shoe.simulator import FaultPlan, ShoeSimulator
 
@@ -49,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "--control /tmp/shoe.ctl --no-stdin --garbage-rate 0.01 --pull-every 200",
         ),
     )
-    parser.add_argument("--protocol", choices=PROTOCOL_NAMES, required=True)
+    parser.add_argument("--protocol", choices=protocol_names(), required=True)
     parser.add_argument("--link", type=Path, required=True, help="symlink to the pty's slave")
     parser.add_argument(
         "--seed", type=non_negative_int, default=0, help="the shuffle's seed (default 0)"
@@ -66,24 +65,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--no-stdin", action="store_true", help="ignore stdin (run until SIGINT/SIGTERM)"
     )
-    parser.add_argument(
-        "--command-bcc",
-        choices=("either", "with-stx", "without-stx"),
-        default="either",
-        help="Angel Eye: which host-command BCC the shoe accepts (others get NAK 02)",
-    )
-    parser.add_argument(
-        "--variant",
-        choices=tuple(ANGEL_EYE_RULES),
-        default="mod10",
-        help="Angel Eye: how SEQ counts (mod10 '0'-'9'; wrap9 '1'-'9'; -free-signals: S and P "
-        "take no number; any-seq: letters)",
-    )
-    parser.add_argument(
-        "--data-bit7-clear",
-        action="store_true",
-        help="Angel Eye: send data bytes with bit 7 clear (the other public reading)",
-    )
+    for name in protocol_names():  # each protocol's shoe settings (Angel Eye: --variant...)
+        protocol(name).speaker.add_arguments(parser)
     faults = parser.add_argument_group("fault injection (rates are probabilities 0-1)")
     for name, help_text in (
         ("garbage-rate", "garbage bytes before a frame"),
@@ -170,7 +153,6 @@ def _serve_client(
 
 
 def run(args: argparse.Namespace) -> int:
-    bcc = {"either": None, "with-stx": True, "without-stx": False}[args.command_bcc]
     simulator = ShoeSimulator(
         args.protocol,
         args.link,
@@ -179,9 +161,7 @@ def run(args: argparse.Namespace) -> int:
         cut_card_depth=args.cut_card_depth,
         faults=_faults(args),
         truth_path=args.truth,
-        bcc_includes_stx=bcc,
-        variant=args.variant,
-        data_bit7=not args.data_bit7_clear,
+        **protocol(args.protocol).speaker.settings_from(args),
     )
     done = threading.Event()
     lock = threading.Lock()
@@ -193,9 +173,9 @@ def run(args: argparse.Namespace) -> int:
     server: socket.socket | None = None
     with simulator:
         print(f"shoe ({args.protocol}) on {args.link} -> {simulator.slave_path}", flush=True)
-        if args.protocol == "angel-eye":
-            bit7 = "clear" if args.data_bit7_clear else "set"
-            print(f"Angel Eye variant {args.variant}, data bit 7 {bit7}", flush=True)
+        described = simulator.speaker.describe()
+        if described is not None:
+            print(described, flush=True)
         if args.control is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(args.control)

@@ -7,7 +7,8 @@ Each command is one line; each answer is one line starting with ``ok`` or ``erro
     replug                          plug it back in (a new tty behind the same link)
     key lock|unlock                 turn the physical lock key
     fault CODE                      the shoe reports error CODE (2 = overdraw)
-    signal S|P                      Angel Eye: start of communication / stand by
+    signal CODE                     a protocol's signal (Angel Eye: S start of
+                                    communication, P stand by)
     result OUTCOME [PAIRS]          Angel Eye: the shoe's own result (player, banker, tie,
                                     force-quit; PAIRS: player-pair, banker-pair)
     stuck SECONDS                   jam: silence, then the next card
@@ -90,9 +91,8 @@ def execute(simulator: ShoeSimulator, line: str) -> str:
             return (
                 f"ok protocol={simulator.protocol} plugged={simulator.plugged} "
                 f"tty={simulator.slave_path} cards_left={simulator.cards_left} "
-                f"sequence={last} locked={simulator.locked} variant={simulator.variant} "
-                f"bit7={'set' if simulator.data_bit7 else 'clear'}"
-            )
+                f"sequence={last} locked={simulator.locked} {simulator.speaker.status()}"
+            ).rstrip()
         if verb == "help":
             return "ok " + " | ".join(line.strip() for line in HELP.splitlines())
     except (TableError, ValueError, IndexError) as error:  # ShoeProtocolError is a TableError

@@ -8,8 +8,13 @@ byte-at-a-time writes) or in the shoe (unreadable cards, a foreign card, a cable
 stuck card). Every event it emits is recorded with its sequence number in :attr:`truth`
 (and as JSON lines in the truth file), which is what tests compare the driver against.
 
+Everything that depends on the protocol (the bytes of each event, the heartbeat, the answers
+to the host, how a frame is spoilt) is the protocol's speaker's, built from its codec
+(:mod:`drivers.shoe.speaker`, ``drivers/shoe/protocols/<name>/speaker.py``), found by name in
+:mod:`drivers.shoe.registry`: this module has no branch on a protocol.
+
 Threads: the caller's thread draws; one background thread reads host commands, sends
-heartbeats and retransmissions (native protocol) and owns the pty's life cycle, so a file
+heartbeats and retransmissions (a speaker's answers) and owns the pty's life cycle, so a file
 descriptor is never closed under a ``select`` that is waiting on it.
 """
 
@@ -25,28 +30,24 @@ import select
 import threading
 import time
 import tty
-from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, Final
 
 from controller.kernel.cards import ALL_FACES, CARDS_PER_DECK, Card
 from controller.kernel.errors import ConfigurationError, DeviceError
-from drivers.shoe import angel_eye, ascii_lines, native
-from drivers.shoe.angel_eye_variants import RULES as ANGEL_EYE_RULES
-from drivers.shoe.angel_eye_variants import SIGNAL_CODES
-from drivers.shoe.sessions import session_class
+from drivers.shoe.registry import protocol as shoe_protocol
+from drivers.shoe.registry import protocol_names
+from drivers.shoe.sessions import HostCommand
+from drivers.shoe.speaker import ShoeAction, ShoeSpeaker
 
 logger = logging.getLogger(__name__)
 
-NATIVE_HEARTBEAT_S: Final = 0.2
-NATIVE_HOLD_MAX: Final = 10_000  # events kept for retransmission until acknowledged
 BYTEWISE_GAP_S: Final = 0.0005  # between single-byte writes, so the reader sees them apart
 LOOP_S: Final = 0.05
 PULL_AFTER_S: Final = 0.01  # a scheduled cable pull waits this long after the card's frame
 # Where each card goes when a draw names no target: the first four cards of a baccarat hand.
 BACCARAT_DEAL: Final = (("player", 1), ("banker", 1), ("player", 2), ("banker", 2))
-ANY_SEQ_SYMBOLS: Final = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # what an any-byte shoe sends here
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,11 +111,29 @@ class WireStats:
     """Sequence numbers of which no intact copy reached the pty (yet)."""
 
 
+def make_speaker(protocol: str, settings: dict[str, Any]) -> ShoeSpeaker:
+    """Protocol ``protocol``'s speaker with the settings it takes from ``settings``.
+
+    The same settings may be given to a shoe of any protocol (a suite makes every protocol's
+    shoe with one call): each speaker takes its own. A setting no protocol's shoe has is a
+    :class:`ConfigurationError`.
+    """
+    speaker = shoe_protocol(protocol).speaker
+    known = set().union(*(shoe_protocol(name).speaker.setting_names() for name in protocol_names()))
+    unknown = sorted(set(settings) - known)
+    if unknown:
+        raise ConfigurationError(f"no simulated shoe has a setting {unknown[0]!r}")
+    own = speaker.setting_names()
+    return speaker(**{key: value for key, value in settings.items() if key in own})
+
+
 class ShoeSimulator:
     """A shoe on a pty behind ``link``; start it, draw cards, stop it (or use ``with``).
 
-    Drive it from one thread at a time (the CLI serialises stdin and socket commands with a
-    lock); its own background thread only answers the host and sends heartbeats.
+    ``shoe`` holds the shoe's own settings, its protocol's speaker's (Angel Eye:
+    ``variant``, ``data_bit7``, ``bcc_includes_stx``). Drive it from one thread at a time
+    (the CLI serialises stdin and socket commands with a lock); its own background thread
+    only answers the host and sends heartbeats.
     """
 
     def __init__(
@@ -127,16 +146,9 @@ class ShoeSimulator:
         cut_card_depth: int = 14,
         faults: FaultPlan | None = None,
         truth_path: Path | str | None = None,
-        bcc_includes_stx: bool | None = None,
-        variant: str = "mod10",
-        data_bit7: bool = True,
+        **shoe: Any,
     ) -> None:
-        session_class(protocol)  # ConfigurationError naming the known protocols
-        if variant not in ANGEL_EYE_RULES:
-            raise ConfigurationError(
-                f"unknown Angel Eye variant {variant!r}: expected one of "
-                f"{', '.join(ANGEL_EYE_RULES)}"
-            )
+        self.speaker = make_speaker(protocol, shoe)  # ConfigurationError naming the protocols
         if decks < 1:
             raise ConfigurationError("a shoe holds at least one deck")
         if not 0 <= cut_card_depth <= decks * CARDS_PER_DECK:
@@ -148,13 +160,8 @@ class ShoeSimulator:
         self.decks = decks
         self.cut_card_depth = cut_card_depth
         self.faults = faults or FaultPlan()
-        self.bcc_includes_stx = bcc_includes_stx
-        self.variant = variant
-        """Angel Eye: how SEQ counts (see drivers/shoe/angel_eye_variants.py)."""
-        self.data_bit7 = data_bit7
-        """Angel Eye: False clears bit 7 of the data bytes (where that makes no control byte)."""
         self.signals: list[str] = []
-        """Angel Eye signals sent that took no sequence number (free-signal variants)."""
+        """Signals sent that took no sequence number (Angel Eye's free-signal variants)."""
         self._deal = 0
         self._shuffle_rng = random.Random(seed)
         self._fault_rng = random.Random(seed + 1)
@@ -163,7 +170,10 @@ class ShoeSimulator:
         self._truth_file: IO[str] | None = None
         self.wire = WireStats()
         self.commands: list[str] = []
-        """Host commands received, decoded, in order (``"LK 02"``, ``"LOCK"``...)."""
+        """Host commands received, decoded, in order, in the protocol's words (``"LK 02"``,
+        ``"LOCK"``...)."""
+        self.host_commands: list[HostCommand | None] = []
+        """The same commands as the table asks them (None: one the table has no word for)."""
         self.locked = False
         self.error_code: int | None = None
         self.shoe_number = 0
@@ -189,10 +199,6 @@ class ShoeSimulator:
         self._wake_r, self._wake_w = -1, -1
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        # protocol state
-        self._command_decoder = angel_eye.HostCommandDecoder(bcc_includes_stx)
-        self._native_decoder = native.NativeDecoder()
-        self._held: OrderedDict[int, bytes] = OrderedDict()
         self.new_shoe()
 
     # -- life cycle -------------------------------------------------------------------------
@@ -268,7 +274,7 @@ class ShoeSimulator:
         """Take the next thing out of the shoe (a card, or the cut card) and send it.
 
         Without a ``target`` the cards go Player 1, Banker 1, Player 2, Banker 2, Player 1...
-        (Angel Eye reports where each card goes; the other protocols do not).
+        (a protocol that reports where each card goes says so; the others do not).
         """
         if target is None:
             target, dealt_index = BACCARAT_DEAL[self._deal % len(BACCARAT_DEAL)]
@@ -308,28 +314,33 @@ class ShoeSimulator:
         return emitted
 
     def signal(self, code: str = "S") -> Emitted | None:
-        """Angel Eye: send a signal (``S`` start of communication, ``P`` stand by).
+        """Send a signal, if the protocol has them (Angel Eye: ``S`` start of communication,
+        ``P`` stand by).
 
-        In a free-signal variant it takes no sequence number: it carries the last one and is
-        not in :attr:`truth` (see :attr:`signals`); returns None then.
+        One that takes no sequence number (Angel Eye's free-signal variants) carries the last
+        one and is not in :attr:`truth` (see :attr:`signals`); returns None then.
         """
-        if self.protocol != "angel-eye":
+        codes = self.speaker.signal_codes
+        if not codes:
             raise ConfigurationError(f"the {self.protocol} protocol has no signals")
-        if code not in SIGNAL_CODES:
-            raise ConfigurationError(f"signals are S and P, not {code!r}")
+        if code not in codes:
+            raise ConfigurationError(f"signals are {' and '.join(codes)}, not {code!r}")
         return self._emit("signal", detail=code)
 
     def report_result(
         self, outcome: str, player_pair: bool = False, banker_pair: bool = False
     ) -> Emitted:
-        """Angel Eye: the shoe reports its own result of the hand (``G``)."""
-        if self.protocol != "angel-eye":
+        """The shoe reports its own result of the hand, if the protocol has it (Angel Eye
+        ``G``)."""
+        if not self.speaker.reports_results:
             raise ConfigurationError(f"the {self.protocol} protocol reports no results")
-        result = angel_eye.GameResult.of(outcome, player_pair, banker_pair)
-        return self._emit("result", detail=f"{result.raw:02X}")
+        return self._emit(
+            "result", detail=self.speaker.result_detail(outcome, player_pair, banker_pair)
+        )
 
     def report_fault(self, code: int = 2) -> Emitted:
-        """The shoe reports one of its own errors (Angel Eye codes; 2 = overdraw)."""
+        """The shoe reports one of its own errors (:data:`~drivers.shoe.speaker.FAULT_MESSAGES`;
+        2 = overdraw)."""
         self.error_code = code
         return self._emit("fault", detail=str(code))
 
@@ -368,8 +379,7 @@ class ShoeSimulator:
         master, slave = pty.openpty()
         tty.setraw(slave)
         os.set_blocking(master, False)
-        self._native_decoder.reset()
-        self._command_decoder = angel_eye.HostCommandDecoder(self.bcc_includes_stx)
+        self.speaker.plugged()
         temporary = self.link.with_name(self.link.name + ".new")
         with contextlib.suppress(FileNotFoundError):
             temporary.unlink()
@@ -433,12 +443,13 @@ class ShoeSimulator:
             self._request_done.notify_all()
 
     def _heartbeat(self) -> None:
-        if self.protocol != "native" or self._master is None:
+        every = self.speaker.heartbeat_s
+        if every is None or self._master is None:
             return
         now = time.monotonic()
-        if now < self._silent_until or now - self._last_sent < NATIVE_HEARTBEAT_S:
+        if now < self._silent_until or now - self._last_sent < every:
             return
-        self._write(native.NativeFrame(native.HEARTBEAT, self._sequence).to_bytes(), False)
+        self._write(self.speaker.heartbeat(self._sequence), False)
 
     # -- protocol: emitting -----------------------------------------------------------------
 
@@ -451,17 +462,13 @@ class ShoeSimulator:
         target: str = "player",
         index: int = 1,
     ) -> Any:
+        speaker = self.speaker
         with self._write_lock:
-            if (
-                event == "signal"
-                and self.protocol == "angel-eye"
-                and not ANGEL_EYE_RULES[self.variant].signals_numbered
-            ):
-                # A signal that takes no number: it carries the last one.
-                self.signals.append(detail or "S")
-                symbol = self._symbol(self._sequence) if self._sequence else self._symbol(1)
-                raw = angel_eye.EventFrame(symbol, detail or "S").to_bytes()
-                self._transmit(raw, -len(self.signals))
+            if not speaker.takes_number(event, detail):
+                # An event that takes no number (a free signal): it carries the last one.
+                self.signals.append(detail or "")
+                action = ShoeAction(self._sequence, event, card, detail, target, index)
+                self._transmit(speaker.encode(action), -len(self.signals))
                 self.wire.damaged.discard(-len(self.signals))
                 return None
             self._sequence += 1
@@ -470,98 +477,15 @@ class ShoeSimulator:
             if self._truth_file is not None:
                 self._truth_file.write(json.dumps(_without_none(asdict(record))) + "\n")
                 self._truth_file.flush()
-            raw = self._encode(record, card, target, index)
-            if self.protocol == "native":
-                self._held[record.sequence] = raw
-                if len(self._held) > NATIVE_HOLD_MAX:
-                    self._held.popitem(last=False)  # forgotten unacknowledged: N says so
+            raw = speaker.encode(ShoeAction(record.sequence, event, card, detail, target, index))
+            speaker.sent(record.sequence, raw)
             self._transmit(raw, record.sequence)
         return record
-
-    def _symbol(self, sequence: int) -> int:
-        """The SEQ symbol of event ``sequence`` under the variant (an EventFrame.sequence)."""
-        rule = ANGEL_EYE_RULES[self.variant]
-        if rule.modulus is None or rule.lowest is None:
-            return ANY_SEQ_SYMBOLS[(sequence - 1) % len(ANY_SEQ_SYMBOLS)]
-        return rule.lowest + (sequence - rule.lowest) % rule.modulus
-
-    def _encode(self, record: Emitted, card: Card | None, target: str, index: int) -> bytes:
-        raw = self._encode_event(record, card, target, index)
-        if self.protocol != "angel-eye" or self.data_bit7:
-            return raw
-        frame = angel_eye.EventFrame.from_bytes(raw, "any", "ignored")
-        if frame.code == "M":
-            return raw
-        # A shoe that leaves bit 7 clear; a byte that would then be a control byte keeps it.
-        data = bytes(
-            byte & 0x7F if byte & 0x7F not in angel_eye.CONTROL_BYTES else byte
-            for byte in frame.data
-        )
-        return angel_eye.EventFrame(frame.sequence, frame.code, data).to_bytes()
-
-    def _encode_event(self, record: Emitted, card: Card | None, target: str, index: int) -> bytes:
-        sequence, event = record.sequence, record.event
-        if self.protocol == "angel-eye":
-            digit = self._symbol(sequence)
-            if event == "card" and card is not None:
-                return angel_eye.EventFrame.card(digit, card, target, index).to_bytes()
-            if event == "signal":
-                return angel_eye.EventFrame(digit, record.detail or "S").to_bytes()
-            if event == "result":
-                data = bytes.fromhex(record.detail or "80")
-                return angel_eye.EventFrame(digit, "G", data).to_bytes()
-            if event == "cut_card":
-                return angel_eye.EventFrame(digit, "C").to_bytes()
-            if event == "misread":
-                error = 0x80 | 0x40 | angel_eye.UNREADABLE_CARD_ERROR
-                return angel_eye.EventFrame(digit, "E", bytes((error,))).to_bytes()
-            if event == "fault":
-                return angel_eye.EventFrame(
-                    digit, "E", bytes((0xC0 | int(record.detail or 0),))
-                ).to_bytes()
-            if event == "fault_cleared":
-                return angel_eye.EventFrame(
-                    digit, "e", bytes((0x80 | int(record.detail or 0),))
-                ).to_bytes()
-            return angel_eye.EventFrame(
-                digit, "L", bytes((0x80 | (record.detail == "1"),))
-            ).to_bytes()
-        if self.protocol == "ascii":
-            if event == "card" and card is not None:
-                return ascii_lines.CardLine(card).to_bytes()
-            # The line protocol has nothing but cards; anything else reads as a bad line.
-            return ascii_lines.UnreadableLine(b"??").to_bytes()
-        kinds = {
-            "card": native.CARD,
-            "cut_card": native.CUT_CARD,
-            "misread": native.UNREADABLE,
-            "fault": native.FAULT,
-            "fault_cleared": native.FAULT_CLEARED,
-            "lock": native.LOCK,
-        }
-        message = angel_eye.ERROR_MESSAGES.get(int(record.detail or 0), "error")
-        payload = {
-            "card": str(card),
-            "fault": f"E{record.detail} {message}",
-            "fault_cleared": f"E{record.detail}",
-            "lock": record.detail or "",
-        }.get(event, "")
-        return native.NativeFrame(kinds[event], sequence, payload).to_bytes()
 
     # -- the wire manipulator ---------------------------------------------------------------
 
     def _garbage(self, count: int) -> bytes:
         return bytes(self._fault_rng.randrange(256) for _ in range(count))
-
-    def _corrupt(self, raw: bytes) -> bytes:
-        """Spoil the checksum (Angel Eye, native) or, with no checksum (ASCII), a character."""
-        rng = self._fault_rng
-        if self.protocol == "ascii":
-            position = rng.randrange(len(raw) - 2)
-            return raw[:position] + bytes((rng.randrange(256),)) + raw[position + 1 :]
-        last = raw[-1:]
-        replacement = rng.choice([c for c in b"0123456789ABCDEF" if bytes((c,)) != last])
-        return raw[:-1] + bytes((replacement,))
 
     def _transmit(self, raw: bytes, sequence: int) -> None:
         faults, rng, stats = self.faults, self._fault_rng, self.wire
@@ -574,18 +498,15 @@ class ShoeSimulator:
                 stats.dropped += 1
                 continue
             piece = raw
-            # A line protocol has no frame start to resync on: garbage joins the next line.
             spoilt = False
             if faults.garbage_rate and rng.random() < faults.garbage_rate:
                 stats.garbage += 1
                 noise = self._garbage(rng.randint(1, 8))
                 piece = noise + piece
-                # Noise after its last line break joins the card's line and spoils it.
-                tail = noise.replace(b"\r", b"\n").rsplit(b"\n", 1)[-1]
-                spoilt = self.protocol == "ascii" and bool(tail)
+                spoilt = self.speaker.noise_spoils(noise)
             if copy == 0 and faults.corrupt_rate and rng.random() < faults.corrupt_rate:
                 stats.corrupted += 1
-                piece = piece[: len(piece) - len(raw)] + self._corrupt(raw)
+                piece = piece[: len(piece) - len(raw)] + self.speaker.corrupt(raw, rng)
                 spoilt = True
             bytewise = bool(faults.bytewise_rate) and rng.random() < faults.bytewise_rate
             stats.bytewise += bytewise
@@ -621,56 +542,33 @@ class ShoeSimulator:
                     view = view[written:]
             return True
 
-    # -- protocol: host commands ------------------------------------------------------------
+    # -- the host, through the protocol's speaker (a ShoeSide) -----------------------------
 
     def _host_bytes(self, data: bytes) -> None:
-        if self.protocol == "angel-eye":
-            for command in self._command_decoder.feed(data):
-                self._angel_eye_command(command)
-            for _raw, nak_code in self._command_decoder.rejected:
-                self._write(angel_eye.Nak(nak_code).to_bytes(), False)
-            self._command_decoder.rejected.clear()
-        elif self.protocol == "native":
-            for frame in self._native_decoder.feed(data):
-                self._native_request(frame)
+        with self._write_lock:  # the draw thread's events and the answers never interleave
+            self.speaker.host_bytes(data, self)
 
-    def _angel_eye_command(self, command: angel_eye.HostCommand) -> None:
-        self.commands.append(f"{command.command} {command.value}")
-        if command.command == "LK":
-            self.locked = command.value == "02"
-        elif command.command == "EC":
-            if self.error_code is None:
-                self._write(angel_eye.Nak(0x14).to_bytes(), False)
-                return
-            self._write(angel_eye.Ack().to_bytes(), False)
-            code, self.error_code = self.error_code, None
+    @property
+    def last_sequence(self) -> int:
+        """The number of the last event the shoe numbered (0: none)."""
+        return self._sequence
+
+    def write(self, data: bytes) -> None:
+        self._write(data, False)
+
+    def transmit(self, raw: bytes, sequence: int) -> None:
+        self._transmit(raw, sequence)
+
+    def command_received(self, text: str, command: HostCommand | None) -> None:
+        self.commands.append(text)
+        self.host_commands.append(command)
+
+    def clear_error(self) -> int | None:
+        """Clear the shoe's error and report it cleared; None if there was none."""
+        code, self.error_code = self.error_code, None
+        if code is not None:
             self._emit("fault_cleared", detail=str(code))
-            return
-        self._write(angel_eye.Ack().to_bytes(), False)
-
-    def _native_request(self, frame: native.NativeFrame) -> None:
-        if frame.kind == native.ACKNOWLEDGE:
-            with self._write_lock:
-                while self._held and next(iter(self._held)) <= frame.sequence:
-                    self._held.popitem(last=False)
-        elif frame.kind == native.RESEND:
-            with self._write_lock:
-                oldest = next(iter(self._held), self._sequence + 1)
-                if frame.sequence < oldest and frame.sequence <= self._sequence:
-                    # Asked for events it no longer holds (acknowledged, or released when
-                    # the buffer was full): N says where what it can resend starts, so the
-                    # host never waits for them.
-                    self._write(native.NativeFrame(native.GONE, oldest).to_bytes(), False)
-                for sequence, raw in list(self._held.items()):
-                    if sequence >= frame.sequence:
-                        self._transmit(raw, sequence)
-        elif frame.kind == native.COMMAND:
-            self.commands.append(frame.payload)
-            if frame.payload in ("LOCK", "UNLOCK"):
-                self.turn_key(frame.payload == "LOCK")
-            elif frame.payload == "CLEAR" and self.error_code is not None:
-                code, self.error_code = self.error_code, None
-                self._emit("fault_cleared", detail=str(code))
+        return code
 
 
 def _without_none(record: dict[str, Any]) -> dict[str, Any]:

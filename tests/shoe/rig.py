@@ -20,7 +20,9 @@ from pathlib import Path
 
 from drivers.shoe.driver import ShoeConfig, ShoeDriver
 from drivers.shoe.events import CardDrawn, ShoeEvent, ShoeOnline
-from drivers.shoe.sessions import PROTOCOL_NAMES, session_class
+from drivers.shoe.registry import PROTOCOL_NAMES, ShoeProtocol, protocol
+from drivers.shoe.sessions import Capabilities
+from drivers.shoe.speaker import ShoeVariant
 from simulators.shoe import Emitted, FaultPlan, ShoeSimulator
 from tests.support.wait import wait_for_item
 
@@ -30,27 +32,43 @@ def protocol_of(label: str) -> str:
     return label.split("@", 1)[0]
 
 
+def variant_of(label: str) -> ShoeVariant | None:
+    """The kind of shoe a suite label names (``angel-eye@wrap9``), or None: the protocol's
+    plain shoe."""
+    name, _, variant = label.partition("@")
+    return protocol(name).speaker.variants[variant] if variant else None
+
+
 def shoe_of(label: str) -> dict[str, object]:
-    """The simulator's variant settings for a suite label."""
-    if "@" not in label:
-        return {}
-    variant, _, flags = label.split("@", 1)[1].partition("+")
-    return {"variant": variant, "data_bit7": flags != "bit7-clear"}
+    """The simulator's settings for a suite label."""
+    variant = variant_of(label)
+    return dict(variant.settings) if variant else {}
 
 
-# The protocols the suites run over, from the one registry of shoe protocols, and the Angel
-# Eye shoes of the other public reading: "angel-eye@VARIANT[+bit7-clear]" is a simulated shoe
-# counting SEQ that way (the driver keeps its default profile, auto, and must find it).
-ANGEL_EYE_VARIANTS = [
-    "angel-eye@mod10-free-signals",
-    "angel-eye@wrap9",
-    "angel-eye@wrap9-free-signals+bit7-clear",
-    "angel-eye@any-seq+bit7-clear",
-]
-ALL = list(PROTOCOL_NAMES) + ANGEL_EYE_VARIANTS
-SEQUENCED = [label for label in ALL if session_class(protocol_of(label)).sequenced]
-WITH_COMMANDS = [label for label in ALL if session_class(protocol_of(label)).supported_commands]
-GAPS_VISIBLE = [label for label in SEQUENCED if "any-seq" not in label]
+def capabilities(label: str) -> Capabilities:
+    """What the protocol of a suite label declares it can do."""
+    return protocol(protocol_of(label)).session.capabilities
+
+
+def gaps_visible(label: str) -> bool:
+    """Whether the driver can name the frames this label's shoe lost."""
+    variant = variant_of(label)
+    return capabilities(label).numbered and (variant is None or variant.gaps_visible)
+
+
+def labels(parts: ShoeProtocol) -> list[str]:
+    """The suite labels of a protocol: its plain shoe, then each of its variants."""
+    return [parts.name, *(f"{parts.name}@{variant}" for variant in parts.speaker.variants)]
+
+
+# The protocols the suites run over, from the one registry of shoe protocols, and the kinds
+# of shoe each comes in: "angel-eye@VARIANT" is a simulated shoe counting SEQ that way (the
+# driver keeps its default profile, auto, and must find it).
+ALL = [label for name in PROTOCOL_NAMES for label in labels(protocol(name))]
+ANGEL_EYE_VARIANTS = [label for label in ALL if label.startswith("angel-eye@")]
+SEQUENCED = [label for label in ALL if capabilities(label).numbered]
+WITH_COMMANDS = [label for label in ALL if capabilities(label).commands]
+GAPS_VISIBLE = [label for label in SEQUENCED if gaps_visible(label)]
 """Shoes whose lost frames the driver can name (an any-byte SEQ shows repeats, not gaps)."""
 
 # Generous: the machine is shared; nothing here measures speed.
@@ -107,7 +125,7 @@ class Rig:
         """
         damaged = self.simulator.wire.damaged
         assert record.event == "card" and record.sequence not in damaged, record
-        numbered = self.label in GAPS_VISIBLE
+        numbered = gaps_visible(self.label)
         sent = self.simulator.truth[: self.simulator.truth.index(record) + 1]
         copies = sum(
             r.event == "card" and r.card == record.card and r.sequence not in damaged for r in sent
@@ -195,6 +213,9 @@ def shoe_rig(
     label, protocol = protocol, protocol_of(protocol)
     link = tmp_path / f"shoe-{protocol}"
     events: queue.Queue[ShoeEvent] = queue.Queue()
+    shoe = shoe_of(label)
+    if bcc_includes_stx is not None:
+        shoe["bcc_includes_stx"] = bcc_includes_stx
     simulator = ShoeSimulator(
         protocol,
         link,
@@ -203,8 +224,7 @@ def shoe_rig(
         cut_card_depth=cut_card_depth,
         faults=faults,
         truth_path=tmp_path / f"truth-{label}.jsonl",
-        bcc_includes_stx=bcc_includes_stx,
-        **shoe_of(label),  # type: ignore[arg-type]
+        **shoe,
     )
     settings: dict[str, object] = {"reconnect_initial_s": 0.05, "reconnect_max_s": 0.4}
     settings.update(config)

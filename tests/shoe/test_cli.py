@@ -15,7 +15,6 @@ import pytest
 from controller.kernel.cards import parse_card
 from controller.table.events import encode_event
 from drivers.shoe.cli import event_record
-from drivers.shoe.commissioning import angel_eye_report
 from drivers.shoe.driver import ShoeConfig, ShoeDriver
 from drivers.shoe.events import (
     CardDrawn,
@@ -29,7 +28,8 @@ from drivers.shoe.events import (
     ShoeOffline,
     ShoeOnline,
 )
-from drivers.shoe.sessions import AngelEyeSession
+from drivers.shoe.protocols.angel_eye.commissioning import angel_eye_report
+from drivers.shoe.protocols.angel_eye.session import AngelEyeSession
 from simulators.daemon_process import LIVETABLE
 from simulators.shoe import ShoeSimulator
 from simulators.shoe.control import execute

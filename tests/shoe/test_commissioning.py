@@ -9,9 +9,9 @@ import pytest
 
 from controller.kernel.cards import parse_card
 from controller.tools.cli import main
-from drivers.shoe import angel_eye
-from drivers.shoe.commissioning import angel_eye_report
-from drivers.shoe.sessions import AngelEyeSession
+from drivers.shoe.protocols.angel_eye import codec as angel_eye
+from drivers.shoe.protocols.angel_eye.commissioning import angel_eye_report
+from drivers.shoe.protocols.angel_eye.session import AngelEyeSession
 from simulators.shoe import ShoeSimulator
 from tests.shoe.monitor import shoe_monitor
 

@@ -1,9 +1,9 @@
-"""The driver against the simulator over a real pty, the same suite for every protocol."""
+"""The driver against the simulator over a real pty: the contract suite
+(:mod:`tests.shoe.contract`) over every protocol livetable ships, then what is particular to
+one protocol."""
 
 from __future__ import annotations
 
-import json
-import os
 import queue
 import time
 from pathlib import Path
@@ -16,190 +16,27 @@ from drivers.shoe.events import (
     CardDrawn,
     CardMisread,
     CardsLost,
-    CutCardDrawn,
     ShoeEvent,
-    ShoeFaultCleared,
     ShoeLockChanged,
     ShoeOffline,
     ShoeOnline,
 )
-from drivers.shoe.sessions import session_class
+from drivers.shoe.protocols.angel_eye.session import AngelEyeSession
+from drivers.shoe.registry import PROTOCOL_NAMES, protocol
 from simulators.shoe import FaultPlan, ShoeSimulator
-from tests.shoe.rig import (
-    ALL,
-    ANGEL_EYE_VARIANTS,
-    GAPS_VISIBLE,
-    SEQUENCED,
-    WITH_COMMANDS,
-    Rig,
-    expected_variant,
-    protocol_of,
-    shoe_rig,
-)
+from tests.shoe.contract import ShoeContract, cards_of, generate
+from tests.shoe.rig import ANGEL_EYE_VARIANTS, expected_variant, shoe_rig
 from tests.support.wait import wait_for_item, wait_until
 
-TRANSPORTS = ["pty", "tcp"]  # tcp: socket:// through a serial-to-Ethernet server
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    generate(metafunc)
 
 
-def cards_of(events: list[ShoeEvent]) -> list[tuple[int | None, str]]:
-    return [(e.sequence, str(e.card)) for e in events if isinstance(e, CardDrawn)]
+class TestEveryProtocol(ShoeContract):
+    """The contract suite over livetable's own protocols and their kinds of shoe."""
 
-
-def expected_cards(rig: Rig, protocol: str) -> list[tuple[int | None, str]]:
-    sequenced = session_class(protocol_of(protocol)).sequenced
-    return [
-        (record.sequence if sequenced else None, record.card or "")
-        for record in rig.simulator.truth
-        if record.event == "card"
-    ]
-
-
-@pytest.mark.parametrize("transport", TRANSPORTS)
-@pytest.mark.parametrize("protocol", ALL)
-def test_every_card_arrives_once_in_order(tmp_path: Path, protocol: str, transport: str) -> None:
-    with shoe_rig(tmp_path, protocol, transport=transport) as rig:
-        for _ in range(30):
-            rig.simulator.draw()
-        rig.wait_for(lambda e: isinstance(e, CardDrawn) and len(cards_of(rig.seen)) == 30)
-        assert cards_of(rig.seen) == expected_cards(rig, protocol)
-        truth_lines = (tmp_path / f"truth-{protocol}.jsonl").read_text().splitlines()
-        assert [json.loads(line)["card"] for line in truth_lines] == [
-            card for _, card in expected_cards(rig, protocol)
-        ]
-
-
-@pytest.mark.parametrize("transport", TRANSPORTS)
-@pytest.mark.parametrize("protocol", ALL)
-def test_frames_written_one_byte_at_a_time(tmp_path: Path, protocol: str, transport: str) -> None:
-    with shoe_rig(tmp_path, protocol, FaultPlan(bytewise_rate=1.0), transport=transport) as rig:
-        for _ in range(5):
-            rig.simulator.draw()
-        rig.wait_for(lambda e: len(cards_of(rig.seen)) == 5)
-        assert cards_of(rig.seen) == expected_cards(rig, protocol)
-        assert rig.simulator.wire.bytewise == 5
-
-
-@pytest.mark.parametrize("protocol", ALL)
-def test_cut_card_and_unreadable_card(tmp_path: Path, protocol: str) -> None:
-    with shoe_rig(tmp_path, protocol, decks=1, cut_card_depth=50) as rig:
-        rig.simulator.draw()
-        rig.simulator.draw()
-        cut = rig.simulator.draw()
-        assert cut.event == "cut_card"
-        rig.simulator.faults = FaultPlan(unreadable_rate=1.0)
-        misread = rig.simulator.draw()
-        assert misread.event == "misread" and misread.card is not None
-        misreads_expected = 2 if protocol == "ascii" else 1
-        last = rig.wait_for(
-            lambda e: sum(isinstance(x, CardMisread) for x in rig.seen) == misreads_expected
-        )
-        sequenced = session_class(protocol_of(protocol)).sequenced
-        assert last.sequence == (misread.sequence if sequenced else None)
-        kinds = [type(e) for e in rig.seen if not isinstance(e, ShoeOnline)]
-        if protocol == "ascii":
-            # The line protocol has no cut-card message: the simulator sends a bad line.
-            assert kinds == [CardDrawn, CardDrawn, CardMisread, CardMisread]
-        else:
-            assert kinds == [CardDrawn, CardDrawn, CutCardDrawn, CardMisread]
-            cut_event = next(e for e in rig.seen if isinstance(e, CutCardDrawn))
-            assert cut_event.sequence == cut.sequence
-
-
-@pytest.mark.parametrize("protocol", ALL)
-def test_foreign_card_is_delivered_for_the_table_to_judge(tmp_path: Path, protocol: str) -> None:
-    with shoe_rig(tmp_path, protocol) as rig:
-        first = rig.simulator.draw()
-        rig.simulator.faults = FaultPlan(foreign_rate=1.0)
-        foreign = rig.simulator.draw()
-        assert foreign.foreign and foreign.card == first.card
-        rig.wait_for(lambda e: len(cards_of(rig.seen)) == 2)
-        assert [card for _, card in cards_of(rig.seen)] == [first.card, first.card]
-
-
-@pytest.mark.parametrize("protocol", ALL)
-def test_cable_pull_offline_then_online_behind_the_same_link(tmp_path: Path, protocol: str) -> None:
-    with shoe_rig(tmp_path, protocol) as rig:
-        simulator = rig.simulator
-        for _ in range(3):
-            simulator.draw()
-        rig.wait_for(lambda e: len(cards_of(rig.seen)) == 3)
-        tty_before = simulator.slave_path
-        pulled_at = time.time()
-        simulator.unplug()
-        offline = rig.wait_for(lambda e: isinstance(e, ShoeOffline), timeout=1.0)
-        assert isinstance(offline, ShoeOffline)
-        assert offline.at - pulled_at < 1.0  # requirement: offline within 1 s
-        assert not os.path.lexists(simulator.link)
-        lost = [simulator.draw() for _ in range(2)]  # the dealer carries on meanwhile
-        time.sleep(0.3)
-        simulator.replug()
-        rig.wait_online()
-        assert simulator.slave_path is not None and os.path.realpath(simulator.link) == (
-            simulator.slave_path
-        )
-        after = simulator.draw()
-        rig.wait_for_card(after)
-        delivered = cards_of(rig.seen)
-        truth = expected_cards(rig, protocol)
-        if protocol == "native":
-            assert delivered == truth  # resent after the reconnect
-        elif protocol in GAPS_VISIBLE:
-            assert delivered == [c for c in truth if c[0] not in {r.sequence for r in lost}]
-            reported = [e for e in rig.seen if isinstance(e, CardsLost)]
-            assert [e.sequences for e in reported] == [tuple(r.sequence for r in lost)]
-        elif protocol_of(protocol) == "angel-eye":
-            # Any byte as SEQ: a repeat can be told, a gap cannot. Lost without a trace.
-            lost_numbers = {r.sequence for r in lost}
-            assert [card for _, card in delivered] == [
-                card for number, card in truth if number not in lost_numbers
-            ]
-            assert not any(isinstance(e, CardsLost) for e in rig.seen)
-        else:
-            assert delivered == truth[:3] + truth[5:]  # lost without a trace: no sequence numbers
-        assert tty_before is not None and rig.driver.connects >= 2
-
-
-@pytest.mark.parametrize("transport", TRANSPORTS)
-@pytest.mark.parametrize("protocol", SEQUENCED)
-def test_duplicates_are_dropped(tmp_path: Path, protocol: str, transport: str) -> None:
-    with shoe_rig(tmp_path, protocol, FaultPlan(duplicate_rate=1.0), transport=transport) as rig:
-        for _ in range(12):  # past the Angel Eye digit wrap
-            rig.simulator.draw()
-        # A last card sent once: delivered, it shows every copy before it was read.
-        rig.simulator.faults = FaultPlan()
-        rig.wait_for_card(rig.simulator.draw())
-        assert cards_of(rig.seen) == expected_cards(rig, protocol)
-        assert rig.driver.session.session_stats.duplicates_dropped >= 12
-
-
-@pytest.mark.parametrize("protocol", SEQUENCED)
-def test_garbage_and_corruption_never_invent_a_card(tmp_path: Path, protocol: str) -> None:
-    faults = FaultPlan(garbage_rate=0.5, corrupt_rate=0.2, drop_rate=0.1)
-    with shoe_rig(tmp_path, protocol, faults, seed=11) as rig:
-        for _ in range(40):
-            rig.simulator.draw()
-        rig.simulator.faults = FaultPlan()
-        rig.wait_for_card(rig.simulator.draw())  # sent intact, after all the damage
-        delivered = cards_of(rig.seen)
-        truth = expected_cards(rig, protocol)
-        lost = [s for e in rig.seen if isinstance(e, CardsLost) for s in e.sequences]
-        if protocol == "native":
-            assert delivered == truth and not lost
-        elif protocol not in GAPS_VISIBLE:
-            # Any byte as SEQ: intact cards arrive once, in order; the others vanish unnamed.
-            damaged = rig.simulator.wire.damaged
-            assert [card for _, card in delivered] == [
-                card for number, card in truth if number not in damaged
-            ]
-            assert not lost
-        else:
-            assert set(delivered) <= set(truth)
-            assert [c[0] for c in delivered] == sorted(c[0] for c in delivered)
-            assert sorted(lost + [c[0] for c in delivered]) == [c[0] for c in truth]
-            assert set(lost) <= rig.simulator.wire.damaged
-            assert lost, "with 20 % corruption and 10 % drops some frames must be lost"
-        stats = rig.driver.session.decoder_stats
-        assert stats.bad_checksum >= 1 and stats.garbage_bytes >= 1
+    protocols = tuple(protocol(name) for name in PROTOCOL_NAMES)
 
 
 def test_ascii_garbage_becomes_a_misread_not_a_card(tmp_path: Path) -> None:
@@ -213,49 +50,15 @@ def test_ascii_garbage_becomes_a_misread_not_a_card(tmp_path: Path) -> None:
         assert len(misreads) >= 1
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
-@pytest.mark.parametrize("protocol", WITH_COMMANDS)
-def test_lock_unlock_and_clear_error(tmp_path: Path, protocol: str, transport: str) -> None:
-    with shoe_rig(tmp_path, protocol, transport=transport) as rig:
-        rig.driver.lock()
-        assert rig.wait_for(lambda e: isinstance(e, ShoeLockChanged)) == ShoeLockChanged(
-            True, rig.seen[-1].at
-        )
-        assert rig.simulator.locked
-        rig.driver.unlock()
-        unlocked = rig.wait_for(lambda e: isinstance(e, ShoeLockChanged))
-        assert isinstance(unlocked, ShoeLockChanged) and not unlocked.locked
-        rig.simulator.report_fault(2)
-        rig.wait_for(lambda e: type(e).__name__ == "ShoeFault")
-        rig.driver.clear_error()
-        cleared = rig.wait_for(lambda e: isinstance(e, ShoeFaultCleared))
-        assert isinstance(cleared, ShoeFaultCleared) and cleared.code == "E2"
-        assert rig.simulator.error_code is None
-        expected = (
-            ["LK 02", "LK 01", "EC 00"]
-            if protocol_of(protocol) == "angel-eye"
-            else [
-                "LOCK",
-                "UNLOCK",
-                "CLEAR",
-            ]
-        )
-        assert rig.simulator.commands == expected
-
-
 def test_angel_eye_switches_command_bcc_convention_after_nak(tmp_path: Path) -> None:
     # The shoe wants STX excluded from the command BCC; the driver starts with it included.
     with shoe_rig(tmp_path, "angel-eye", bcc_includes_stx=False) as rig:
         rig.driver.lock()
         locked = rig.wait_for(lambda e: isinstance(e, ShoeLockChanged))
         assert isinstance(locked, ShoeLockChanged) and locked.locked
-        assert rig.driver.session.bcc_includes_stx is False  # type: ignore[attr-defined]
+        session = rig.driver.session
+        assert isinstance(session, AngelEyeSession) and session.bcc_includes_stx is False
         assert rig.simulator.commands == ["LK 02"]
-
-
-def test_ascii_has_no_commands(tmp_path: Path) -> None:
-    with shoe_rig(tmp_path, "ascii") as rig, pytest.raises(ConfigurationError):
-        rig.driver.lock()
 
 
 def test_native_silence_is_offline_and_heartbeat_brings_it_back(tmp_path: Path) -> None:
@@ -340,26 +143,6 @@ def test_config_from_a_toml_table() -> None:
             ShoeConfig.from_mapping(bad)
 
 
-def test_a_session_bug_reports_offline_and_the_driver_recovers(tmp_path: Path) -> None:
-    with shoe_rig(tmp_path, "angel-eye") as rig:
-        session = rig.driver.session
-        original = session.receive
-        failures = iter([True])
-
-        def failing_once(data: bytes, at: float, now: float):  # type: ignore[no-untyped-def]
-            if next(failures, False):
-                raise RuntimeError("a bug")
-            return original(data, at, now)
-
-        session.receive = failing_once  # type: ignore[method-assign]
-        rig.simulator.draw()
-        offline = rig.wait_for(lambda e: isinstance(e, ShoeOffline))
-        assert isinstance(offline, ShoeOffline) and "a bug" in offline.reason
-        rig.wait_online()
-        card = rig.simulator.draw()
-        rig.wait_for(lambda e: isinstance(e, CardDrawn) and str(e.card) == card.card)
-
-
 @pytest.mark.parametrize("protocol", ["angel-eye", *ANGEL_EYE_VARIANTS])
 def test_angel_eye_signals_and_wraps_never_make_a_gap(tmp_path: Path, protocol: str) -> None:
     """A shoe that starts with S and P, then 30 cards (three wraps of the digit), then S
@@ -378,10 +161,11 @@ def test_angel_eye_signals_and_wraps_never_make_a_gap(tmp_path: Path, protocol: 
         assert [card for _, card in cards_of(rig.seen)] == faces
         assert not any(isinstance(e, CardsLost) for e in rig.seen), rig.seen
         session = rig.driver.session
-        assert session.variant == expected_variant(protocol)  # type: ignore[attr-defined]
-        assert session.observed.new_shoes_confirmed == 1  # type: ignore[attr-defined]
+        assert isinstance(session, AngelEyeSession)
+        assert session.variant == expected_variant(protocol)
+        assert session.observed.new_shoes_confirmed == 1
         # Signals with no number (the free-signal and any-byte shoes) are proven by a signal
         # on a number already taken; numbered ones are never "proven", only read as numbered.
         free = "free-signals" in protocol or "any-seq" in protocol
-        detection = session.counter.detection  # type: ignore[attr-defined]
+        detection = session.counter.detection
         assert detection.signals_numbered is (False if free else None)

@@ -20,7 +20,7 @@ from controller.table.events import (
     TimerExpired,
 )
 from controller.table.state import Phase
-from drivers.shoe.angel_eye import GameResult
+from drivers.shoe.protocols.angel_eye.codec import GameResult
 from drivers.shoe.sessions import ShoeResult
 
 # Player 4S 9D (3), Banker 2H KD (2): both draw, Player 3C (6), Banker 5H (7): banker wins.

@@ -27,6 +27,7 @@ from drivers.shoe.events import (
     ShoeOffline,
     ShoeOnline,
 )
+from drivers.shoe.protocols.angel_eye.options import AngelEyeOptions
 from tests.shoe.rig import (
     EVENT_TIMEOUT_S,
     GAPS_VISIBLE,
@@ -53,7 +54,7 @@ def last_sequence(events: list[ShoeEvent]) -> int | None:
 def driver_settings(label: str, variant: str | None) -> dict[str, object]:
     if protocol_of(label) != "angel-eye":
         return {}
-    return {"variant": variant or expected_variant(label)}
+    return {"options": AngelEyeOptions(variant=variant or expected_variant(label))}
 
 
 def restart_while_drawing(
@@ -77,7 +78,7 @@ def restart_while_drawing(
             str(simulator.link),
             protocol_of(label),
             reconnect_initial_s=0.05,
-            **settings,  # type: ignore[arg-type]
+            **settings,  # type: ignore[arg-type]  # options: a ProtocolOptions
         )
         with ShoeDriver(config, events.put, resume_after=resume) as driver:
             assert driver.session.session_stats.sequences_lost == 0

@@ -6,7 +6,6 @@ import pytest
 
 from controller.kernel.cards import parse_card
 from controller.kernel.errors import ConfigurationError
-from drivers.shoe import angel_eye, native
 from drivers.shoe.events import (
     CardDrawn,
     CardMisread,
@@ -14,13 +13,13 @@ from drivers.shoe.events import (
     ShoeFault,
     ShoeLockChanged,
 )
-from drivers.shoe.sessions import (
-    AngelEyeSession,
-    AsciiLineSession,
-    HostCommand,
-    NativeSession,
-    session_class,
-)
+from drivers.shoe.protocols.angel_eye import codec as angel_eye
+from drivers.shoe.protocols.angel_eye.session import AngelEyeSession
+from drivers.shoe.protocols.ascii_lines.session import AsciiLineSession
+from drivers.shoe.protocols.native import codec as native
+from drivers.shoe.protocols.native.session import NativeSession
+from drivers.shoe.registry import protocol
+from drivers.shoe.sessions import HostCommand
 
 AT = 1_700_000_000.0
 
@@ -121,7 +120,7 @@ def test_ascii_session_and_unknown_protocols() -> None:
     with pytest.raises(ConfigurationError):
         session.command(HostCommand.LOCK)
     with pytest.raises(ConfigurationError):
-        session_class("angel-ear")
+        protocol("angel-ear")
 
 
 def test_native_resume_asks_from_the_first_event_after_the_resume_point() -> None:

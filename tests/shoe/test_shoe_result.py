@@ -10,6 +10,7 @@ import pytest
 
 from drivers.shoe.driver import ShoeConfig, ShoeDriver
 from drivers.shoe.events import CardDrawn, ShoeOnline
+from drivers.shoe.protocols.angel_eye.options import AngelEyeOptions
 from drivers.shoe.sessions import ShoeResult
 from simulators.shoe import ShoeSimulator
 from tests.shoe.rig import (
@@ -33,10 +34,11 @@ def test_shoe_result_reaches_on_result_after_the_cards_before_it(
     # across a G is unproven and read as a lost card (docs/shoe-protocol.md 1.8), which is
     # auto's business, not this test's.
     variant = expected_variant(label)
-    config = ShoeConfig(str(link), "angel-eye", reconnect_initial_s=0.05, variant=variant)
+    options = AngelEyeOptions(variant=variant)
+    config = ShoeConfig(str(link), "angel-eye", reconnect_initial_s=0.05, options=options)
     # One deck: every face once, so a card is known by its face.
     settings = shoe_of(label)
-    simulator = ShoeSimulator("angel-eye", link, seed=5, decks=1, **settings)  # type: ignore[arg-type]
+    simulator = ShoeSimulator("angel-eye", link, seed=5, decks=1, **settings)
     driver = ShoeDriver(config, stream.put, on_result=stream.put)
     seen: list[object] = []
     with simulator, driver:

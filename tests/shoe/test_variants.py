@@ -9,11 +9,12 @@ import pytest
 
 from controller.kernel.cards import parse_card
 from controller.kernel.errors import ConfigurationError
-from drivers.shoe import angel_eye
-from drivers.shoe.angel_eye_variants import SequenceCounter
 from drivers.shoe.driver import ShoeConfig
 from drivers.shoe.events import CardDrawn, CardMisread, CardsLost, ShoeEvent
-from drivers.shoe.sessions import AngelEyeSession
+from drivers.shoe.protocols.angel_eye import codec as angel_eye
+from drivers.shoe.protocols.angel_eye.options import AngelEyeOptions
+from drivers.shoe.protocols.angel_eye.session import AngelEyeSession
+from drivers.shoe.protocols.angel_eye.variants import SequenceCounter
 
 AT = 1_700_000_000.0
 HAND = [("player", 1), ("banker", 1), ("player", 2), ("banker", 2)]
@@ -207,7 +208,8 @@ def test_config_keys_are_validated() -> None:
     )
     session = config.make_session()
     assert isinstance(session, AngelEyeSession) and session.variant == "wrap9"
-    assert ShoeConfig.from_mapping({"port": "/dev/ttyUSB0"}).variant == "auto"
+    options = ShoeConfig.from_mapping({"port": "/dev/ttyUSB0"}).options
+    assert isinstance(options, AngelEyeOptions) and options.variant == "auto"
     for bad in (
         {"port": "/dev/ttyUSB0", "variant": "wrap8"},
         {"port": "/dev/ttyUSB0", "variant": 9},

@@ -90,6 +90,11 @@ class AsciiLineDecoder:
         self._buffer.clear()
         self._skipping = False
 
+    @property
+    def buffered(self) -> int:
+        """Bytes held for the rest of a frame."""
+        return len(self._buffer)
+
     def feed(self, data: bytes) -> list[LineFrame]:
         frames: list[LineFrame] = []
         for chunk in re.split(rb"([\r\n])", require_bytes(data)):

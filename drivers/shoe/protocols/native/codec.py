@@ -26,6 +26,7 @@ SEQUENCE_DIGITS: Final = 8
 MAX_SEQUENCE: Final = 16**SEQUENCE_DIGITS - 1
 MAX_PAYLOAD: Final = 48
 MAX_FRAME: Final = 1 + 1 + SEQUENCE_DIGITS + MAX_PAYLOAD + 1 + 4
+HEARTBEAT_S: Final = 0.2  # an idle shoe sends H at least this often
 _HEX: Final = frozenset(b"0123456789ABCDEF")
 
 # Shoe to host. Events (C X U F f L) use consecutive sequence numbers starting at 1.
@@ -101,6 +102,11 @@ class NativeDecoder:
 
     def reset(self) -> None:
         self._buffer.clear()
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held for the rest of a frame."""
+        return len(self._buffer)
 
     def feed(self, data: bytes) -> list[NativeFrame]:
         self._buffer += require_bytes(data)

@@ -179,11 +179,74 @@ class CardPayload:
 
 
 @dataclass(frozen=True, slots=True)
+class ErrorPayload:
+    """The data byte of an ``E`` event: ``1 M CCCCCC``, the shoe's error ``code`` (see
+    :data:`ERROR_MESSAGES`; 1 is a card that could not be read) and ``M``, whether the shoe
+    is now in error mode."""
+
+    code: int
+    error_mode: bool = True
+
+    @classmethod
+    def from_data(cls, data: bytes) -> ErrorPayload:
+        if len(data) != 1:
+            raise ShoeProtocolError(f"an error has 1 byte, not {len(data)}")
+        return cls(data[0] & 0x3F, bool(data[0] & 0x40))
+
+    def to_data(self) -> bytes:
+        if not 0 <= self.code <= 0x3F:
+            raise ShoeProtocolError(f"error code {self.code} out of range (0-63)")
+        return bytes((0x80 | self.error_mode << 6 | self.code,))
+
+    @property
+    def unreadable_card(self) -> bool:
+        return self.code == UNREADABLE_CARD_ERROR
+
+    @property
+    def message(self) -> str:
+        return ERROR_MESSAGES.get(self.code, "unknown error")
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorClearedPayload:
+    """The data byte of an ``e`` event: ``1 CCCCCCC``, the code of the error cancelled."""
+
+    code: int
+
+    @classmethod
+    def from_data(cls, data: bytes) -> ErrorClearedPayload:
+        if len(data) != 1:
+            raise ShoeProtocolError(f"a cancelled error has 1 byte, not {len(data)}")
+        return cls(data[0] & 0x7F)
+
+    def to_data(self) -> bytes:
+        if not 0 <= self.code <= 0x7F:
+            raise ShoeProtocolError(f"error code {self.code} out of range (0-127)")
+        return bytes((0x80 | self.code,))
+
+
+@dataclass(frozen=True, slots=True)
+class LockPayload:
+    """The data byte of an ``L`` event: bit 0 set while the physical key is locked."""
+
+    locked: bool
+
+    @classmethod
+    def from_data(cls, data: bytes) -> LockPayload:
+        if len(data) != 1:
+            raise ShoeProtocolError(f"a lock status has 1 byte, not {len(data)}")
+        return cls(bool(data[0] & 0x01))
+
+    def to_data(self) -> bytes:
+        return bytes((0x80 | self.locked,))
+
+
+@dataclass(frozen=True, slots=True)
 class EventFrame:
     """An unsolicited event from the shoe (ENQ telegram).
 
     ``sequence`` is the SEQ symbol: 0-9 for the digits ``'0'``-``'9'`` (how the shoe counts
-    with them is the session's business, see :mod:`drivers.shoe.angel_eye_variants`); any
+    with them is the session's business, see :mod:`drivers.shoe.protocols.angel_eye.variants`); any
     other SEQ byte (0x20-0xFF, a letter for instance) is the byte itself, so the two ranges
     never overlap. ``data`` has bit 7 set in every byte except for ``M``, whose data is
     ASCII, unless the shoe is read with bit 7 ignored; it never holds a control byte.
@@ -240,6 +303,30 @@ class EventFrame:
         if self.code not in CARD_CODES:
             raise ShoeProtocolError(f"event {self.code!r} carries no card")
         return CardPayload.from_data(self.data)
+
+    @property
+    def error(self) -> ErrorPayload:
+        if self.code != "E":
+            raise ShoeProtocolError(f"event {self.code!r} carries no error")
+        return ErrorPayload.from_data(self.data)
+
+    @property
+    def error_cleared(self) -> ErrorClearedPayload:
+        if self.code != "e":
+            raise ShoeProtocolError(f"event {self.code!r} cancels no error")
+        return ErrorClearedPayload.from_data(self.data)
+
+    @property
+    def lock(self) -> LockPayload:
+        if self.code != "L":
+            raise ShoeProtocolError(f"event {self.code!r} carries no lock status")
+        return LockPayload.from_data(self.data)
+
+    @property
+    def game_result(self) -> GameResult:
+        if self.code != "G":
+            raise ShoeProtocolError(f"event {self.code!r} carries no game result")
+        return GameResult.from_data(self.data)
 
     def to_bytes(self) -> bytes:
         span = bytes((self.seq_byte,)) + self.code.encode("ascii") + self.data + b"\x03"
@@ -474,6 +561,11 @@ class AngelEyeDecoder:
         """Forget a partial frame (the link dropped: its rest will never come)."""
         self._buffer.clear()
 
+    @property
+    def buffered(self) -> int:
+        """Bytes held for the rest of a frame."""
+        return len(self._buffer)
+
     def feed(self, data: bytes) -> list[ShoeFrame]:
         self._buffer += require_bytes(data)
         frames: list[ShoeFrame] = []
@@ -591,6 +683,14 @@ class HostCommandDecoder:
         self._buffer = bytearray()
         self.rejected: list[tuple[bytes, int]] = []
         """Complete command spans that failed, with the NAK code the shoe should answer."""
+
+    def reset(self) -> None:
+        self._buffer.clear()
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held for the rest of a frame."""
+        return len(self._buffer)
 
     def feed(self, data: bytes) -> list[HostCommand]:
         self._buffer += require_bytes(data)

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from drivers.shoe.angel_eye import EventFrame
+from drivers.shoe.protocols.angel_eye.codec import EventFrame
 
 VARIANT_NAMES: Final = (
     "auto",

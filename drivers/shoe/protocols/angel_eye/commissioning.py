@@ -1,14 +1,17 @@
-"""What ``livetable shoe monitor`` says at the end of a run, in plain words.
+"""What ``livetable shoe monitor`` says at the end of an Angel Eye run, in plain words.
 
-The closing statistics of any shoe, and for an Angel Eye shoe the commissioning report: the
-variant it saw (SEQ alphabet and wrap, numbered signals or not, data bit 7), which events
-appeared, counts of frames, checksum failures and gaps, and the ``[shoe]`` lines that fix
-the profile. Pure: it reads a session's counters and returns text.
+The commissioning report: the variant it saw (SEQ alphabet and wrap, numbered signals or
+not, data bit 7), which events appeared, counts of frames, checksum failures and gaps, and the
+``[shoe.angel-eye]`` lines that fix the profile. Pure: it reads a session's counters and
+returns text.
 """
 
 from __future__ import annotations
 
-from drivers.shoe.sessions import AngelEyeSession, ShoeSession
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from drivers.shoe.protocols.angel_eye.session import AngelEyeSession
 
 _CODE_NAMES = {
     "S": "start signal",
@@ -27,22 +30,6 @@ _CODE_NAMES = {
 
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}" + ("" if count == 1 else "s")
-
-
-def statistics(session: ShoeSession) -> str:
-    """The decoder's and the session's counters as one sentence each."""
-    decoder, stats = session.decoder_stats, session.session_stats
-    lines = [
-        f"Frames decoded: {decoder.frames}; bad checksums: {decoder.bad_checksum}; "
-        f"malformed spans: {decoder.malformed}; garbage bytes skipped: {decoder.garbage_bytes}; "
-        f"buffer overflows: {decoder.overflows}.",
-    ]
-    if session.sequenced:
-        lines.append(
-            f"Duplicates dropped: {stats.duplicates_dropped}; sequence numbers lost: "
-            f"{stats.sequences_lost}; resend requests: {stats.resend_requests}."
-        )
-    return "\n".join(lines)
 
 
 def angel_eye_report(session: AngelEyeSession) -> str:
@@ -78,7 +65,7 @@ def angel_eye_report(session: AngelEyeSession) -> str:
     if detection.contradictions:
         lines.append(
             f"  WARNING: {_plural(detection.contradictions, 'frame')} contradicted the profile "
-            "(see the log): check the shoe and the [shoe] variant."
+            "(see the log): check the shoe and the [shoe.angel-eye] variant."
         )
     signals = observed.codes["S"] + observed.codes["P"]
     if signals == 0:
@@ -125,7 +112,7 @@ def angel_eye_report(session: AngelEyeSession) -> str:
         )
     if observed.results:
         lines.append(f"  Hand results reported by the shoe (G): {observed.results}.")
-    lines.append("  To fix this profile, put in [shoe]:")
+    lines.append("  To fix this profile, put in [shoe.angel-eye]:")
     variant = counter.variant
     if variant == "auto":
         lines.append('    variant = "auto"          # not decided yet: run the monitor longer')
