@@ -324,6 +324,8 @@ async def serve(
     import nats.errors
 
     verified = _VerifiedPasswords()
+    # The answers being worked out: the event loop keeps only weak references to tasks.
+    working: set[asyncio.Task[None]] = set()
 
     async def respond(message: Any) -> None:
         try:
@@ -359,7 +361,9 @@ async def serve(
 
     async def on_message(message: Any) -> None:
         # Each request in its own task: a bcrypt check does not hold up the next one.
-        asyncio.get_running_loop().create_task(respond(message))
+        task = asyncio.get_running_loop().create_task(respond(message))
+        working.add(task)
+        task.add_done_callback(_finished(working))
 
     async def on_error(error: Exception) -> None:
         log.warning("NATS: %s", error)
@@ -407,6 +411,16 @@ async def serve(
     finally:
         with contextlib.suppress(Exception):
             await client.drain()
+
+
+def _finished(working: set[asyncio.Task[None]]) -> Callable[[asyncio.Task[None]], None]:
+    def done(task: asyncio.Task[None]) -> None:
+        working.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            # Unanswered, the node refuses the connection after its timeout; say why here.
+            log.error("an authorization request went unanswered: %r", task.exception())
+
+    return done
 
 
 def run_service(
