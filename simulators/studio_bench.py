@@ -29,8 +29,10 @@ Measured after every table has been seen online:
   back), and rejoins. The one mosquitto is started again at once: its tables have nowhere
   else to go. For each table of the killed node: the time from the kill, and from the
   restart, to its first new state (a journal head beyond the one before the kill) at a
-  subscriber on another node; for the tables of the other nodes, the longest time without a
-  state.
+  subscriber on another node, and to its first state counting a card drawn after that (the
+  table playing again: the first new state may only carry what the daemon journaled
+  before it lost its node, and a table whose people did not come back plays no more); for
+  the tables of the other nodes, the longest time without a state.
 
 Figures from one run: the machine is shared; compare runs made on the same machine.
 """
@@ -147,6 +149,8 @@ class TableClock:
     states: list[float] = field(default_factory=list)  # arrival of every state
     seq_at_kill: int | None = None
     back_at: float | None = None
+    # The first state counting a card drawn after back_at: the table plays again.
+    playing_at: float | None = None
 
 
 class Stamps:
@@ -196,6 +200,13 @@ class Stamps:
             counted = (body.get("shoe") or {}).get("cards_drawn")
             if not isinstance(counted, int):
                 return
+            if (
+                clock.back_at is not None
+                and clock.playing_at is None
+                and 0 < counted <= len(clock.draws)
+                and clock.draws[counted - 1] > clock.back_at
+            ):
+                clock.playing_at = at
             if clock.counted is not None and counted > clock.counted and self.measuring:
                 for number in range(clock.counted + 1, counted + 1):
                     if number - 1 < len(clock.draws):
@@ -461,12 +472,13 @@ def measure(
         if kill is not None:
             victims = [c for c in stamps.tables.values() if c.node == 1]
             back_by = time.monotonic() + BACK_TIMEOUT_S
-            while time.monotonic() < back_by and any(c.back_at is None for c in victims):
+            while time.monotonic() < back_by and any(c.playing_at is None for c in victims):
                 time.sleep(0.5)
             kill_time, restart_time = kill.pop("kill_time"), kill.pop("restart_time")
             backs = [c.back_at for c in victims if c.back_at is not None]
             from_kill = [b - kill_time for b in backs]
             from_restart = [max(0.0, b - restart_time) for b in backs]
+            playing = [c.playing_at - kill_time for c in victims if c.playing_at is not None]
             # The other tables as a subscriber on a node that stayed up saw them.
             survivor_view = stamps.arrivals.get(2 if nodes > 1 else 1, {})
             survivors = [survivor_view.get(t, []) for t, c in stamps.tables.items() if c.node != 1]
@@ -481,6 +493,8 @@ def measure(
                     "tables_back": len(backs),
                     "back_after_kill_s": _spread(from_kill),
                     "back_after_restart_s": _spread(from_restart),
+                    "tables_playing_again": len(playing),
+                    "playing_again_after_kill_s": _spread(playing),
                     "survivors_longest_state_gap_s": round(
                         max((longest_gap(states) for states in survivors), default=0.0), 2
                     ),
@@ -635,5 +649,10 @@ def run(args: argparse.Namespace) -> int:
             f"({_said(kill['back_after_restart_s'])} after the restart); the other tables' "
             "longest wait for a state "
             f"{kill['survivors_longest_state_gap_s']} s"
+        )
+        print(
+            f"playing again (a state counting a card drawn after it was back): "
+            f"{kill['tables_playing_again']} of {kill['tables_on_node']}, "
+            f"{_said(kill['playing_again_after_kill_s'])} after the kill"
         )
     return 0

@@ -58,6 +58,9 @@ def test_the_studio_bench_over_a_nats_cluster_with_a_node_killed(tmp_path: Path)
     assert kill["node"] == 1 and kill["tables_on_node"] == 1, kill
     assert kill["tables_back"] == 1, kill
     assert kill["back_after_kill_s"]["max"] >= kill["back_after_restart_s"]["max"], kill
+    # ... and plays again: a state counts a card drawn after it was back.
+    assert kill["tables_playing_again"] == 1, kill
+    assert kill["playing_again_after_kill_s"]["min"] >= kill["back_after_kill_s"]["min"], kill
     # Each daemon knows the three nodes, its own first (table i on node i mod 3).
     configs = {path.stem: path.read_text() for path in (tmp_path / "bench").rglob("studio0*.toml")}
     assert sorted(configs) == ["studio01", "studio02", "studio03"], sorted(configs)
