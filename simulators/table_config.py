@@ -13,6 +13,7 @@ here and the tests use this one.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -30,6 +31,7 @@ def write_table_config(
     shoe_port: Path | str,
     broker_port: int,
     broker_host: str = "127.0.0.1",
+    broker_hosts: Sequence[tuple[str, int]] | None = None,
     protocol: str = "angel-eye",
     shoe_variant: str | None = None,
     mqtt_protocol: str = "5",
@@ -47,7 +49,8 @@ def write_table_config(
     """Write the configuration of table ``table_id`` to ``path`` and return ``path``.
 
     ``protocol`` is the shoe's (``shoe_variant``: its Angel Eye numbering), ``mqtt_protocol``
-    the broker connection's. ``password`` is
+    the broker connection's; ``broker_hosts``, a cluster's nodes, is written as ``[mqtt]
+    hosts`` instead of ``host`` and ``port``. ``password`` is
     written to ``<table_id>.mqtt-password`` beside ``path`` (mode 0600) and named by
     ``password_file``. ``extra``: TOML text appended as it is (e.g. another section).
     """
@@ -71,8 +74,11 @@ def write_table_config(
         f"protocol = {_text(protocol)}",
         *([f"variant = {_text(shoe_variant)}"] if shoe_variant is not None else []),
         "[mqtt]",
-        f"host = {_text(broker_host)}",
-        f"port = {broker_port}",
+        *(
+            [f"host = {_text(broker_host)}", f"port = {broker_port}"]
+            if not broker_hosts
+            else [f"hosts = [{', '.join(_text(f'{h}:{p}') for h, p in broker_hosts)}]"]
+        ),
         f"protocol = {_text(mqtt_protocol)}",
     ]
     if client_id is not None:

@@ -1,7 +1,8 @@
 """The studio's accounts described once (controller/tools/studio_accounts.py) and what is made of
 them: a mosquitto ACL that grants exactly what the shipped systemd/mosquitto/livetable.acl
-grants, NATS subjects as nats-server names MQTT topics, and ``livetable studio accounts``.
-The NATS authorisation is tried on a real cluster in tests/nats/test_identity.py."""
+grants, NATS subjects as nats-server names MQTT topics, the client ids kept to one account,
+the nodes' authorization block, and ``livetable studio accounts``. The NATS authorisation is
+tried on a real cluster in tests/nats/test_identity.py."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import pytest
 from controller.kernel.errors import ConfigurationError
 from controller.tools.cli import main
 from controller.tools.studio_accounts import (
+    client_id_owners,
+    client_id_refusal,
     load_accounts,
     mosquitto_acl,
     nats_authorization,
@@ -24,6 +27,8 @@ from controller.tools.studio_accounts import (
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_ACL = REPO_ROOT / "systemd" / "mosquitto" / "livetable.acl"
 SHIPPED_ACCOUNTS = REPO_ROOT / "systemd" / "nats" / "studio.toml"
+# An account nkey's public half, as `livetable studio callout-key` prints one.
+ISSUER = "ABJHLOVMPA4CI6R5KLNGOB4GSLNIY7IOUPAJC4YFNDLQVIOBYQGUWVLA"
 
 Grant = tuple[str, str, str]  # (user, read/write, topic filter)
 
@@ -119,9 +124,50 @@ def test_the_nats_permissions_of_each_role() -> None:
     )
     assert "livetable.*.dealer" not in platform.subscribe
     assert "livetable.*.dealer" in nats_permissions(studio, by_name["viewer"]).subscribe
-    text = nats_authorization(studio)
-    assert text.count('allowed_connection_types: ["MQTT"]') == len(studio.accounts)
-    assert f"password: ${password_variable('alice')}" in text
+
+
+def test_the_nodes_hand_every_account_to_the_callout() -> None:
+    studio = load_accounts(SHIPPED_ACCOUNTS)
+    text = nats_authorization(studio, ISSUER)
+    assert f'issuer: "{ISSUER}"' in text
+    assert 'auth_users: ["livetable-auth-callout"]' in text
+    # The only user the nodes check themselves is the callout's, NATS protocol only, which
+    # reads the requests and answers them and publishes nothing else.
+    assert text.count("user:") == 1
+    assert 'allowed_connection_types: ["STANDARD"]' in text
+    assert 'subscribe: { allow: ["$SYS.REQ.USER.AUTH"] }' in text
+    assert 'publish: { deny: [">"] }' in text
+    assert password_variable("alice") not in text
+
+
+def test_the_client_ids_kept_to_one_account() -> None:
+    studio = load_accounts(SHIPPED_ACCOUNTS)
+    owners = client_id_owners(studio)
+    # The daemons' default client ids (controller/service/config.py: livetable-<table id>).
+    assert owners["livetable-t1"] == "livetable-t1" and owners["livetable-t2"] == "livetable-t2"
+    assert owners["alice"] == "alice" and owners["viewer"] == "viewer"
+    assert client_id_refusal(studio, "viewer", "livetable-t1") == (
+        "the client id 'livetable-t1' is 'livetable-t1''s, not 'viewer''s"
+    )
+    assert client_id_refusal(studio, "livetable-t2", "livetable-t1") is not None
+    assert client_id_refusal(studio, "bob", "alice") is not None
+    assert client_id_refusal(studio, "livetable-t1", "livetable-t1") is None
+    assert client_id_refusal(studio, "viewer", "viewer-wall-3") is None
+    # A table account not named after its daemon's client id keeps both.
+    studio = parse_accounts('[[account]]\nname = "pit-7"\nrole = "table"\ntables = ["t7", "t8"]\n')
+    assert client_id_owners(studio) == {
+        "pit-7": "pit-7",
+        "livetable-t7": "pit-7",
+        "livetable-t8": "pit-7",
+    }
+
+
+def test_the_default_client_id_of_a_daemon_is_the_one_kept_for_its_table() -> None:
+    from controller.service.config import mqtt_config_from_mapping
+
+    default = mqtt_config_from_mapping({}, "t9", check_files=False).client_id
+    studio = parse_accounts('[[account]]\nname = "x"\nrole = "table"\ntables = ["t9"]\n')
+    assert client_id_owners(studio)[default] == "x"
 
 
 def test_accounts_limited_to_some_tables() -> None:
@@ -154,6 +200,15 @@ def test_accounts_limited_to_some_tables() -> None:
             "would share the password variable LIVETABLE_PASSWORD_A_B",
         ),
         ("[[account]\n", "not TOML"),
+        (
+            '[[account]]\nname = "livetable-t1"\nrole = "viewer"\n[[account]]\nname = "d"\n'
+            'role = "table"\ntables = ["t1"]\n',
+            "the client id 'livetable-t1' would be both 'livetable-t1''s and 'd''s",
+        ),
+        (
+            '[[account]]\nname = "livetable-auth-callout"\nrole = "viewer"\n',
+            "is the NATS auth callout's own user",
+        ),
     ],
 )
 def test_a_bad_description_is_refused_saying_why(text: str, complaint: str) -> None:
@@ -165,6 +220,12 @@ def test_a_bad_description_is_refused_saying_why(text: str, complaint: str) -> N
 
 def test_the_command_writes_both_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     acl, users = tmp_path / "livetable.acl", tmp_path / "livetable-users.conf"
+    key = tmp_path / "auth-callout.nk"
+    assert main(["studio", "callout-key", str(key)]) == 0
+    public_key = capsys.readouterr().out.strip()
+    assert public_key.startswith("A") and len(public_key) == 56
+    assert key.stat().st_mode & 0o777 == 0o600
+    assert key.read_text().startswith("SA")
     status = main(
         [
             "studio",
@@ -175,12 +236,36 @@ def test_the_command_writes_both_files(tmp_path: Path, capsys: pytest.CaptureFix
             str(acl),
             "--nats",
             str(users),
+            "--callout-key",
+            str(key),
         ]
     )
     assert status == 0
     assert acl_grants(acl.read_text()) == acl_grants(SHIPPED_ACL.read_text())
-    assert users.read_text() == nats_authorization(load_accounts(SHIPPED_ACCOUNTS), "studio.toml")
+    assert users.read_text() == nats_authorization(
+        load_accounts(SHIPPED_ACCOUNTS), public_key, "studio.toml"
+    )
     assert capsys.readouterr().out.count("6 account(s)") == 2
+
+
+def test_a_callout_key_is_never_overwritten(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = tmp_path / "auth-callout.nk"
+    key.write_text("SAkept\n")
+    assert main(["studio", "callout-key", str(key)]) == 1
+    assert "exists" in capsys.readouterr().err
+    assert key.read_text() == "SAkept\n"
+
+
+def test_nats_without_a_callout_key_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    users = tmp_path / "livetable-users.conf"
+    argv = ["studio", "accounts", "--accounts", str(SHIPPED_ACCOUNTS), "--nats", str(users)]
+    assert main(argv) == 1
+    assert "--callout-key" in capsys.readouterr().err
+    assert not users.exists()
 
 
 def test_the_command_writes_nothing_from_a_bad_description(

@@ -22,12 +22,17 @@ Measured after every table has been seen online:
   One clock: everything runs in this process or on this machine. p50, p99, max;
 - **the brokers' memory**: each node's resident set (``VmRSS``), sampled; the daemons' total;
 - with ``--kill-node``: a third into the run node 1 (or the mosquitto) is killed (SIGKILL).
-  The daemons know one broker address each, so the node is started again on the same ports
-  and store: at once for mosquitto, and for NATS once the survivors lead every MQTT stream
-  again (new connections to the survivors are refused until then). For each table of the
-  killed node: the time from the kill, and from the restart, to its first new state (a
-  journal head beyond the one before the kill) at a subscriber on another node; for the
-  tables of the other nodes, the longest time without a state.
+  On NATS every daemon, every one of the demo's people and every subscriber knows the three
+  nodes (``[mqtt] hosts``, the API clients' ``hosts``), its own node first, and moves on to
+  the next when its node fails, as a studio's would; the killed node is started again on
+  the same ports and store once the survivors lead every MQTT stream again (as a host comes
+  back), and rejoins. The one mosquitto is started again at once: its tables have nowhere
+  else to go. For each table of the killed node: the time from the kill, and from the
+  restart, to its first new state (a journal head beyond the one before the kill) at a
+  subscriber on another node, and to its first state counting a card drawn after that (the
+  table playing again: the first new state may only carry what the daemon journaled
+  before it lost its node, and a table whose people did not come back plays no more); for
+  the tables of the other nodes, the longest time without a state.
 
 Figures from one run: the machine is shared; compare runs made on the same machine.
 """
@@ -144,6 +149,8 @@ class TableClock:
     states: list[float] = field(default_factory=list)  # arrival of every state
     seq_at_kill: int | None = None
     back_at: float | None = None
+    # The first state counting a card drawn after back_at: the table plays again.
+    playing_at: float | None = None
 
 
 class Stamps:
@@ -193,6 +200,13 @@ class Stamps:
             counted = (body.get("shoe") or {}).get("cards_drawn")
             if not isinstance(counted, int):
                 return
+            if (
+                clock.back_at is not None
+                and clock.playing_at is None
+                and 0 < counted <= len(clock.draws)
+                and clock.draws[counted - 1] > clock.back_at
+            ):
+                clock.playing_at = at
             if clock.counted is not None and counted > clock.counted and self.measuring:
                 for number in range(clock.counted + 1, counted + 1):
                     if number - 1 < len(clock.draws):
@@ -225,7 +239,13 @@ class Subscriber:
     """One node's view of every table (the API client's StudioClient, MQTT 3.1.1), stamping
     the states of the tables it measures (those of another node)."""
 
-    def __init__(self, port: int, node: int, measured: set[str], stamps: Stamps) -> None:
+    def __init__(
+        self,
+        hosts: tuple[tuple[str, int], ...],
+        node: int,
+        measured: set[str],
+        stamps: Stamps,
+    ) -> None:
         import paho.mqtt.client as mqtt
 
         from controller.client.api_client import Account, StudioClient
@@ -234,13 +254,14 @@ class Subscriber:
         self.measured = measured
         self.stamps = stamps
         self.client = StudioClient(
-            "127.0.0.1",
-            port,
+            hosts[0][0],
+            hosts[0][1],
             Account("viewer", f"bench-n{node}"),
             prefix=PREFIX,
             protocol=mqtt.MQTTv311,
             client_id=f"bench-subscriber-n{node}",
             on_update=self._on_update,
+            hosts=hosts,
         )
 
     def _on_update(self, update: Any) -> None:
@@ -310,6 +331,12 @@ class Brokers:
             return [node.mqtt_port for node in self.cluster.nodes]
         return [self.mosquitto.port]
 
+    def hosts(self, first: int) -> tuple[tuple[str, int], ...]:
+        """Every node, node ``first`` (from 0) first then the next ones, for a client to move
+        on to when its node fails; the one mosquitto alone."""
+        ports = self.ports()
+        return tuple(("127.0.0.1", port) for port in ports[first:] + ports[:first])
+
     def memory(self) -> dict[str, float | None]:
         if self.cluster is not None:
             return {
@@ -368,7 +395,7 @@ def measure(
         subscribers = []
         for node in range(nodes):
             measured = {t for t, n in node_of.items() if (n + 1) % nodes == node}
-            subscriber = Subscriber(ports[node], node + 1, measured, stamps)
+            subscriber = Subscriber(brokers.hosts(node), node + 1, measured, stamps)
             stack.callback(subscriber.close)
             subscribers.append(subscriber)
         counter = start_client(
@@ -378,6 +405,7 @@ def measure(
             on_connect=lambda client, *_a: client.subscribe(f"{PREFIX}/#", qos=1),
             on_message=stamps.message,
             reconnect_delay_s=(1, 2),
+            hosts=brokers.hosts(0),
         )
         stack.callback(counter.loop_stop)
         stack.callback(counter.disconnect)
@@ -387,7 +415,9 @@ def measure(
         started_at = time.monotonic()
         for index, table_id in enumerate(ids):
             port = ports[node_of[table_id]]
-            broker = BrokerAddress("127.0.0.1", port, None, "3.1.1")
+            broker = BrokerAddress(
+                "127.0.0.1", port, None, "3.1.1", hosts=brokers.hosts(node_of[table_id])
+            )
             table = DemoTable(index, table_id, args, studio, broker, False, None)
             shoe_draw, shoe_new = table.shoe.draw, table.shoe.new_shoe
 
@@ -442,12 +472,13 @@ def measure(
         if kill is not None:
             victims = [c for c in stamps.tables.values() if c.node == 1]
             back_by = time.monotonic() + BACK_TIMEOUT_S
-            while time.monotonic() < back_by and any(c.back_at is None for c in victims):
+            while time.monotonic() < back_by and any(c.playing_at is None for c in victims):
                 time.sleep(0.5)
             kill_time, restart_time = kill.pop("kill_time"), kill.pop("restart_time")
             backs = [c.back_at for c in victims if c.back_at is not None]
             from_kill = [b - kill_time for b in backs]
             from_restart = [max(0.0, b - restart_time) for b in backs]
+            playing = [c.playing_at - kill_time for c in victims if c.playing_at is not None]
             # The other tables as a subscriber on a node that stayed up saw them.
             survivor_view = stamps.arrivals.get(2 if nodes > 1 else 1, {})
             survivors = [survivor_view.get(t, []) for t, c in stamps.tables.items() if c.node != 1]
@@ -462,6 +493,8 @@ def measure(
                     "tables_back": len(backs),
                     "back_after_kill_s": _spread(from_kill),
                     "back_after_restart_s": _spread(from_restart),
+                    "tables_playing_again": len(playing),
+                    "playing_again_after_kill_s": _spread(playing),
                     "survivors_longest_state_gap_s": round(
                         max((longest_gap(states) for states in survivors), default=0.0), 2
                     ),
@@ -480,6 +513,8 @@ def measure(
         results = {
             "broker": brokers.kind,
             "nodes": nodes,
+            # The nodes each daemon, person and subscriber knows ([mqtt] hosts): all of them.
+            "hosts_per_client": len(brokers.hosts(0)),
             "tables": tables,
             "pace_s": pace_s,
             "duration_s": round(measured_s, 1),
@@ -582,7 +617,8 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"{results['tables']} tables over {where}, {results['duration_s']:g} s measured, a card "
         f"every {results['pace_s']:g} s per table ({machine['cores']} cores, load "
-        f"{machine['load_average']}); all online {results['all_online_s']:g} s after start"
+        f"{machine['load_average']}); all online {results['all_online_s']:g} s after start; "
+        f"every client knows {results['hosts_per_client']} broker address(es)"
     )
     print(
         f"messages carried: {results['messages_per_s']:g}/s ({results['messages']} on livetable/#)"
@@ -613,5 +649,10 @@ def run(args: argparse.Namespace) -> int:
             f"({_said(kill['back_after_restart_s'])} after the restart); the other tables' "
             "longest wait for a state "
             f"{kill['survivors_longest_state_gap_s']} s"
+        )
+        print(
+            f"playing again (a state counting a card drawn after it was back): "
+            f"{kill['tables_playing_again']} of {kill['tables_on_node']}, "
+            f"{_said(kill['playing_again_after_kill_s'])} after the kill"
         )
     return 0

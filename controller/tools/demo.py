@@ -201,6 +201,9 @@ class BrokerAddress:
     mqtt_protocol: str = DEFAULT_BROKER_MQTT
     # Whether the URL named it (?mqtt=...): then --mqtt may not say otherwise.
     protocol_named: bool = False
+    # A cluster's nodes, host:port first, that the daemons and the people move on to when
+    # their node fails ([mqtt] hosts); empty: host:port alone.
+    hosts: tuple[tuple[str, int], ...] = ()
 
     @property
     def paho_protocol(self) -> int:
@@ -480,6 +483,7 @@ def write_table_config(
         protocol=args.protocol,
         broker_host=broker.host,
         broker_port=broker.port,
+        broker_hosts=broker.hosts or None,
         mqtt_protocol=broker.mqtt_protocol,
         betting_s=args.betting_s,
         decision_s=args.decision_s,
@@ -614,6 +618,7 @@ class DemoTable:
                 Account(role, name),
                 login=broker.login,
                 protocol=broker.paho_protocol,
+                hosts=broker.hosts or None,
             )
             self.clients.append(made)
             return made

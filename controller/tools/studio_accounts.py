@@ -30,12 +30,16 @@ may also subscribe to ``$MQTT.sub.>``, where the server delivers a QoS 1 subscri
 messages: the NATS documentation's MQTT configuration page asks for it (2.15.1 delivers
 without it, and refuses an MQTT client's subscription to ``$MQTT/...`` with it).
 
-The users are MQTT-only (``allowed_connection_types``). Their passwords are NATS
-configuration variables (``$LIVETABLE_PASSWORD_ALICE``) that nats-server takes from its
-environment (the systemd unit's EnvironmentFile, kept apart and readable by root only): the
-description holds no secret. A variable defined in another configuration file does not reach
-an included file (nats-server 2.15 says "variable reference ... can not be found"); the
-environment does.
+On NATS, who may connect at all is decided by ``livetable studio auth-callout``
+(controller/tools/studio_auth_callout.py), which nats-server asks about every connection
+(``auth_callout``): nats-server has no ``use_username_as_clientid``, so without it any
+account could connect with a table's client id and close the table's connection. The block
+:func:`nats_authorization` writes names that service's own user, and the public key the
+service signs its answers with; the service answers each MQTT client with the permissions
+:func:`nats_permissions` gives its account, and refuses a client id that
+:func:`client_id_owners` reserves for another account. Passwords stay out of the
+description: each is an environment variable (``$LIVETABLE_PASSWORD_ALICE``, the units'
+EnvironmentFile, kept apart and readable by root only) that the service reads.
 
 Pure: nothing here reads or writes anything but the description given to :func:`load_accounts`.
 """
@@ -44,7 +48,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,6 +67,19 @@ _PUBLIC_READS: dict[str, tuple[str, ...]] = {
 # The internal subjects a restricted MQTT user subscribes to: QoS 1 deliveries.
 NATS_MQTT_INTERNAL_SUBSCRIBE = ("$MQTT.sub.>",)
 ALL_TABLES = "+"
+# The client id a table's daemon uses unless its configuration names another:
+# controller/service/config.py defaults [mqtt] client_id to "livetable-<table id>".
+TABLE_CLIENT_ID_PREFIX = "livetable-"
+# The NATS user of ``livetable studio auth-callout`` (NATS protocol, not MQTT), and the
+# environment variable holding its password; no account may be called so.
+CALLOUT_USER = "livetable-auth-callout"
+CALLOUT_PASSWORD_VARIABLE = "LIVETABLE_AUTH_CALLOUT_PASSWORD"
+# nats-server's subject of the authorization requests it sends to the callout service.
+CALLOUT_SUBJECT = "$SYS.REQ.USER.AUTH"
+# How long a node waits for the callout's answer (the authorization block's ``timeout``, in
+# seconds; nats-server's default is 2): a node just elected leader of the MQTT streams on a
+# loaded host answers slowly, and a refused connection costs a client a reconnect.
+CALLOUT_TIMEOUT_S = 5
 
 
 @dataclass(frozen=True)
@@ -127,7 +144,11 @@ def parse_accounts(text: str, source: str = "the accounts") -> Studio:
                 f"password variable {variable}: rename one",
             )
         variables[variable] = account.name
-    return Studio(prefix, tuple(accounts))
+    if CALLOUT_USER in names:
+        raise _fail(source, f"{CALLOUT_USER!r} is the NATS auth callout's own user: rename it")
+    studio = Studio(prefix, tuple(accounts))
+    _check_client_ids(studio, source)
+    return studio
 
 
 def _account(entry: object, where: str) -> Account:
@@ -164,6 +185,47 @@ def _account(entry: object, where: str) -> Account:
     if len(set(tables)) != len(tables):
         raise ConfigurationError(f"{where} ({name}): a table named twice in tables")
     return Account(name, str(role), tuple(tables))
+
+
+def _table_client_ids(account: Account) -> list[str]:
+    if account.role != "table":
+        return []
+    return [f"{TABLE_CLIENT_ID_PREFIX}{table}" for table in account.tables]
+
+
+def _check_client_ids(studio: Studio, source: str) -> None:
+    owners: dict[str, str] = {}
+    for account in studio.accounts:
+        for client_id in [account.name, *_table_client_ids(account)]:
+            owner = owners.setdefault(client_id, account.name)
+            if owner != account.name:
+                raise _fail(
+                    source,
+                    f"the client id {client_id!r} would be both {owner!r}'s and "
+                    f"{account.name!r}'s (an account's name, or a table's daemon's "
+                    f"{TABLE_CLIENT_ID_PREFIX}<table>): rename one",
+                )
+
+
+def client_id_owners(studio: Studio) -> dict[str, str]:
+    """The MQTT client ids only one account may use, and that account: each account's own
+    name, and for a table's account the client id of its daemon (``livetable-<table>``).
+    On mosquitto ``use_username_as_clientid`` gives every account its name as its client
+    id; on NATS the auth callout refuses anyone else these ids, so that nobody can take a
+    table's session and close its daemon's connection."""
+    owners: dict[str, str] = {}
+    for account in studio.accounts:
+        for client_id in [account.name, *_table_client_ids(account)]:
+            owners[client_id] = account.name
+    return owners
+
+
+def client_id_refusal(studio: Studio, account: str, client_id: str) -> str | None:
+    """Why ``account`` may not connect with ``client_id``, or None if it may."""
+    owner = client_id_owners(studio).get(client_id)
+    if owner is None or owner == account:
+        return None
+    return f"the client id {client_id!r} is {owner!r}'s, not {account!r}'s"
 
 
 def load_accounts(path: Path) -> Studio:
@@ -265,33 +327,40 @@ def _subjects(topics: Iterable[str]) -> tuple[str, ...]:
     return tuple(subjects)
 
 
-def _quoted(values: Sequence[str]) -> str:
-    # Subjects and names hold only A-Z a-z 0-9 _ . - / * > $ (checked above): no escaping.
-    return "[" + ", ".join(f'"{value}"' for value in values) + "]"
-
-
-def nats_authorization(studio: Studio, source: str = "the studio's accounts") -> str:
-    """A nats-server ``authorization`` block with one MQTT-only user per account."""
+def nats_authorization(
+    studio: Studio, callout_issuer: str, source: str = "the studio's accounts"
+) -> str:
+    """A nats-server ``authorization`` block that hands every connection to the auth
+    callout (``livetable studio auth-callout``) but the callout's own: that user, which may
+    only read the authorization requests and answer them, and the public account nkey
+    ``callout_issuer`` whose signature nats-server requires on the answers."""
+    account_names = ", ".join(account.name for account in studio.accounts)
     lines = [
         f"# Generated by `livetable studio accounts` from {source}: edit that, not this.",
-        "# Each password is the environment variable named beside it (the unit's",
-        "# EnvironmentFile): a bcrypt hash made with `nats server passwd`, or the password.",
+        "# Every connection but the callout's own is authorised by `livetable studio",
+        "# auth-callout` (one per node's host), with the permissions of its account in the",
+        "# same description; it refuses a client id that belongs to another account (a",
+        "# table's daemon's). Accounts:",
+        f"#   {account_names}",
         "authorization {",
+        f"  timeout: {CALLOUT_TIMEOUT_S}",
         "  users = [",
+        "    {",
+        f'      user: "{CALLOUT_USER}"',
+        f"      password: ${CALLOUT_PASSWORD_VARIABLE}",
+        '      allowed_connection_types: ["STANDARD"]',
+        "      permissions: {",
+        f'        subscribe: {{ allow: ["{CALLOUT_SUBJECT}"] }}',
+        '        publish: { deny: [">"] }',
+        "        # Only the answer to each request, on the reply subject the node named.",
+        "        allow_responses: true",
+        "      }",
+        "    }",
+        "  ]",
+        "  auth_callout {",
+        f'    issuer: "{callout_issuer}"',
+        f'    auth_users: ["{CALLOUT_USER}"]',
+        "  }",
+        "}",
     ]
-    for account in studio.accounts:
-        permissions = nats_permissions(studio, account)
-        lines += [
-            f"    # {account.role}",
-            "    {",
-            f'      user: "{account.name}"',
-            f"      password: ${password_variable(account.name)}",
-            '      allowed_connection_types: ["MQTT"]',
-            "      permissions: {",
-            f"        publish: {{ allow: {_quoted(permissions.publish)} }}",
-            f"        subscribe: {{ allow: {_quoted(permissions.subscribe)} }}",
-            "      }",
-            "    }",
-        ]
-    lines += ["  ]", "}"]
     return "\n".join(lines) + "\n"

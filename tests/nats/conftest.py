@@ -104,7 +104,7 @@ def secure_nats_cluster(tmp_path: Path) -> Iterator[SecureCluster]:
     passwords = {
         account.name: f"{account.name}-secret-{os.getpid()}" for account in studio.accounts
     }
-    cluster = start_secure_cluster(tmp_path / "nats", studio, passwords)
+    cluster = start_secure_cluster(tmp_path / "nats", SECURE_STUDIO, studio, passwords)
     _warm_up(cluster, ("viewer", passwords["viewer"]))
     yield SecureCluster(cluster, studio, passwords)
     _stop(cluster)

@@ -215,54 +215,122 @@ def test_a_wrong_password_or_an_unknown_account_is_refused(
             peer.close()
 
 
-def test_a_session_taken_by_another_account_gets_none_of_the_tables_requests(
-    login: Callable[..., MqttPeer], secure_nats_cluster: SecureCluster
-) -> None:
-    """The table's persistent session, resumed by bob with the table's client id: nats-server
-    checks the session's subscriptions against bob's permissions and drops them."""
-    port = secure_nats_cluster.cluster.node(1).mqtt_port
-    own = MqttPeer(
-        port,
-        client_id="livetable-t1",
-        login=("livetable-t1", secure_nats_cluster.passwords["livetable-t1"]),
-        clean=False,
-    ).wait_connected()
-    assert own.subscribe(f"{BASE}/request/+/+/+") == ["granted"]
-    own.close()
-    thief = MqttPeer(
-        secure_nats_cluster.cluster.node(2).mqtt_port,
-        client_id="livetable-t1",
-        login=("bob", secure_nats_cluster.passwords["bob"]),
-        clean=False,
-    ).wait_connected()
+def refused(port: int, account: str, password: str, client_id: str) -> str | None:
+    """The CONNACK a connection of ``account`` with ``client_id`` gets, checking it is not
+    connected."""
+    peer = MqttPeer(port, client_id=client_id, login=(account, password))
     try:
-        assert thief.subscribe(f"{BASE}/response/bob") == ["granted"]
-        alice = login("alice", 3)
-        assert alice.publish(request("supervisor", "alice", "enter_card"), b'{"card": "AS"}')
-        # The marker: an answer to bob on the same connection, after alice's request.
-        answerer = login("livetable-t1", 3, client_id="livetable-t1-answers")
-        assert answerer.publish(f"{BASE}/response/bob", b"marker")
-        wait_until(lambda: thief.payloads(f"{BASE}/response/bob"), TIMEOUT_S, "the marker")
-        assert [topic for topic, _p, _r in thief.received()] == [f"{BASE}/response/bob"]
+        wait_until(lambda: peer.connack, TIMEOUT_S, f"a CONNACK for {account} as {client_id}")
+        assert not peer.connected.is_set()
+        return peer.connack
     finally:
-        thief.close()
+        peer.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="nats-server has no use_username_as_clientid: another account's connection with "
-    "the table's client id closes the table's ('a remote connection has started with the "
-    "same client ID'); to be designed (docs/nats-notes.md)",
-)
 def test_another_account_cannot_take_the_tables_client_id(
-    login: Callable[..., MqttPeer], table: MqttPeer
+    login: Callable[..., MqttPeer], table: MqttPeer, secure_nats_cluster: SecureCluster
 ) -> None:
-    intruder = login("viewer", 3, client_id="livetable-t1")
-    assert intruder.subscribe(f"{BASE}/state") == ["granted"]
-    assert intruder.publish(request("viewer", "viewer", "status"), b"marker")
+    """nats-server has no use_username_as_clientid: without the auth callout, another
+    account's connection with the table's client id closed the table's ('a remote connection
+    has started with the same client ID'). The callout refuses it, on every node (the
+    table's own, node 2, included), for every role."""
+    cluster, passwords = secure_nats_cluster.cluster, secure_nats_cluster.passwords
+    for account, node in (("viewer", 3), ("platform", 2), ("alice", 1), ("carol.smith", 2)):
+        connack = refused(cluster.node(node).mqtt_port, account, passwords[account], "livetable-t1")
+        assert connack == "Not authorized", (account, node, connack)
+    # The table kept its connection and its subscription: a request sent now reaches it.
+    viewer = login("viewer", 1)
+    assert viewer.publish(request("viewer", "viewer", "status"), b"marker")
     wait_until(
         lambda: table.payloads(request("viewer", "viewer", "status")) or table.disconnects,
         TIMEOUT_S,
         "the marker at the table, or the table's connection closed",
     )
     assert table.disconnects == [], "the table's connection was closed by the intruder's"
+    assert table.payloads(request("viewer", "viewer", "status")) == [b"marker"]
+
+
+def test_an_accounts_own_name_is_its_client_id_alone(
+    login: Callable[..., MqttPeer], secure_nats_cluster: SecureCluster
+) -> None:
+    """As on mosquitto, where every account's client id is its name: bob cannot be 'alice',
+    and no account but the table's can be the table's account's name."""
+    cluster, passwords = secure_nats_cluster.cluster, secure_nats_cluster.passwords
+    alice = login("alice", 1, client_id="alice")
+    assert refused(cluster.node(2).mqtt_port, "bob", passwords["bob"], "alice") == (
+        "Not authorized"
+    )
+    assert refused(cluster.node(3).mqtt_port, "viewer", passwords["viewer"], "livetable-t1") == (
+        "Not authorized"
+    )
+    assert alice.connected.is_set() and alice.disconnects == []
+    # Any other client id is anyone's, the table's account included.
+    assert login("livetable-t1", 3, client_id="livetable-t1-answers").connected.is_set()
+    assert login("bob", 3, client_id="bob-console-1").connected.is_set()
+
+
+def test_the_tables_persistent_session_cannot_be_resumed_by_another_account(
+    login: Callable[..., MqttPeer], secure_nats_cluster: SecureCluster
+) -> None:
+    """The table's persistent session: bob, with the table's client id, is refused before
+    nats-server looks at the session, so a request sent while the table is away waits in it
+    for the table alone."""
+    cluster, passwords = secure_nats_cluster.cluster, secure_nats_cluster.passwords
+    own_login = ("livetable-t1", passwords["livetable-t1"])
+    own = MqttPeer(
+        cluster.node(1).mqtt_port, client_id="livetable-t1", login=own_login, clean=False
+    ).wait_connected()
+    assert own.subscribe(f"{BASE}/request/+/+/+") == ["granted"]
+    own.close()
+    thief = MqttPeer(
+        cluster.node(2).mqtt_port,
+        client_id="livetable-t1",
+        login=("bob", passwords["bob"]),
+        clean=False,
+    )
+    try:
+        wait_until(lambda: thief.connack, TIMEOUT_S, "bob's CONNACK")
+        assert thief.connack == "Not authorized"
+        assert not thief.connected.is_set() and thief.received() == []
+    finally:
+        thief.close()
+    alice = login("alice", 3)
+    enter_card = request("supervisor", "alice", "enter_card")
+    assert alice.publish(enter_card, b'{"card": "AS"}')
+    back = MqttPeer(
+        cluster.node(3).mqtt_port, client_id="livetable-t1", login=own_login, clean=False
+    ).wait_connected()
+    try:
+        wait_until(lambda: back.payloads(enter_card), TIMEOUT_S, "the request kept in the session")
+        assert back.payloads(enter_card) == [b'{"card": "AS"}']
+    finally:
+        back.close()
+
+
+def test_an_accounts_password_works_over_mqtt_only(secure_nats_cluster: SecureCluster) -> None:
+    """The callout lets the studio's accounts in over MQTT only: alice's password on the NATS
+    protocol port is refused (the NATS port is the callout's and an administrator's)."""
+    import asyncio
+
+    import nats
+    import nats.errors
+
+    node = secure_nats_cluster.cluster.node(1)
+
+    async def attempt() -> str:
+        try:
+            client = await nats.connect(
+                f"nats://{node.host}:{node.client_port}",
+                user="alice",
+                password=secure_nats_cluster.passwords["alice"],
+                allow_reconnect=False,
+                max_reconnect_attempts=0,
+                connect_timeout=TIMEOUT_S,
+            )
+        except (nats.errors.Error, OSError) as error:
+            return str(error)
+        await client.close()
+        return "connected"
+
+    outcome = asyncio.run(attempt())
+    assert "authorization violation" in outcome.lower(), outcome

@@ -2,27 +2,36 @@
 
 ``nats-server -t`` tests each node's file, with its paths pointed at a temporary folder,
 certificates of a test CA (trustme), the authorisation generated from systemd/nats/studio.toml
-and the passwords in the environment as the unit's EnvironmentFile gives them;
-``systemd-analyze verify`` checks the unit with a local ExecStart (as
-tests/test_systemd_units.py does for livetable@.service).
+(every connection to the auth callout, whose key is a fresh one) and the callout's password
+in the environment as the unit's EnvironmentFile gives it; ``systemd-analyze verify`` checks
+the node's unit and the auth callout's with a local ExecStart (as tests/test_systemd_units.py
+does for livetable@.service).
 """
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import trustme
 
-from controller.tools.studio_accounts import load_accounts, nats_authorization
+from controller.tools.studio_accounts import (
+    CALLOUT_PASSWORD_VARIABLE,
+    load_accounts,
+    nats_authorization,
+)
+from controller.tools.studio_auth_callout import IssuerKey, new_issuer_seed
 from tests.support.nats import nats_server_binary, passwords_environment
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 NATS_DIR = REPO_ROOT / "systemd" / "nats"
 UNIT = NATS_DIR / "nats-server@.service"
 INSTALLED_EXEC = "/usr/local/bin/nats-server"
+CALLOUT_UNIT = NATS_DIR / "livetable-auth-callout.service"
+INSTALLED_LIVETABLE = "/opt/livetable/.venv/bin/livetable"
 NODES = ("n1", "n2", "n3")
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
 # A bcrypt hash as `nats server passwd` writes them (of no password anyone uses).
@@ -46,8 +55,14 @@ def _installed_tree(tmp_path: Path) -> tuple[Path, dict[str, str]]:
         certificate.cert_chain_pems[0].write_to_path(str(etc / "tls" / f"{name}.crt"))
         certificate.private_key_pem.write_to_path(str(etc / "tls" / f"{name}.key"))
     studio = load_accounts(NATS_DIR / "studio.toml")
-    (etc / "livetable-users.conf").write_text(nats_authorization(studio, "studio.toml"))
-    environment = passwords_environment({account.name: BCRYPT_HASH for account in studio.accounts})
+    issuer = IssuerKey(new_issuer_seed()).public_key
+    (etc / "livetable-users.conf").write_text(nats_authorization(studio, issuer, "studio.toml"))
+    # The EnvironmentFile as a studio writes it: the callout's password first, then the
+    # accounts' (which only the callout reads).
+    environment = {
+        CALLOUT_PASSWORD_VARIABLE: "the-callouts-password",
+        **passwords_environment({account.name: BCRYPT_HASH for account in studio.accounts}),
+    }
     return etc, environment
 
 
@@ -72,12 +87,21 @@ def test_nats_server_accepts_each_nodes_configuration(tmp_path: Path, node: str)
     assert "is valid" in done.stdout + done.stderr
 
 
-def test_the_configuration_test_fails_without_the_passwords(tmp_path: Path) -> None:
+def test_the_configuration_test_fails_without_the_callouts_password(tmp_path: Path) -> None:
     etc, environment = _installed_tree(tmp_path)
-    environment.pop(next(iter(environment)))
+    environment.pop(CALLOUT_PASSWORD_VARIABLE)
     done = _config_test(etc / "n1.conf", environment)
     assert done.returncode != 0
-    assert "LIVETABLE_PASSWORD_LIVETABLE_T1" in done.stderr
+    assert CALLOUT_PASSWORD_VARIABLE in done.stderr
+
+
+def test_the_nodes_hand_every_connection_but_the_callouts_to_it(tmp_path: Path) -> None:
+    etc, _environment = _installed_tree(tmp_path)
+    users = (etc / "livetable-users.conf").read_text()
+    assert "auth_callout {" in users
+    assert 'auth_users: ["livetable-auth-callout"]' in users
+    # No account is a user of the node's own: the callout decides them all.
+    assert "LIVETABLE_PASSWORD_" not in users
 
 
 def test_the_configuration_test_fails_without_a_certificate(tmp_path: Path) -> None:
@@ -100,21 +124,10 @@ def test_the_cluster_configuration_says_what_the_studio_relies_on() -> None:
         assert 'include "livetable-cluster.conf"' in text
 
 
-@pytest.mark.skipif(
-    SYSTEMD_ANALYZE is None,
-    reason="systemd-analyze is not installed (Debian package 'systemd'; scripts/test installs it)",
-)
-def test_systemd_analyze_verify_finds_nothing_in_the_unit(tmp_path: Path) -> None:
-    binary = nats_server_binary()
-    assert binary is not None and SYSTEMD_ANALYZE is not None
-    text = UNIT.read_text()
-    exec_start = f"ExecStart={INSTALLED_EXEC} "
-    assert text.count(exec_start) == 1
-    units = tmp_path / "units"
-    units.mkdir()
-    (units / UNIT.name).write_text(text.replace(exec_start, f"ExecStart={binary} "))
+def _verify(units: Path, name: str) -> None:
+    assert SYSTEMD_ANALYZE is not None
     done = subprocess.run(
-        [SYSTEMD_ANALYZE, "verify", "--man=no", "./nats-server@n1.service"],
+        [SYSTEMD_ANALYZE, "verify", "--man=no", f"./{name}"],
         cwd=units,
         capture_output=True,
         text=True,
@@ -122,3 +135,35 @@ def test_systemd_analyze_verify_finds_nothing_in_the_unit(tmp_path: Path) -> Non
     )
     # Unknown keys and bad values are only warnings (exit 0): any output fails the test.
     assert done.returncode == 0 and done.stdout == done.stderr == "", done.stdout + done.stderr
+
+
+needs_systemd_analyze = pytest.mark.skipif(
+    SYSTEMD_ANALYZE is None,
+    reason="systemd-analyze is not installed (Debian package 'systemd'; scripts/test installs it)",
+)
+
+
+@needs_systemd_analyze
+def test_systemd_analyze_verify_finds_nothing_in_the_unit(tmp_path: Path) -> None:
+    binary = nats_server_binary()
+    assert binary is not None
+    text = UNIT.read_text()
+    exec_start = f"ExecStart={INSTALLED_EXEC} "
+    assert text.count(exec_start) == 1
+    units = tmp_path / "units"
+    units.mkdir()
+    (units / UNIT.name).write_text(text.replace(exec_start, f"ExecStart={binary} "))
+    _verify(units, "nats-server@n1.service")
+
+
+@needs_systemd_analyze
+def test_systemd_analyze_verify_finds_nothing_in_the_callouts_unit(tmp_path: Path) -> None:
+    livetable = Path(sys.executable).parent / "livetable"
+    assert livetable.is_file(), "livetable is not installed in this virtual environment"
+    text = CALLOUT_UNIT.read_text()
+    exec_start = f"ExecStart={INSTALLED_LIVETABLE} studio auth-callout "
+    assert text.count(exec_start) == 1
+    units = tmp_path / "units"
+    units.mkdir()
+    (units / CALLOUT_UNIT.name).write_text(text.replace(INSTALLED_LIVETABLE, str(livetable)))
+    _verify(units, CALLOUT_UNIT.name)

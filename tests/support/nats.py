@@ -1,11 +1,13 @@
 """A real NATS cluster for tests: the one in simulators/nats_cluster.py, with the studio's
-authorisation generated from a description of accounts (controller/tools/studio_accounts.py) and
-the passwords that it names, given to the nodes through their environment as production gives
-them (the unit's EnvironmentFile).
+authorisation generated from a description of accounts (controller/tools/studio_accounts.py), and
+``livetable studio auth-callout`` beside each node deciding every connection with the
+passwords it names, given through the environment as production gives them (the units'
+EnvironmentFile).
 """
 
 from __future__ import annotations
 
+import secrets
 import threading
 from pathlib import Path
 from typing import Any
@@ -13,8 +15,20 @@ from typing import Any
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
-from controller.tools.studio_accounts import Studio, nats_authorization, password_variable
-from simulators.nats_cluster import NatsCluster, NatsNode, nats_server_binary, start_cluster
+from controller.tools.studio_accounts import (
+    CALLOUT_PASSWORD_VARIABLE,
+    Studio,
+    nats_authorization,
+    password_variable,
+)
+from controller.tools.studio_auth_callout import IssuerKey, new_issuer_seed
+from simulators.nats_cluster import (
+    NatsCluster,
+    NatsNode,
+    nats_server_binary,
+    start_auth_callouts,
+    start_cluster,
+)
 from tests.support.wait import wait_until
 
 __all__ = [
@@ -28,6 +42,8 @@ __all__ = [
 ]
 
 USERS_FILE = "livetable-users.conf"
+ACCOUNTS_FILE = "studio.toml"
+KEY_FILE = "auth-callout.nk"
 TIMEOUT_S = 15.0
 
 
@@ -37,19 +53,30 @@ def passwords_environment(passwords: dict[str, str]) -> dict[str, str]:
 
 
 def start_secure_cluster(
-    workdir: Path, studio: Studio, passwords: dict[str, str], size: int = 3
+    workdir: Path, studio_text: str, studio: Studio, passwords: dict[str, str], size: int = 3
 ) -> NatsCluster:
-    """A cluster whose nodes include the authorisation generated for ``studio`` and read
-    every account's password (``passwords``: name to password) from their environment."""
+    """A cluster whose nodes include the authorisation generated for ``studio`` (described
+    by ``studio_text``), with an auth callout per node that knows every account's password
+    (``passwords``: name to password) from its environment."""
     workdir.mkdir(parents=True, exist_ok=True)
+    accounts = workdir / ACCOUNTS_FILE
+    accounts.write_text(studio_text)
+    seed = new_issuer_seed()
+    key = workdir / KEY_FILE
+    key.write_bytes(seed)
     users = workdir / USERS_FILE
-    users.write_text(nats_authorization(studio))
-    return start_cluster(
-        workdir,
-        size,
-        includes=[users],
-        environment=passwords_environment(passwords),
-    )
+    users.write_text(nats_authorization(studio, IssuerKey(seed).public_key))
+    environment = {
+        **passwords_environment(passwords),
+        CALLOUT_PASSWORD_VARIABLE: secrets.token_hex(16),
+    }
+    cluster = start_cluster(workdir, size, includes=[users], environment=environment)
+    try:
+        start_auth_callouts(cluster, accounts, key, environment)
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
 
 
 class MqttPeer:
