@@ -1,7 +1,8 @@
 """The NATS auth callout's decisions and answers (controller/tools/studio_auth_callout.py),
 without a server: the requests are built as nats-server builds them (nats-io/jwt's
-AuthorizationRequest claims), and the answers are checked as nats-server checks them: signed by the issuer's
-nkey, for the user nkey and the node asked about. On a real cluster: tests/nats."""
+AuthorizationRequest claims), and the answers are checked as nats-server checks them: signed
+by the issuer's nkey, for the user nkey and the node asked about. On a real cluster:
+tests/nats."""
 
 from __future__ import annotations
 
