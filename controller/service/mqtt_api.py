@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from controller.kernel.cards import Card, parse_card
 from controller.kernel.errors import RulesError
+from controller.kernel.vocabulary import RESOLUTIONS
 from controller.table.events import PlatformDecided, RoundRequested, SupervisorCommanded
 
 MAX_REQUEST_BYTES: Final = 16 * 1024
@@ -65,7 +66,6 @@ COMMANDS: Final[dict[str, tuple[frozenset[str], _Spec]]] = {
 # The requests that read and change nothing; the others act on the table, on its thread.
 READ_COMMANDS: Final = frozenset({"status", "events", "audit"})
 TABLE_COMMANDS: Final = frozenset(COMMANDS) - READ_COMMANDS
-RESOLUTIONS: Final = ("", "accept", "burn", "enter_card", "no_cards_drawn")
 
 
 @dataclass(frozen=True, slots=True)
