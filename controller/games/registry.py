@@ -69,7 +69,7 @@ class GameSpec:
         """A fresh live round; RulesError if the rules refuse the arguments.
 
         ``variant`` only matters to a game that has variants (the table passes its
-        ``baccarat_mode`` whatever the game); ``None`` is the game's default.
+        ``variant`` whatever the game); ``None`` is the game's default.
         """
         chosen = variant if variant is not None else self.default_variant or ""
         return self.round_factory(

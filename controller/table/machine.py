@@ -506,7 +506,7 @@ class TableMachine:
 
     def _new_round(self, state: TableState) -> LiveRound:
         return games.new_round(
-            self.config.game, state.round_number, state.boxes, self.config.baccarat_mode
+            self.config.game, state.round_number, state.boxes, self.config.variant
         )
 
     def _rebuild_round(
