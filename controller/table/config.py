@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from controller.games.registry import GAME_IDS, find_game, game_spec
+from controller.kernel.config_file import check_keys, invalid, unknown_choice
 from controller.kernel.errors import ConfigurationError
 
 # The games and baccarat's rule variants come from the registry (GAME_IDS is imported from
@@ -83,11 +84,9 @@ class TableConfig:
 
     def __post_init__(self) -> None:
         if not isinstance(self.table_id, str) or not self.table_id.strip():
-            raise ConfigurationError("table id must be a non-empty string")
+            raise invalid("id", "a non-empty string (the table id)", self.table_id)
         if find_game(self.game) is None:
-            raise ConfigurationError(
-                f"unknown game {self.game!r}: expected one of {', '.join(GAME_IDS)}"
-            )
+            raise unknown_choice("game", self.game, GAME_IDS)
         for name in ("betting_s", "decision_s", "dealer_idle_s"):
             value = getattr(self, name)
             if (
@@ -96,19 +95,18 @@ class TableConfig:
                 or not math.isfinite(value)
                 or value <= 0
             ):
-                raise ConfigurationError(
-                    f"{name} must be a positive number of seconds, not {value!r}"
-                )
+                raise invalid(name, "a positive number of seconds", value)
         if self.rounds_after_cut_card not in (0, 1) or isinstance(self.rounds_after_cut_card, bool):
-            raise ConfigurationError(
-                "rounds_after_cut_card must be 0 (the cut card's round is the last) or 1 "
-                f"(one more round), not {self.rounds_after_cut_card!r}"
+            raise invalid(
+                "rounds_after_cut_card",
+                "0 (the cut card's round is the last) or 1 (one more round)",
+                self.rounds_after_cut_card,
             )
         if not isinstance(self.camera_cross_check, bool):
-            raise ConfigurationError("camera_cross_check must be true or false")
+            raise invalid("camera_cross_check", "true or false", self.camera_cross_check)
         _check_variant(self.variant, "variant")
         if not isinstance(self.journal_path, Path):
-            raise ConfigurationError("journal_path must be a path")
+            raise invalid("journal_path", "a path")
 
     def operational(self) -> OperationalSettings:
         """The settings that may change while a journal lives (from the next round on)."""
@@ -172,7 +170,7 @@ _KEYS: Final = {
 def _check_variant(value: object, key: str) -> None:
     """ConfigurationError naming ``key`` unless ``value`` is a variant a table may have."""
     if value not in BACCARAT_MODES:
-        raise ConfigurationError(f"unknown {key} {value!r}: expected {' or '.join(BACCARAT_MODES)}")
+        raise unknown_choice(key, value, BACCARAT_MODES)
 
 
 def table_config_from_mapping(
@@ -182,9 +180,7 @@ def table_config_from_mapping(
     section = data.get("table")
     if not isinstance(section, dict):
         raise ConfigurationError("the configuration has no [table] section")
-    unknown = sorted(set(section) - set(_KEYS))
-    if unknown:
-        raise ConfigurationError(f"unknown keys in [table]: {', '.join(unknown)}")
+    check_keys(section, _KEYS, "table")
     if "variant" in section and "baccarat_mode" in section:
         raise ConfigurationError("[table] give variant or baccarat_mode (its older name), not both")
     for key in ("variant", "baccarat_mode"):
@@ -201,7 +197,7 @@ def table_config_from_mapping(
     if journal is None:
         raise ConfigurationError("[table] needs journal_path")
     if not isinstance(journal, str) or not journal:
-        raise ConfigurationError("journal_path must be a non-empty string")
+        raise invalid("journal_path", "a non-empty string")
     path = Path(journal)
     if not path.is_absolute() and base_dir is not None:
         path = base_dir / path
