@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from controller.kernel.cards import Card
+from controller.kernel.config_file import check_keys, invalid
 from controller.kernel.errors import ConfigurationError, TableError
 from controller.table.effects import AskCamera
 from controller.table.events import CameraRead
@@ -71,14 +72,14 @@ class ReaderConfig:
 
     def __post_init__(self) -> None:
         if isinstance(self.frames, bool) or not isinstance(self.frames, int):
-            raise ConfigurationError("vision.frames must be a whole number")
+            raise invalid("frames", "a whole number", self.frames, section="vision")
         if not 1 <= self.frames <= 25:
-            raise ConfigurationError(f"vision.frames must be 1..25, not {self.frames}")
+            raise invalid("frames", "1..25", self.frames, section="vision")
         deadline = self.deadline_s
         if isinstance(deadline, bool) or not isinstance(deadline, int | float):
-            raise ConfigurationError("vision.deadline_s must be a number of seconds")
+            raise invalid("deadline_s", "a number of seconds", deadline, section="vision")
         if not (math.isfinite(deadline) and 0 < deadline <= 60):
-            raise ConfigurationError(f"vision.deadline_s must be in (0, 60], not {deadline}")
+            raise invalid("deadline_s", "in (0, 60] seconds", deadline, section="vision")
 
     @classmethod
     def from_mapping(
@@ -92,12 +93,7 @@ class ReaderConfig:
         override the paths (containers mount the deck where they like)."""
         if not isinstance(mapping, Mapping):
             raise ConfigurationError("[vision] must be a table")
-        unknown = sorted(set(mapping) - _CONFIG_KEYS)
-        if unknown:
-            raise ConfigurationError(
-                f"unknown key(s) in [vision]: {', '.join(unknown)}; "
-                f"expected {', '.join(sorted(_CONFIG_KEYS))}"
-            )
+        check_keys(mapping, _CONFIG_KEYS, "vision")
         environ = os.environ if environ is None else environ
         paths: dict[str, Path | None] = {}
         for key, variable in (("deck", DECK_ENV), ("model", MODEL_ENV)):
@@ -106,7 +102,7 @@ class ReaderConfig:
                 paths[key] = None
                 continue
             if not isinstance(value, str) or not value.strip():
-                raise ConfigurationError(f"vision.{key} must be a file path")
+                raise invalid(key, "a file path", value, section="vision")
             path = Path(value).expanduser()
             if not path.is_absolute() and base_dir is not None:
                 path = base_dir / path

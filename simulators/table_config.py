@@ -38,7 +38,7 @@ def write_table_config(
     betting_s: float | None = None,
     decision_s: float | None = None,
     dealer_idle_s: float | None = None,
-    baccarat_mode: str | None = None,
+    variant: str | None = None,
     client_id: str | None = None,
     topic_prefix: str | None = None,
     username: str | None = None,
@@ -48,9 +48,10 @@ def write_table_config(
 ) -> Path:
     """Write the configuration of table ``table_id`` to ``path`` and return ``path``.
 
-    ``protocol`` is the shoe's (``shoe_variant``: its Angel Eye numbering), ``mqtt_protocol``
-    the broker connection's; ``broker_hosts``, a cluster's nodes, is written as ``[mqtt]
-    hosts`` instead of ``host`` and ``port``. ``password`` is
+    ``protocol`` is the shoe's (``shoe_variant``: its Angel Eye numbering), ``variant`` the
+    game's rule variant, ``mqtt_protocol`` the broker connection's; ``broker_hosts``, a
+    cluster's nodes, is written as ``[mqtt] hosts`` instead of ``host`` and ``port``.
+    ``password`` is
     written to ``<table_id>.mqtt-password`` beside ``path`` (mode 0600) and named by
     ``password_file``. ``extra``: TOML text appended as it is (e.g. another section).
     """
@@ -66,8 +67,8 @@ def write_table_config(
         *(f"{name} = {value}" for name, value in settings.items() if value is not None),
         f"journal_path = {_text(table_id + '.journal')}",
     ]
-    if baccarat_mode is not None:
-        lines.append(f"baccarat_mode = {_text(baccarat_mode)}")
+    if variant is not None:
+        lines.append(f"variant = {_text(variant)}")
     lines += [
         "[shoe]",
         f"port = {_text(shoe_port)}",

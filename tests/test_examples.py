@@ -45,7 +45,7 @@ def test_examples_cover_every_game_mode_and_shoe_protocol() -> None:
     configs = [_load(path) for path in FILES]
     tables = [config.table for config in configs]
     assert {table.game for table in tables} == set(GAME_IDS)
-    modes = {table.baccarat_mode for table in tables if table.game == "baccarat"}
+    modes = {table.variant for table in tables if table.game == "baccarat"}
     assert modes == set(game_spec("baccarat").variants)
     assert {config.shoe.protocol for config in configs if config.shoe} == set(PROTOCOL_NAMES)
     ids = [table.table_id for table in tables]

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from controller.kernel.config_file import read_toml
+from controller.kernel.config_file import check_keys, invalid, read_toml
 from controller.kernel.errors import ConfigurationError
 from controller.mqtt.connection import MQTT_PROTOCOLS, parse_hosts, topic_level_ok
 
@@ -87,16 +87,19 @@ class ConsoleConfig:
         return f"{scheme}://{host}:{self.port}"
 
 
+_LISTEN_WANTED: Final = "HOST:PORT (e.g. 127.0.0.1:8080)"
+
+
 def parse_listen(text: object, key: str = "[console] listen") -> tuple[str, int]:
     """``HOST:PORT`` (``[::1]:8080`` for IPv6) as (host, port); ConfigurationError naming
     ``key`` otherwise."""
     if not isinstance(text, str) or ":" not in text:
-        raise ConfigurationError(f"{key} must be HOST:PORT (e.g. 127.0.0.1:8080), not {text!r}")
+        raise invalid(key, _LISTEN_WANTED, text)
     host, _, port_text = text.rpartition(":")
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
     if not host or not port_text.isdigit() or not (0 < int(port_text) < 65536):
-        raise ConfigurationError(f"{key} must be HOST:PORT (e.g. 127.0.0.1:8080), not {text!r}")
+        raise invalid(key, _LISTEN_WANTED, text)
     return host, int(port_text)
 
 
@@ -106,15 +109,15 @@ def _seconds(
     value = section.get(key, default)
     low, high = bounds
     if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
-        raise ConfigurationError(
-            f"[console] {key} must be a number of seconds from {low:g} to {high:g}, not {value!r}"
+        raise invalid(
+            key, f"a number of seconds from {low:g} to {high:g}", value, section="console"
         )
     return float(value)
 
 
 def _path(section: str, key: str, value: object, base_dir: Path | None, check: bool) -> Path:
     if not isinstance(value, str) or not value:
-        raise ConfigurationError(f"[{section}] {key} must be a non-empty path")
+        raise invalid(key, "a non-empty path", value, section=section)
     path = Path(value)
     if not path.is_absolute() and base_dir is not None:
         path = base_dir / path
@@ -127,9 +130,7 @@ def _table(document: dict[str, Any], name: str, keys: frozenset[str]) -> dict[st
     section = document.get(name, {})
     if not isinstance(section, dict):
         raise ConfigurationError(f"[{name}] must be a table")
-    unknown = sorted(set(section) - keys)
-    if unknown:
-        raise ConfigurationError(f"unknown keys in [{name}]: {', '.join(unknown)}")
+    check_keys(section, keys, name)
     return section
 
 
@@ -138,19 +139,20 @@ def broker_from_mapping(
 ) -> BrokerSettings:
     host = section.get("host", "127.0.0.1")
     if not isinstance(host, str) or not host:
-        raise ConfigurationError("[broker] host must be a non-empty string")
+        raise invalid("host", "a non-empty string", host, section="broker")
     port = section.get("port", 1883)
     if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
-        raise ConfigurationError(f"[broker] port must be 1-65535, not {port!r}")
+        raise invalid("port", "1-65535", port, section="broker")
     protocol = str(section.get("protocol", "5"))
     if protocol not in MQTT_PROTOCOLS:
-        raise ConfigurationError(
-            f"[broker] protocol must be one of {', '.join(MQTT_PROTOCOLS)}, not {protocol!r}"
-        )
+        raise invalid("protocol", f"one of {', '.join(MQTT_PROTOCOLS)}", protocol, section="broker")
     prefix = section.get("topic_prefix", "livetable")
     if not isinstance(prefix, str) or not topic_level_ok(prefix):
-        raise ConfigurationError(
-            "[broker] topic_prefix must be one topic level without / + # (e.g. livetable)"
+        raise invalid(
+            "topic_prefix",
+            "one topic level without / + # (e.g. livetable)",
+            prefix,
+            section="broker",
         )
     tls_ca = None
     if "tls_ca" in section:

@@ -19,7 +19,7 @@ from fractions import Fraction
 from typing import Any, Final
 
 from controller.games.base import LiveRound
-from controller.kernel.errors import ConfigurationError
+from controller.kernel.config_file import unknown_choice
 
 Progress = Callable[[int], None]
 Interval = tuple[float, float, float]
@@ -69,7 +69,7 @@ class GameSpec:
         """A fresh live round; RulesError if the rules refuse the arguments.
 
         ``variant`` only matters to a game that has variants (the table passes its
-        ``baccarat_mode`` whatever the game); ``None`` is the game's default.
+        ``variant`` whatever the game); ``None`` is the game's default.
         """
         chosen = variant if variant is not None else self.default_variant or ""
         return self.round_factory(
@@ -245,7 +245,7 @@ def game_spec(game: object) -> GameSpec:
     """The spec of ``game``; :class:`ConfigurationError` naming the known ids otherwise."""
     spec = find_game(game)
     if spec is None:
-        raise ConfigurationError(f"unknown game {game!r}: expected one of {', '.join(GAME_IDS)}")
+        raise unknown_choice("game", game, GAME_IDS)
     return spec
 
 

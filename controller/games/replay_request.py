@@ -7,17 +7,10 @@ Pure code, shared by the games' ``replay`` functions and the replay command.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping, Sequence
 
 from controller.kernel.errors import RulesError
-
-
-def in_words(choices: Sequence[str]) -> str:
-    """``a``, ``a or b``, ``a, b or c``."""
-    if len(choices) <= 1:
-        return "".join(choices)
-    return f"{', '.join(choices[:-1])} or {choices[-1]}"
+from controller.kernel.words import nearest, unknown_choice
 
 
 def _all_of(names: Sequence[str]) -> str:
@@ -25,14 +18,6 @@ def _all_of(names: Sequence[str]) -> str:
     if len(names) <= 1:
         return "".join(names)
     return f"{', '.join(names[:-1])} and {names[-1]}"
-
-
-def nearest(word: object, choices: Sequence[str]) -> str | None:
-    """The choice ``word`` was most likely meant to be, if one is close."""
-    if not isinstance(word, str):
-        return None
-    close = difflib.get_close_matches(word, choices, n=1)
-    return close[0] if close else None
 
 
 def unknown_key_words(unknown: Sequence[str], known: Sequence[str]) -> str:
@@ -57,9 +42,4 @@ def check_choice(value: object, choices: Sequence[str], what: str) -> None:
     expected traditional or no-commission``, with the nearest choice when one is close."""
     if isinstance(value, str) and value in choices:
         return
-    guess = nearest(value, choices)
-    if guess is None:
-        raise RulesError(f"unknown {what} {value!r}: expected {in_words(choices)}")
-    raise RulesError(
-        f"unknown {what} {value!r}: did you mean {guess!r}? (expected {in_words(choices)})"
-    )
+    raise RulesError(unknown_choice(what, value, choices))

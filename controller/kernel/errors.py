@@ -8,6 +8,8 @@ Library errors are converted at the boundary where they enter our code
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 
 class TableError(Exception):
     """Base class of every error livetable raises on purpose."""
@@ -59,3 +61,22 @@ class JournalError(TableError):
     Examples: a hash chain broken by an edited row; the disk is full; a journal from a newer
     schema version.
     """
+
+
+@dataclass(frozen=True, slots=True)
+class RequestError(TableError):
+    """A request on the table's API refused before the table sees it; its fields are the
+    error response's content (``code`` one of the API's error codes, ``docs/mqtt-api.md``).
+
+    Examples: a payload that is not JSON (``malformed``); a viewer asking to ``pause``
+    (``forbidden``); a command the API does not have (``unknown_command``); a payload larger
+    than the API accepts (``too_large``).
+    """
+
+    code: str
+    message: str
+    command: str = ""
+    transaction: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from controller.kernel.config_file import read_toml
+from controller.kernel.config_file import check_keys, invalid, read_toml
 from controller.kernel.config_file import section as toml_section
 from controller.kernel.errors import ConfigurationError
 from controller.mqtt.connection import MQTT_PROTOCOLS, parse_hosts, topic_level_ok
@@ -93,39 +93,46 @@ class MqttConfig:
 
     def __post_init__(self) -> None:
         if not isinstance(self.host, str) or not self.host:
-            raise ConfigurationError("[mqtt] host must be a non-empty string")
+            raise invalid("host", "a non-empty string", self.host, section="mqtt")
         if (
             isinstance(self.port, bool)
             or not isinstance(self.port, int)
             or not (0 < self.port < 65536)
         ):
-            raise ConfigurationError(f"[mqtt] port must be 1-65535, not {self.port!r}")
+            raise invalid("port", "1-65535", self.port, section="mqtt")
         if self.protocol not in MQTT_PROTOCOLS:
-            raise ConfigurationError(
-                f"[mqtt] protocol must be one of {', '.join(MQTT_PROTOCOLS)}, not {self.protocol!r}"
+            raise invalid(
+                "protocol", f"one of {', '.join(MQTT_PROTOCOLS)}", self.protocol, section="mqtt"
             )
         if (
             isinstance(self.keepalive_s, bool)
             or not isinstance(self.keepalive_s, int)
             or not (5 <= self.keepalive_s <= 3600)
         ):
-            raise ConfigurationError(
-                f"[mqtt] keepalive_s must be a whole number of seconds from 5 to 3600, "
-                f"not {self.keepalive_s!r}"
+            raise invalid(
+                "keepalive_s",
+                "a whole number of seconds from 5 to 3600",
+                self.keepalive_s,
+                section="mqtt",
             )
         if (
             isinstance(self.max_packet_bytes, bool)
             or not isinstance(self.max_packet_bytes, int)
             or not (MIN_MAX_PACKET_BYTES <= self.max_packet_bytes <= MQTT_MAX_PACKET_BYTES)
         ):
-            raise ConfigurationError(
-                f"[mqtt] max_packet_bytes must be a whole number of bytes from "
-                f"{MIN_MAX_PACKET_BYTES} to {MQTT_MAX_PACKET_BYTES}, not {self.max_packet_bytes!r}"
+            raise invalid(
+                "max_packet_bytes",
+                f"a whole number of bytes from {MIN_MAX_PACKET_BYTES} to {MQTT_MAX_PACKET_BYTES}",
+                self.max_packet_bytes,
+                section="mqtt",
             )
         prefix = self.topic_prefix
         if not isinstance(prefix, str) or not topic_level_ok(prefix):
-            raise ConfigurationError(
-                "[mqtt] topic_prefix must be one topic level without / + # (e.g. livetable)"
+            raise invalid(
+                "topic_prefix",
+                "one topic level without / + # (e.g. livetable)",
+                prefix,
+                section="mqtt",
             )
 
 
@@ -167,7 +174,7 @@ _TLS_KEYS: Final = ("ca_file", "cert_file", "key_file")
 
 def _path(value: object, key: str, base_dir: Path | None) -> Path:
     if not isinstance(value, str) or not value:
-        raise ConfigurationError(f"[mqtt] {key} must be a non-empty path")
+        raise invalid(key, "a non-empty path", value, section="mqtt")
     path = Path(value)
     return path if path.is_absolute() or base_dir is None else base_dir / path
 
@@ -189,13 +196,12 @@ def mqtt_config_from_mapping(
 ) -> MqttConfig:
     """Build :class:`MqttConfig` from the ``[mqtt]`` table; reads the password file and
     checks that the TLS files exist, unless ``check_files`` is false."""
-    unknown = sorted(set(section) - _MQTT_KEYS)
-    if unknown:
-        raise ConfigurationError(f"unknown keys in [mqtt]: {', '.join(unknown)}")
+    check_keys(section, _MQTT_KEYS, "mqtt")
     values = {key: value for key, value in section.items() if key not in ("tls", "password_file")}
     for key in ("host", "client_id", "username", "password", "topic_prefix"):
         if key in values and not isinstance(values[key], str):
-            raise ConfigurationError(f"[mqtt] {key} must be a string")
+            # The value is not shown: it may be the password.
+            raise invalid(key, "a string", section="mqtt")
     if "protocol" in values:
         values["protocol"] = str(values["protocol"])
     if "hosts" in section:
@@ -214,9 +220,7 @@ def mqtt_config_from_mapping(
         tls = section["tls"]
         if not isinstance(tls, dict):
             raise ConfigurationError("[mqtt.tls] must be a table")
-        unknown = sorted(set(tls) - set(_TLS_KEYS))
-        if unknown:
-            raise ConfigurationError(f"unknown keys in [mqtt.tls]: {', '.join(unknown)}")
+        check_keys(tls, _TLS_KEYS, "mqtt.tls")
         if "ca_file" not in tls:
             raise ConfigurationError("[mqtt.tls] needs ca_file")
         if ("cert_file" in tls) != ("key_file" in tls):

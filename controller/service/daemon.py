@@ -1030,7 +1030,7 @@ class TableDaemon:
     def _starting_line(self) -> str:
         """The table, its game, shoe, broker and journal, and the rows it replayed."""
         table, shoe, broker = self.config.table, self.config.shoe, self.config.mqtt
-        game = f"{table.game} ({table.baccarat_mode})" if table.game == "baccarat" else table.game
+        game = f"{table.game} ({table.variant})" if table.game == "baccarat" else table.game
         shoe_text = f"shoe {shoe.port} ({shoe.protocol})" if shoe is not None else "no shoe"
         assert broker is not None  # required by __init__
         login = f"user {broker.username}" if broker.username else "anonymous"

@@ -70,7 +70,7 @@ def bind_config(journal: Journal, config: TableConfig) -> OperationalSettings:
 
 def _stored_config(journal: Journal, stored: str) -> TableConfig:
     try:
-        return TableConfig(**json.loads(stored), journal_path=journal.path)
+        return TableConfig.from_fingerprint(json.loads(stored), journal.path)
     except (ValueError, TypeError, ConfigurationError) as error:
         raise JournalError(f"{journal.path} records unreadable table settings: {error}") from error
 

@@ -8,7 +8,8 @@ MQTT account (``<account>`` must be the publisher's user name, ``<role>`` a role
 holds): the payload cannot claim another identity.
 
 Everything here is pure: a request is bytes and a topic in, a :class:`Request` or a
-:class:`RequestError` (with the code of the error response) out.
+:class:`~controller.kernel.errors.RequestError` (the error tree's, with the code of the error
+response) out.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from controller.kernel.cards import Card, parse_card
-from controller.kernel.errors import RulesError
+from controller.kernel.errors import RequestError, RulesError
+from controller.kernel.vocabulary import RESOLUTIONS
 from controller.table.events import PlatformDecided, RoundRequested, SupervisorCommanded
 
 MAX_REQUEST_BYTES: Final = 16 * 1024
@@ -65,20 +67,6 @@ COMMANDS: Final[dict[str, tuple[frozenset[str], _Spec]]] = {
 # The requests that read and change nothing; the others act on the table, on its thread.
 READ_COMMANDS: Final = frozenset({"status", "events", "audit"})
 TABLE_COMMANDS: Final = frozenset(COMMANDS) - READ_COMMANDS
-RESOLUTIONS: Final = ("", "accept", "burn", "enter_card", "no_cards_drawn")
-
-
-@dataclass(frozen=True, slots=True)
-class RequestError(Exception):
-    """A request that is refused before the table sees it: the error response's content."""
-
-    code: str
-    message: str
-    command: str = ""
-    transaction: str | None = None
-
-    def __str__(self) -> str:
-        return f"{self.code}: {self.message}"
 
 
 @dataclass(frozen=True, slots=True)

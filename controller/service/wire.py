@@ -35,7 +35,7 @@ API_VERSION: Final = 1
 
 # Every event type the table publishes on .../events, with what it means. The machine names
 # them (PublishEvent.name); this list is the contract, and a test checks the machine emits
-# no other.
+# no other. (What the table is fed and journals are kinds: controller.table.events.EVENT_KINDS.)
 EVENT_TYPES: Final[dict[str, str]] = {
     "shoe_started": "a supervisor declared a new shoe; the first card is to be revealed",
     "burn_started": "the first card was revealed: that many cards are burned face down",

@@ -12,30 +12,37 @@ rounds_after_cut_card = 0         # 0: the cut card's round is the last; 1: one 
 dealer_idle_s = 60.0              # a card expected for longer than this pauses the table
 camera_cross_check = false        # compare every face-up card with the camera's reading
 journal_path = "/var/lib/livetable/t1.journal"
-baccarat_mode = "traditional"     # or "no-commission"
+variant = "traditional"           # baccarat's rules: or "no-commission"
 ```
 
 ``id`` and ``journal_path`` are required (a file without one is refused, naming the key);
 every other key has the default shown. A relative ``journal_path`` is taken relative to the
 TOML file. The environment variable ``LIVETABLE_JOURNAL_PATH`` overrides it (for
-containers), and then the file need not give it.
+containers), and then the file need not give it. ``variant`` is the game's rule variant
+(only baccarat has any); ``baccarat_mode``, its name before every game could have one, is
+read as well (a file gives one or the other).
 """
 
 from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from controller.games.registry import GAME_IDS, find_game, game_spec
+from controller.kernel.config_file import check_keys, invalid, unknown_choice
 from controller.kernel.errors import ConfigurationError
 
 # The games and baccarat's rule variants come from the registry (GAME_IDS is imported from
 # there and still importable from here).
 BACCARAT_MODES: Final = game_spec("baccarat").variants
 JOURNAL_PATH_ENV: Final = "LIVETABLE_JOURNAL_PATH"
+# The variant's name in a journal's recorded config (``rules_fingerprint``): the name it had
+# when journals began recording it, kept so that every journal reads and binds as it did.
+STORED_VARIANT: Final = "baccarat_mode"
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,15 +78,15 @@ class TableConfig:
     dealer_idle_s: float = 60.0
     camera_cross_check: bool = False
     journal_path: Path = Path("livetable.journal")
-    baccarat_mode: str = "traditional"
+    variant: str = "traditional"
+    """The game's rule variant; a game without variants ignores it (its default,
+    ``traditional``, is what a blackjack table's journals record)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.table_id, str) or not self.table_id.strip():
-            raise ConfigurationError("table id must be a non-empty string")
+            raise invalid("id", "a non-empty string (the table id)", self.table_id)
         if find_game(self.game) is None:
-            raise ConfigurationError(
-                f"unknown game {self.game!r}: expected one of {', '.join(GAME_IDS)}"
-            )
+            raise unknown_choice("game", self.game, GAME_IDS)
         for name in ("betting_s", "decision_s", "dealer_idle_s"):
             value = getattr(self, name)
             if (
@@ -88,23 +95,18 @@ class TableConfig:
                 or not math.isfinite(value)
                 or value <= 0
             ):
-                raise ConfigurationError(
-                    f"{name} must be a positive number of seconds, not {value!r}"
-                )
+                raise invalid(name, "a positive number of seconds", value)
         if self.rounds_after_cut_card not in (0, 1) or isinstance(self.rounds_after_cut_card, bool):
-            raise ConfigurationError(
-                "rounds_after_cut_card must be 0 (the cut card's round is the last) or 1 "
-                f"(one more round), not {self.rounds_after_cut_card!r}"
+            raise invalid(
+                "rounds_after_cut_card",
+                "0 (the cut card's round is the last) or 1 (one more round)",
+                self.rounds_after_cut_card,
             )
         if not isinstance(self.camera_cross_check, bool):
-            raise ConfigurationError("camera_cross_check must be true or false")
-        if self.baccarat_mode not in BACCARAT_MODES:
-            raise ConfigurationError(
-                f"unknown baccarat_mode {self.baccarat_mode!r}: expected "
-                f"{' or '.join(BACCARAT_MODES)}"
-            )
+            raise invalid("camera_cross_check", "true or false", self.camera_cross_check)
+        _check_variant(self.variant, "variant")
         if not isinstance(self.journal_path, Path):
-            raise ConfigurationError("journal_path must be a path")
+            raise invalid("journal_path", "a path")
 
     def operational(self) -> OperationalSettings:
         """The settings that may change while a journal lives (from the next round on)."""
@@ -122,7 +124,7 @@ class TableConfig:
         return {
             "table_id": self.table_id,
             "game": self.game,
-            "baccarat_mode": self.baccarat_mode,
+            STORED_VARIANT: self.variant,
         }
 
     def rules_fingerprint(self) -> dict[str, Any]:
@@ -136,8 +138,19 @@ class TableConfig:
             "rounds_after_cut_card": self.rounds_after_cut_card,
             "dealer_idle_s": self.dealer_idle_s,
             "camera_cross_check": self.camera_cross_check,
-            "baccarat_mode": self.baccarat_mode,
+            STORED_VARIANT: self.variant,
         }
+
+    @classmethod
+    def from_fingerprint(cls, stored: Mapping[str, Any], journal_path: Path) -> TableConfig:
+        """The config a journal recorded (its :meth:`rules_fingerprint`), the variant under
+        either name; TypeError for a key no config has."""
+        values = dict(stored)
+        if STORED_VARIANT in values and "variant" in values:
+            raise TypeError(f"both variant and {STORED_VARIANT} are recorded")
+        if STORED_VARIANT in values:
+            values["variant"] = values.pop(STORED_VARIANT)
+        return cls(**values, journal_path=journal_path)
 
 
 _KEYS: Final = {
@@ -149,8 +162,15 @@ _KEYS: Final = {
     "dealer_idle_s": "dealer_idle_s",
     "camera_cross_check": "camera_cross_check",
     "journal_path": "journal_path",
-    "baccarat_mode": "baccarat_mode",
+    "variant": "variant",
+    "baccarat_mode": "variant",  # the variant's older name, still read
 }
+
+
+def _check_variant(value: object, key: str) -> None:
+    """ConfigurationError naming ``key`` unless ``value`` is a variant a table may have."""
+    if value not in BACCARAT_MODES:
+        raise unknown_choice(key, value, BACCARAT_MODES)
 
 
 def table_config_from_mapping(
@@ -160,9 +180,12 @@ def table_config_from_mapping(
     section = data.get("table")
     if not isinstance(section, dict):
         raise ConfigurationError("the configuration has no [table] section")
-    unknown = sorted(set(section) - set(_KEYS))
-    if unknown:
-        raise ConfigurationError(f"unknown keys in [table]: {', '.join(unknown)}")
+    check_keys(section, _KEYS, "table")
+    if "variant" in section and "baccarat_mode" in section:
+        raise ConfigurationError("[table] give variant or baccarat_mode (its older name), not both")
+    for key in ("variant", "baccarat_mode"):
+        if key in section:
+            _check_variant(section[key], key)  # named as the file names it
     values: dict[str, Any] = {_KEYS[key]: value for key, value in section.items()}
     environ = os.environ if environ is None else environ
     # No defaults for these two: a table without its id would run as "table", whose messages
@@ -174,7 +197,7 @@ def table_config_from_mapping(
     if journal is None:
         raise ConfigurationError("[table] needs journal_path")
     if not isinstance(journal, str) or not journal:
-        raise ConfigurationError("journal_path must be a non-empty string")
+        raise invalid("journal_path", "a non-empty string")
     path = Path(journal)
     if not path.is_absolute() and base_dir is not None:
         path = base_dir / path

@@ -72,7 +72,7 @@ def cards_held(state: TableState, position: str) -> int:
 
 def new_round(machine: TableMachine, state: TableState) -> LiveRound:
     return games.new_round(
-        machine.config.game, state.round_number, state.boxes, machine.config.baccarat_mode
+        machine.config.game, state.round_number, state.boxes, machine.config.variant
     )
 
 

@@ -372,7 +372,10 @@ EVENT_ENCODING: Final = max(ENCODINGS)
 """The encoding version new journal rows are written with."""
 
 _KIND_OF: Final[dict[type, str]] = {cls: kind for kind, (cls, _) in _V3.items()}
-EVENT_TYPES: Final[dict[str, type]] = {kind: cls for kind, (cls, _) in _V3.items()}
+EVENT_KINDS: Final[dict[str, type]] = {kind: cls for kind, (cls, _) in _V3.items()}
+"""Every kind of input the table takes and journals (``CardDrawn``...), with its class.
+Not the API's event types (:data:`controller.service.wire.EVENT_TYPES`, ``card_dealt``...):
+those are what the table publishes, these what it is fed."""
 
 
 def event_name(event: object) -> str:
@@ -447,7 +450,7 @@ def _decode_value(hint: object, value: object) -> object:
     return value
 
 
-_HINTS: Final = {kind: typing.get_type_hints(cls) for kind, cls in EVENT_TYPES.items()}
+_HINTS: Final = {kind: typing.get_type_hints(cls) for kind, cls in EVENT_KINDS.items()}
 
 
 def check_event(event: object) -> None:

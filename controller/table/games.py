@@ -22,10 +22,10 @@ def _spec(game: str) -> GameSpec:
 
 
 def new_round(
-    game: str, round_number: int, boxes: int = 1, baccarat_mode: str = "traditional"
+    game: str, round_number: int, boxes: int = 1, variant: str = "traditional"
 ) -> LiveRound:
     """A fresh live round of ``game``; RulesError if the rules refuse the arguments."""
-    return _spec(game).new_round(round_number, boxes, baccarat_mode)
+    return _spec(game).new_round(round_number, boxes, variant)
 
 
 def available_bets(game: str, round_number: int) -> list[str]:
@@ -39,6 +39,6 @@ def default_boxes(game: str) -> int:
 
 
 def variant(game: str, configured: str) -> str | None:
-    """The rule variant a table of ``game`` plays with ``configured`` (its baccarat_mode),
-    or None for a game without variants."""
+    """The rule variant a table of ``game`` plays with ``configured`` (its config's
+    ``variant``), or None for a game without variants."""
     return configured if _spec(game).variants else None

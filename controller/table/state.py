@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from controller.games.base import LiveRound
 from controller.kernel.cards import Card, ShoeCount
+from controller.kernel.vocabulary import RESOLUTIONS  # noqa: F401 (the machine takes it from here)
 from controller.table.config import OperationalSettings
 
 
@@ -44,8 +45,6 @@ ACTIVE_PHASES: Final = ROUND_PHASES | BURN_PHASES
 
 # What a pause's ``unread`` says when the misread card is the dealer's hole card.
 HOLE_UNREAD: Final = "the dealer's hole card"
-# How a supervisor may resolve a pause (``resume``); "" when it needs nothing.
-RESOLUTIONS: Final = ("", "accept", "burn", "enter_card", "no_cards_drawn")
 
 
 class PauseReason(enum.Enum):

@@ -64,7 +64,7 @@ def public_state(config: TableConfig, state: TableState) -> dict[str, Any]:
         "pending_settings": None
         if state.pending_settings is None
         else state.pending_settings.to_dict(),
-        "variant": games.variant(config.game, config.baccarat_mode),
+        "variant": games.variant(config.game, config.variant),
     }
 
 

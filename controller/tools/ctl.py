@@ -46,6 +46,7 @@ from controller.kernel.cli_support import (
     print_json,
 )
 from controller.kernel.errors import TableError
+from controller.kernel.vocabulary import RESOLUTIONS
 
 PASSWORD_ENV = "LIVETABLE_PASSWORD"
 DEFAULT_PORT = 1883
@@ -54,7 +55,6 @@ DEFAULT_TLS_PORT = 8883
 DEFAULT_WAIT_S = 3.0
 # How long the broker has to take the connection, and the table to answer a request.
 DEFAULT_TIMEOUT_S = 10.0
-RESOLUTIONS = ("accept", "burn", "enter_card", "no_cards_drawn")
 # The commands that act on the table: sent only while its daemon is online (a request sent
 # to an offline table would wait at the broker and be executed whenever it comes back).
 ACTING = ("pause", "resume", "enter_card", "cancel", "end_shoe", "new_shoe")
@@ -154,7 +154,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "resume", "resume a paused table, resolving what its pause needs", "resume", _resume
     )
     resume.add_argument(
-        "--resolution", choices=RESOLUTIONS, help="what the pause needs (see status: needs)"
+        "--resolution",
+        choices=[resolution for resolution in RESOLUTIONS if resolution],
+        help="what the pause needs (see status: needs)",
     )
     resume.add_argument("--card", help="the card, with --resolution enter_card (KH, 10h)")
     enter = action(

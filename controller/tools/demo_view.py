@@ -4,8 +4,8 @@
 and keeps, per table, what a console needs: availability, the latest retained state, the
 last events, the last result and the last pause with how it was resolved. It knows nothing
 of the daemon but the API (``docs/mqtt-api.md``). From it, :func:`render` draws the live
-terminal view (rich) and :func:`describe_event` the one line per event printed when stdout
-is not a terminal.
+terminal view (rich) and :func:`~controller.tools.event_text.describe_event` the one line per
+event printed when stdout is not a terminal.
 """
 
 from __future__ import annotations
@@ -17,46 +17,14 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from controller.tools.event_text import cards_text as _cards
+from controller.tools.event_text import describe_event, settled_summary
+
 LAST_EVENTS = 12
-# How a card that did not come from the shoe's reading came into the round.
-CARD_SOURCES = {
-    "camera": "read by the camera: the shoe misread it",
-    "supervisor": "entered by a supervisor",
-    "unread": "misread by the shoe: read when it is turned over",
-}
-
-
-def _cards(cards: list[Any] | None) -> str:
-    return " ".join("??" if card is None else str(card) for card in cards or []) or "-"
 
 
 def _net(value: Any) -> str:
     return f"{value:+g}" if isinstance(value, int | float) else str(value)
-
-
-def settled_summary(data: dict[str, Any]) -> str:
-    """One line a person can read: the hands, the totals and the main result."""
-    result = data.get("result", {})
-    round_id = data.get("round_id")
-    if "winner" in result:
-        return (
-            f"round {round_id}: player {_cards(result['player'])} ({result['player_total']}) "
-            f"vs banker {_cards(result['banker'])} ({result['banker_total']}): "
-            f"{result['winner']}"
-        )
-    dealer = result.get("dealer", {})
-    parts = [f"round {round_id}: dealer {_cards(dealer.get('cards'))}"]
-    if "total" in dealer:
-        parts[0] += f" ({dealer['total']})"
-    if "player_cards" in result:
-        parts.append(f"players' cards {_cards(result['player_cards'])}")
-    for box in result.get("boxes", []):
-        hands = "; ".join(
-            f"{_cards(hand['cards'])} ({hand.get('total')}) {hand.get('result', '')}"
-            for hand in box.get("hands", [])
-        )
-        parts.append(f"box {box.get('box')}: {hands}")
-    return " | ".join(parts)
 
 
 def bet_outcomes(result: dict[str, Any]) -> list[tuple[str, float]]:
@@ -77,63 +45,6 @@ def bet_outcomes(result: dict[str, Any]) -> list[tuple[str, float]]:
     for bet, net in (result.get("side_bets") or {}).items():
         outcomes.append((bet, float(net)))
     return outcomes
-
-
-def describe_event(event: dict[str, Any]) -> str:
-    """One line for an event (``type`` and ``data`` as published)."""
-    kind, data = event.get("type", "?"), event.get("data") or {}
-    if kind == "card_dealt":
-        face = "a card face down" if data.get("face_down") else data.get("card", "?")
-        how = CARD_SOURCES.get(str(data.get("source", "shoe")))
-        return f"{data.get('position')}: {face}" + (f" ({how})" if how else "")
-    if kind == "hole_card_read":
-        by = "the camera" if data.get("source") == "camera" else "a supervisor"
-        card = data.get("card")
-        shown = f": {card}" if card else " (its face is shown when it is turned over)"
-        return f"the misread card at {data.get('position')} was read by {by}{shown}"
-    if kind == "burn_started":
-        return f"shoe {data.get('shoe_id')}: burning {data.get('cards')} cards"
-    if kind == "burn_completed":
-        return (
-            f"shoe {data.get('shoe_id')}: burn done: {data.get('cards')} cards discarded, the "
-            "revealed one included"
-        )
-    if kind == "shoe_started":
-        return f"shoe {data.get('shoe_id')} declared by {data.get('by')}: reveal its first card"
-    if kind == "betting_closed":
-        return f"round {data.get('round_id')}: bets closed, dealing starts"
-    if kind == "round_opened":
-        return (
-            f"round {data.get('round_id')} (no. {data.get('round_number')} of shoe "
-            f"{data.get('shoe_id')}): bets open"
-        )
-    if kind == "decision_requested":
-        return (
-            f"{data.get('kind')} for box {data.get('box')} hand {data.get('hand')}: "
-            f"{'/'.join(data.get('options', []))}, default {data.get('default')}"
-        )
-    if kind == "decision_taken":
-        auto = " (at the deadline)" if data.get("auto") else ""
-        return f"box {data.get('box')} hand {data.get('hand')}: {data.get('decision')}{auto}"
-    if kind == "round_settled":
-        return settled_summary(data)
-    if kind == "table_paused":
-        return f"{data.get('reason')}: {data.get('message')}"
-    if kind == "table_resumed":
-        how = data.get("resolution") or "resume"
-        return f"{data.get('reason')} resolved by {data.get('by')}: {how}"
-    if kind == "round_voided":
-        return f"round {data.get('round_id')} voided by {data.get('by')}: {data.get('reason')}"
-    if kind == "cards_burned":
-        return f"{data.get('count')} card(s) drawn out of turn discarded"
-    if kind == "cards_lost":
-        return f"{data.get('count')} card(s) left the shoe unread (frames lost)"
-    if kind == "cut_card_drawn":
-        return f"the cut card is out: round {data.get('final_round')} is the shoe's last"
-    if kind == "shoe_ended":
-        return f"shoe {data.get('shoe_id')} ended: {data.get('why')}"
-    text = json.dumps(data, separators=(", ", ": "), sort_keys=True)
-    return text if len(text) <= 120 else text[:117] + "..."
 
 
 @dataclass

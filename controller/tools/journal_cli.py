@@ -23,7 +23,6 @@ import re
 import sys
 import unicodedata
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,23 +34,18 @@ from controller.kernel.cli_support import (
     print_json,
 )
 from controller.kernel.errors import JournalError
+from controller.tools.event_text import (
+    describe_input,
+    describe_published,
+    time_text,
+    who,
+)
 
 if TYPE_CHECKING:
     from controller.service.journal import Journal
 
 EXAMPLE_JOURNAL = "/var/lib/livetable/t1.journal"
 _HASH = re.compile(r"[0-9a-fA-F]{64}")
-
-# Who produced each kind of input, for the kinds that do not name a person (``by``).
-_SOURCES: Mapping[str, str] = {
-    "CameraOffline": "camera",
-    "CameraOnline": "camera",
-    "CameraRead": "camera",
-    "ControllerStarted": "controller",
-    "PlatformDecided": "platform",
-    "SettingsChanged": "controller",
-    "TimerExpired": "timer",
-}
 
 
 def journal_head(text: str) -> tuple[int, str]:
@@ -184,13 +178,6 @@ def _open(args: argparse.Namespace) -> Journal:
     return Journal(args.journal, read_only=True, immutable=True if args.immutable else None)
 
 
-def time_text(at: object) -> str:
-    """An event's time as UTC with milliseconds; ``-`` when it has none."""
-    if not isinstance(at, int | float):
-        return "-"
-    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-
-
 # -- verify ---------------------------------------------------------------------------------
 
 
@@ -284,7 +271,7 @@ def run_export(args: argparse.Namespace) -> int:
         (
             time_text(line["event"].get("at")),
             str(line["seq"]),
-            printable(describe_event(line["kind"], line["event"])),
+            printable(describe_input(line["kind"], line["event"])),
             printable(who(line["kind"], line["event"])),
             # One effect a line: the line breaks are the output's, any other is escaped.
             "\n".join(map(printable, filter(None, map(describe_effect, line["effects"]))))
@@ -304,53 +291,13 @@ def run_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def who(kind: str, fields: Mapping[str, Any]) -> str:
-    """Who caused an input: the account that gave a command or asked for a round, else the
-    device or part of the table that produced it."""
-    if fields.get("by"):
-        role = fields.get("role")
-        return f"{fields['by']} ({role})" if role else str(fields["by"])
-    if kind.startswith(("Card", "CutCard", "Shoe")):
-        return "shoe"
-    return _SOURCES.get(kind, "-")
-
-
-def describe_event(kind: str, fields: Mapping[str, Any]) -> str:
-    """The input in a few words: its kind and what matters in it."""
-    if kind == "CardDrawn":
-        return f"CardDrawn {fields.get('card')}"
-    if kind == "CameraRead":
-        card = fields.get("card") or "nothing"
-        return f"CameraRead {card} at {fields.get('position')}"
-    if kind == "TimerExpired":
-        return f"TimerExpired #{fields.get('timer_id')}"
-    if kind == "PlatformDecided":
-        return (
-            f"PlatformDecided {fields.get('decision')} (box {fields.get('box')}, "
-            f"hand {fields.get('hand')})"
-        )
-    if kind == "SupervisorCommanded":
-        details = [
-            f"{name} {fields[name]}"
-            for name in ("resolution", "card", "reason")
-            if fields.get(name)
-        ]
-        more = f" ({', '.join(details)})" if details else ""
-        return f"{fields.get('command')}{more}"
-    if kind == "CardsLost":
-        return f"CardsLost {len(fields.get('sequences') or ())}"
-    if kind == "ShoeFault":
-        return f"ShoeFault {fields.get('code')}"
-    return kind
-
-
 def describe_effect(effect: Mapping[str, Any]) -> str:
     """One effect in a few words; empty for the republished state (every row has one)."""
     name = effect.get("effect")
     if name == "PublishState":
         return ""
     if name == "PublishEvent":
-        return _describe_published(str(effect.get("name")), effect.get("payload") or {})
+        return describe_published(str(effect.get("name")), effect.get("payload") or {})
     if name == "TellDealer":
         return f"dealer told: {effect.get('message')}"
     if name == "StartTimer":
@@ -371,36 +318,6 @@ def describe_effect(effect: Mapping[str, Any]) -> str:
     if name == "EventRejected":
         return f"rejected: {effect.get('reason')}"
     return json.dumps(effect, sort_keys=True)
-
-
-def _describe_published(name: str, payload: Mapping[str, Any]) -> str:
-    if name == "card_dealt":
-        card = "face down" if payload.get("face_down") else payload.get("card")
-        return f"card_dealt {card} to {payload.get('position')} ({payload.get('source')})"
-    if name == "table_paused":
-        return f"table_paused {payload.get('reason')}: {payload.get('message')}"
-    if name == "round_settled":
-        from controller.service.wire import finished_hands  # the result as it was published
-
-        result = payload.get("result")
-        if isinstance(result, dict):
-            result = finished_hands(result)
-        return f"round_settled {_compact(result)}"
-    if name == "round_opened":
-        return (
-            f"round_opened (round {payload.get('round_number')} of the shoe, "
-            f"{len(payload.get('bets') or ())} bets open, betting closes at "
-            f"{time_text(payload.get('betting_closes_at'))})"
-        )
-    if name == "table_resumed":
-        resolution = payload.get("resolution") or "nothing to resolve"
-        return f"table_resumed by {payload.get('by')} ({payload.get('reason')}: {resolution})"
-    shown = {key: value for key, value in payload.items() if key not in ("round_id", "shoe_id")}
-    return f"{name} {_compact(shown)}" if shown else name
-
-
-def _compact(value: object) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 # -- output ---------------------------------------------------------------------------------

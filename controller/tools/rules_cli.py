@@ -34,7 +34,7 @@ from controller.games.registry import (
     find_game,
     game_spec,
 )
-from controller.games.replay_request import check_choice, in_words, nearest, unknown_key_words
+from controller.games.replay_request import check_choice, unknown_key_words
 from controller.kernel.cli_support import (
     add_json,
     default_to_help,
@@ -43,6 +43,7 @@ from controller.kernel.cli_support import (
     positive_int,
 )
 from controller.kernel.errors import RulesError, TableError
+from controller.kernel.words import in_words, nearest
 
 logger = logging.getLogger(__name__)
 

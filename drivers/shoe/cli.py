@@ -33,7 +33,7 @@ from controller.kernel.cli_support import (
 )
 from controller.kernel.errors import DeviceError
 from drivers.shoe.driver import PARITIES, PortBusy, ShoeConfig, ShoeDriver, open_port
-from drivers.shoe.events import ShoeEvent, event_kind
+from drivers.shoe.events import ShoeEvent, event_name
 from drivers.shoe.registry import protocol, protocol_names
 from drivers.shoe.sessions import ShoeSession
 
@@ -117,10 +117,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def event_record(event: ShoeEvent) -> dict[str, Any]:
     """An event as a flat JSON-ready dict: ``{"event": "CardDrawn", "card": "AS", ...}``.
 
-    ``event`` is the event's kind as the journal names it (:func:`event_kind`), never the
+    ``event`` is the event's kind as the journal names it (:func:`event_name`), never the
     Python class's name.
     """
-    record: dict[str, Any] = {"event": event_kind(event)}
+    record: dict[str, Any] = {"event": event_name(event)}
     for field in dataclasses.fields(event):
         value = getattr(event, field.name)
         if field.name == "card":

@@ -30,7 +30,7 @@ TEST_TABLE: dict[str, Any] = {
     "betting_s": 0.2,
     "decision_s": 2.0,
     "dealer_idle_s": 5.0,
-    "baccarat_mode": "traditional",
+    "variant": "traditional",
 }
 
 

@@ -14,7 +14,7 @@ from controller.service.journal import GENESIS_HASH, Journal, row_hash
 from controller.service.journaled_table import JournaledTable, export_round, replay
 from controller.table.effects import EventRejected, PublishEvent
 from controller.table.events import (
-    EVENT_TYPES,
+    EVENT_KINDS,
     CameraOffline,
     CameraOnline,
     CameraRead,
@@ -67,7 +67,7 @@ ONE_OF_EACH = [
 
 
 def test_every_event_kind_round_trips_through_its_encoding() -> None:
-    assert {type(event).__name__ for event in ONE_OF_EACH} == set(EVENT_TYPES)
+    assert {type(event).__name__ for event in ONE_OF_EACH} == set(EVENT_KINDS)
     for event in ONE_OF_EACH:
         kind, fields = encode_event(event)
         assert decode_event(kind, fields) == event
