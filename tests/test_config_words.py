@@ -72,3 +72,16 @@ def test_the_console_reader_and_the_table_reader_load_their_good_files(tmp_path:
     assert console_config(tomllib.loads('[broker]\nhost = "h"\nport = 1884\n')).broker.port == 1884
     config = table_file_config(tomllib.loads(TABLE), base_dir=tmp_path, environ={})
     assert config.table.journal_path == tmp_path / "t7.journal"
+
+
+SHOE = TABLE + '[shoe]\nport = "/dev/ttyUSB0"\n'
+
+
+def test_the_shoe_section_words_its_refusals_alike() -> None:
+    assert _table_file(SHOE + "colour = 3\n") == "unknown keys in [shoe]: colour"
+    assert _table_file(SHOE + "[shoe.angel-eye]\ncolour = 3\n") == (
+        "unknown keys in [shoe.angel-eye]: colour"
+    )
+    assert _table_file(SHOE + 'baudrate = "fast"\n') == "[shoe] baudrate must be int, not 'fast'"
+    message = _table_file(SHOE + 'protocol = "angeleye"\n')
+    assert message.startswith("unknown shoe protocol 'angeleye': did you mean 'angel-eye'? ")

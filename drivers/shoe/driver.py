@@ -32,6 +32,7 @@ from typing import Any, Final
 
 import serial
 
+from controller.kernel.config_file import invalid
 from controller.kernel.errors import ConfigurationError, DeviceError
 from drivers.shoe.events import ShoeEvent, ShoeOffline, ShoeOnline
 from drivers.shoe.options import ProtocolOptions
@@ -135,7 +136,7 @@ class ShoeConfig:
         }
         protocol = mapping.get("protocol", DEFAULT_PROTOCOL)
         if not isinstance(protocol, str):
-            raise ConfigurationError(f"[shoe] protocol must be str, not {protocol!r}")
+            raise invalid("protocol", "str", protocol, section="shoe")
         parts = shoe_protocol(protocol)
         other = [
             name
@@ -150,8 +151,7 @@ class ShoeConfig:
         for key, value in settings.items():
             types = expected[key]
             if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
-                names = " or ".join(t.__name__ for t in types)
-                raise ConfigurationError(f"[shoe] {key} must be {names}, not {value!r}")
+                raise invalid(key, " or ".join(t.__name__ for t in types), value, section="shoe")
         rest = {k: v for k, v in mapping.items() if k not in expected and k != protocol}
         options = parts.options.from_mapping(mapping.get(protocol, {}), rest, protocol)
         return cls(**settings, options=options)

@@ -17,6 +17,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any, ClassVar, Self
 
+from controller.kernel.config_file import check_keys, invalid
 from controller.kernel.errors import ConfigurationError
 
 _TYPES: dict[Any, tuple[type, ...]] = {
@@ -32,7 +33,7 @@ def _check(cls: type, key: str, value: object, where: str) -> None:
     types = _TYPES[hints[key]]
     if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
         names = " or ".join(t.__name__ for t in types)
-        raise ConfigurationError(f"{where} {key} must be {names}, not {value!r}")
+        raise invalid(key, names, value, section=where[1:-1])
     choices = next(f for f in dataclasses.fields(cls) if f.name == key).metadata.get("choices")
     if choices is not None and value not in choices:
         raise ConfigurationError(
@@ -69,12 +70,8 @@ class ProtocolOptions:
             raise ConfigurationError(f"{where} must be a table")
         legacy = legacy or {}
         names = {option.name for option in dataclasses.fields(cls)}
-        unknown = sorted(set(legacy) - (cls.legacy_keys & names))
-        if unknown:
-            raise ConfigurationError(f"[shoe] has unknown keys: {', '.join(unknown)}")
-        unknown = sorted(set(table) - names)
-        if unknown:
-            raise ConfigurationError(f"{where} has unknown keys: {', '.join(unknown)}")
+        check_keys(legacy, cls.legacy_keys & names, "shoe")
+        check_keys(table, names, where[1:-1])
         twice = sorted(set(table) & set(legacy))
         if twice:
             raise ConfigurationError(

@@ -15,6 +15,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Final
 
+from controller.kernel.config_file import unknown_choice
 from controller.kernel.errors import ConfigurationError
 from drivers.shoe.options import NoOptions, ProtocolOptions
 from drivers.shoe.sessions import ShoeSession
@@ -72,9 +73,7 @@ def protocol(name: str) -> ShoeProtocol:
         return loaded
     module = _MODULES.get(name)
     if module is None:
-        raise ConfigurationError(
-            f"unknown shoe protocol {name!r}: expected one of {', '.join(_MODULES)}"
-        )
+        raise unknown_choice("shoe protocol", name, tuple(_MODULES))
     parts = importlib.import_module(module).PROTOCOL
     if not isinstance(parts, ShoeProtocol) or parts.name != name:
         raise ConfigurationError(f"{module}.PROTOCOL is not the shoe protocol {name!r}")

@@ -14,9 +14,9 @@ import pytest
 from controller.kernel.cards import parse_card
 from controller.service.assembly import Effects, assemble, last_shoe_sequence
 from controller.service.config import LivetableConfig
-from controller.service.runtime import Published, TableRuntime
+from controller.service.runtime import TableRuntime
 from controller.table.config import TableConfig
-from controller.table.effects import PublishEvent
+from controller.table.effects import EffectBatch, Published, PublishEvent
 from controller.table.events import RoundRequested, SupervisorCommanded, TimerExpired
 from controller.table.state import BURN_PHASES, Phase
 from drivers.shoe.codec import Decoder, Frame
@@ -96,9 +96,13 @@ def test_a_baccarat_round_dealt_by_the_toy_shoe_into_a_table(tmp_path: Path) -> 
         ),
     )
     published: list[Published] = []
+
+    def publish(batch: EffectBatch) -> None:
+        published.extend(e for e in batch.effects if isinstance(e, Published))
+
     with (
         ShoeSimulator("toy", link, seed=3) as shoe,
-        assemble(config, lambda devices: Effects(devices, published.append)) as table,
+        assemble(config, lambda devices: Effects(devices, publish)) as table,
     ):
         table.start()
         runtime, journal = table.runtime, table.table.journal
