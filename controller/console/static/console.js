@@ -673,16 +673,8 @@
   }
 
   let renderQueued = false;
-  // Which tiles a redraw must build again. A tile from the stream changes only its own
-  // table's tile; anything else (the link, an answer, a selection, a reload) may change
-  // every tile, so it bumps the epoch and every tile is built again. Building and comparing
-  // all twenty tiles for each one that changed was most of the page's work in a busy studio.
-  let tileEpoch = 0;
-  const drawnTiles = new Map();
-  /** Redraw the wall and the queue (at most once per animation frame); `onlyTiles`: the
-   * cause is new tiles from the stream, nothing else. */
-  function render(onlyTiles) {
-    if (!onlyTiles) tileEpoch += 1;
+  /** Redraw the wall and the queue (at most once per animation frame). */
+  function render() {
     if (renderQueued) return;
     renderQueued = true;
     requestAnimationFrame(() => {
@@ -700,16 +692,7 @@
     const focused = holder && active.dataset.testid
       ? { holder: holder.dataset.testid, control: active.dataset.testid } : null;
     const tiles = sortedTiles();
-    const shown = new Map([...wall.children].map((node) => [node.getAttribute("data-testid"), node]));
-    const nodes = tiles.map((tile) => {
-      const here = shown.get(`tile-${tile.table}`);
-      const drawn = drawnTiles.get(tile.table);
-      if (here && drawn && drawn.tile === tile && drawn.epoch === tileEpoch) return here;
-      drawnTiles.set(tile.table, { tile, epoch: tileEpoch });
-      return reconcile(here, renderTile(tile));
-    });
-    replaceIfDifferent(wall, nodes);
-    for (const table of [...drawnTiles.keys()]) if (!app.tiles.has(table)) drawnTiles.delete(table);
+    patchKeyed(wall, tiles.map(renderTile));
     stampDrawn(tiles);
     byTestId("wall-count").textContent = tiles.length ? `(${tiles.length})` : "";
     byTestId("wall-empty").hidden = tiles.length > 0;
@@ -796,7 +779,7 @@
     });
     source.addEventListener("tile", (message) => {
       applyTile(JSON.parse(message.data), true);
-      render(true);
+      render();
     });
     source.addEventListener("link", (message) => {
       app.link = JSON.parse(message.data);
