@@ -23,7 +23,8 @@ problem is said per node (``the MQTT broker at n2:1883 cannot be reached``).
 :class:`Subscriptions` subscribes on every connect and asks again for what the broker refused
 for a while after (a NATS cluster refuses new subscriptions for some seconds after a node died,
 until its streams have leaders again); what it still refuses after :data:`SUBSCRIBE_RETRY_S`
-is the broker's will (its ACL) and is left.
+is reported as the broker's will (its ACL) and still asked for, slowly, while the connection
+lasts.
 :func:`publish_packet_bytes` is the size of a PUBLISH packet on the wire, which a broker's
 ``max_packet_size`` (MQTT 5: CONNACK's Maximum Packet Size) bounds.
 """
@@ -54,8 +55,13 @@ FIRST_SUBSCRIBE_RETRY_S: Final = 0.5
 LONGEST_SUBSCRIBE_RETRY_S: Final = 4.0
 # ... for this long after the connection came up: a NATS node refuses for as long as the
 # cluster's streams and its meta leader are being elected again (measured 4.6 to 8 s, plus its
-# own 5 s timeout on the SUBSCRIBE); a refusal that outlasts that is the account's rights.
+# own 5 s timeout on the SUBSCRIBE); a refusal that outlasts that is reported as the
+# account's rights...
 SUBSCRIBE_RETRY_S: Final = 30.0
+# ... and still asked for at this pace while the connection lasts: a loaded cluster was seen
+# refusing for over a minute, and a client that gave up then stayed deaf for good (a table's
+# platform never opened another round). One SUBSCRIBE a topic every 30 s costs nothing.
+SLOW_SUBSCRIBE_RETRY_S: Final = 30.0
 
 # MQTT 5 reason codes of a refused CONNACK (paho maps MQTT 3.1.1's return codes onto them).
 _UNSUPPORTED_PROTOCOL: Final = 0x84
@@ -412,9 +418,11 @@ class Subscriptions:
     Call :meth:`subscribe` from ``on_connect`` and :meth:`on_suback` from ``on_subscribe``.
     A topic the broker refuses is asked again (0.5 s, 1 s, 2 s, ... at most every 4 s) for
     :data:`SUBSCRIBE_RETRY_S` after the connection came up, on that connection only; what is
-    still refused then is left (the broker's ACL). ``on_done`` is called with the topics
-    refused for good (possibly none) once every topic is granted or given up, once per
-    connection; ``on_granted_late`` with a topic granted on a retry.
+    still refused then is reported (most likely the broker's ACL) and asked for again every
+    :data:`SLOW_SUBSCRIBE_RETRY_S` while the connection lasts. ``on_done`` is called with the
+    topics refused at the end of the window (possibly none) once every topic is granted or
+    the window is over, once per connection; ``on_granted_late`` with a topic granted on a
+    retry, in the window or after it.
     """
 
     def __init__(
@@ -425,6 +433,7 @@ class Subscriptions:
         log: logging.Logger,
         name: str = "",
         retry_for_s: float = SUBSCRIBE_RETRY_S,
+        slow_retry_s: float = SLOW_SUBSCRIBE_RETRY_S,
         on_done: Callable[[list[str]], None] | None = None,
         on_granted_late: Callable[[str], None] | None = None,
     ) -> None:
@@ -433,6 +442,7 @@ class Subscriptions:
         self.log = log
         self.name = f"{name}: " if name else ""
         self.retry_for_s = retry_for_s
+        self.slow_retry_s = slow_retry_s
         self.on_done = on_done
         self.on_granted_late = on_granted_late
         self._lock = threading.Lock()
@@ -447,7 +457,8 @@ class Subscriptions:
         self._done = False
         self._timer: threading.Timer | None = None
         self.refused: list[str] = []
-        """What the broker refused for good on the current connection."""
+        """What the broker still refused at the end of the retry window on the current
+        connection, less what it granted since."""
 
     def refused_now(self) -> list[str]:
         """The topics refused on this connection so far (some may yet be granted on a
@@ -511,6 +522,8 @@ class Subscriptions:
                     granted.append(topic)
                     self._refused.pop(topic, None)
             late = granted if retry else []
+            if self._done:
+                self.refused = [t for t in self.refused if t in self._refused]
             done = self._settle_locked()
         for topic in late:
             self.log.info(
@@ -523,21 +536,27 @@ class Subscriptions:
         return granted, refused
 
     def _settle_locked(self) -> list[str] | None:
-        """Schedule a retry of what was refused, or say it is done (the refused for good)."""
-        if self._waiting or self._done:
+        """Schedule a retry of what is refused; at the end of the window (or when nothing is
+        refused), say once what is refused then. After the window the retries go on at the
+        slow pace, and say nothing more."""
+        if self._waiting:
             return None
-        if self._refused and time.monotonic() - self._started < self.retry_for_s:
+        report: list[str] | None = None
+        in_window = time.monotonic() - self._started < self.retry_for_s
+        if not self._done and not (self._refused and in_window):
+            self._done = True
+            self.refused = sorted(self._refused)
+            report = list(self.refused)
+        if self._refused:
+            delay = self._delay if in_window else self.slow_retry_s
             generation = self._generation
-            timer = threading.Timer(self._delay, self._retry, args=(generation,))
+            timer = threading.Timer(delay, self._retry, args=(generation,))
             timer.daemon = True
             timer.name = "mqtt-subscribe-retry"
             self._delay = min(self._delay * 2, LONGEST_SUBSCRIBE_RETRY_S)
             self._timer = timer
             timer.start()
-            return None
-        self._done = True
-        self.refused = sorted(self._refused)
-        return list(self.refused)
+        return report
 
     def _retry(self, generation: int) -> None:
         with self._lock:
