@@ -40,6 +40,10 @@
     resolved: new Map(), // table -> {pause, until}: resolved here, still shown in the queue
     seenPauses: new Set(), // pause keys already known (no beep for them)
     selected: null, // the table selected in the pause queue
+    // Chosen by the supervisor (keys, a click), or the queue's head by default. The default
+    // follows the head: a pause older than the selected one can reach this page after it
+    // (each table's tile comes on its own), and the oldest is what the keys act on first.
+    selectedByHand: false,
     openRecent: new Set(), // tables whose "recent events" list is open
     lastRound: new Map(), // table -> the last round id seen in its state
     sound: false,
@@ -534,13 +538,13 @@
         h("button", {
           type: "button", testid, class: "primary", disabled: why !== null, title: why || `${label} (key ${key})`,
           "data-resolution": resolution,
-          onclick: why === null ? () => { app.selected = tile.table; resolve(tile.table, resolution); } : null,
+          onclick: why === null ? () => { select(tile.table); resolve(tile.table, resolution); } : null,
         }, label, " ", h("kbd", null, key))))
       : null;
     return h("li", {
       class: `queue-item${selected ? " selected" : ""}`, testid: `queue-item-${tile.table}`,
       "data-table": tile.table, "data-state": "paused", "aria-current": selected ? "true" : null,
-      onclick: () => { if (app.selected !== tile.table) { app.selected = tile.table; render(); } },
+      onclick: () => { if (app.selected !== tile.table || !app.selectedByHand) { select(tile.table); render(); } },
     },
     h("p", { class: "queue-title", testid: "queue-title" }, h("strong", null, tile.table), " ",
       h("span", { class: "status-word status-paused" }, "PAUSED"), " ",
@@ -564,10 +568,17 @@
       answerLine(table, "queue"));
   }
 
+  /** The supervisor selects a pause in the queue: it stays selected while it is paused. */
+  function select(table) {
+    app.selected = table;
+    app.selectedByHand = true;
+  }
+
   function renderQueue() {
     const paused = pausedTables();
-    if (!paused.some((tile) => tile.table === app.selected)) {
+    if (!app.selectedByHand || !paused.some((tile) => tile.table === app.selected)) {
       app.selected = paused.length ? paused[0].table : null;
+      app.selectedByHand = false;
     }
     const list = byTestId("queue-items");
     const items = paused.map((tile) => queueItem(tile, tile.table === app.selected));
@@ -1208,13 +1219,13 @@
     const paused = pausedTables();
     const index = paused.findIndex((tile) => tile.table === app.selected);
     if (event.key === "j" || event.key === "ArrowDown") {
-      if (paused.length) app.selected = paused[Math.min(paused.length - 1, index + 1)].table;
+      if (paused.length) select(paused[Math.min(paused.length - 1, index + 1)].table);
       event.preventDefault();
       render();
       return;
     }
     if (event.key === "k" || event.key === "ArrowUp") {
-      if (paused.length) app.selected = paused[Math.max(0, index - 1)].table;
+      if (paused.length) select(paused[Math.max(0, index - 1)].table);
       event.preventDefault();
       render();
       return;
