@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 from rich.console import Console
+from rich.layout import Layout
 
 from controller.kernel.cards import parse_card
 from controller.service.wire import encode, event_message
@@ -141,6 +142,22 @@ def test_boundless_shows_its_side_bets() -> None:
         ("poker_trio", 30.0),
     ]
     assert "poker_trio +30" in panel_text(table)
+
+
+def test_a_panel_sharing_the_screen_keeps_its_bets_on_one_line() -> None:
+    """A table's share of the terminal with room for its rows in full still never spreads
+    the bets over several lines (a newly settled round with few events shown)."""
+    table = table_for("baccarat")
+    table.open_and_close_betting()
+    table.draw("4S", "TD", "4H", "9C")
+    console = Console(width=58, height=22, record=True, color_system=None)
+    # In a layout, as the live view shows it: the panel gets the height it has on screen.
+    console.print(Layout(table_panel(watched(table).tables[TABLE], now=table.now)))
+    lines = console.export_text().splitlines()
+    bets = [row for row, line in enumerate(lines) if re.match(r"│ bets\s", line)]
+    assert len(bets) == 1, "\n".join(lines)
+    follower = lines[bets[0] + 1]
+    assert not re.match(r"│\s{6,}\S", follower), "\n".join(lines)
 
 
 # -- one fault, one pause ------------------------------------------------------------------------

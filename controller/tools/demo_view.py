@@ -271,6 +271,14 @@ def _bet_items(result: dict[str, Any]) -> list[Any]:
     return items
 
 
+def _fits(items: list[Any], width: int | None) -> bool:
+    """Whether ``items`` (texts, two spaces apart) fit on one line of ``width`` (None: any
+    number of lines will do)."""
+    if width is None:
+        return True
+    return sum(len(item.plain) for item in items) + 2 * max(0, len(items) - 1) <= width
+
+
 def _bets_in_brief(result: dict[str, Any]) -> Any:
     """One line: the bets that won or pushed, and how many lost (several tables on one
     screen leave a line for the bets)."""
@@ -315,8 +323,12 @@ def _pause_rows(pause: Pause, now: float, brief: bool) -> list[tuple[Any, Any]]:
     return [("last pause", text)]
 
 
-def _rows(table: TableWatch, now: float, brief: bool) -> list[tuple[Any, Any]]:
-    """The panel's rows (label, content); ``brief``: as few lines as will say it."""
+def _rows(
+    table: TableWatch, now: float, brief: bool, bets_width: int | None = None
+) -> list[tuple[Any, Any]]:
+    """The panel's rows (label, content); ``brief``: as few lines as will say it.
+    ``bets_width``: the panel's inner width on a screen shared with other tables, where
+    bets that do not fit on one line beside the labels are said in brief."""
     from rich.columns import Columns
     from rich.text import Text
 
@@ -361,6 +373,15 @@ def _rows(table: TableWatch, now: float, brief: bool) -> list[tuple[Any, Any]]:
         rows.extend(_pause_rows(table.pause, now, brief))
         if table.pause.resolved is None and table.for_a_person:
             rows.append(("console", Text(table.for_a_person, style="bold yellow")))
+    if bets_width is not None and table.result is not None and "result" in table.result:
+        # The bets on one line beside the widest label and its two spaces, or in brief.
+        room = bets_width - max(len(str(label)) for label, _content in rows) - 2
+        items = _bet_items(table.result["result"])
+        if not brief and not _fits(items, room):
+            rows = [
+                (label, _bets_in_brief(table.result["result"]) if label == "bets" else content)
+                for label, content in rows
+            ]
     return rows
 
 
@@ -374,13 +395,13 @@ class TablePanel:
         self.now = now
         self.events_max = events_max
 
-    def _grid(self, brief: bool) -> Any:
+    def _grid(self, brief: bool, bets_width: int | None = None) -> Any:
         from rich.table import Table
 
         grid = Table.grid(padding=(0, 2))
         grid.add_column(style="bold", no_wrap=True)
         grid.add_column(overflow="fold")
-        for label, content in _rows(self.table, self.now, brief):
+        for label, content in _rows(self.table, self.now, brief, bets_width):
             grid.add_row(label, content)
         return grid
 
@@ -392,7 +413,9 @@ class TablePanel:
         table, state = self.table, self.table.state or {}
         height = options.height
         inner = options.update(width=max(1, options.max_width - 4), height=None)
-        grid = self._grid(brief=False)
+        # Sharing the screen (a height given), the bets keep to one line.
+        bets_width = None if height is None else inner.max_width
+        grid = self._grid(brief=False, bets_width=bets_width)
         events_max = min(self.events_max, len(table.events))
         if height is not None:
             # Inside the border: the rows, "last events", and at least two of them.
