@@ -90,6 +90,11 @@ PUBLISH_WINDOW = 200
 MAX_QUEUED_REQUESTS = 1000
 # How long a stop waits for the last messages to reach the broker.
 STOP_FLUSH_S = 1.0
+# An idle table says its retained state again after this long. A broker cluster can hand a
+# newcomer an older retained state after its nodes died and came back (seen on NATS: a node
+# whose copy of the retained messages missed the table's last one, while the table, on
+# another node, had no reason to reconnect); saying it again heals every node's copy.
+RESTATE_S = 30.0
 # MQTT 5 session expiry: the broker keeps the daemon's subscription to requests (and the
 # requests sent meanwhile) across a restart of the daemon or a short network outage.
 SESSION_EXPIRY_S = 3600
@@ -211,6 +216,7 @@ class MqttLink:
         self._delivered = outbox.delivered_seq
         self._acked: set[int] = set()
         self._sent_state_version = -1
+        self._state_sent_at = time.monotonic()
         self._dealer: bytes | None = None
         self._dealer_sent: bytes | None = None
         self._thread: threading.Thread | None = None
@@ -536,6 +542,9 @@ class MqttLink:
                     self._save_delivered()
                 if not self.connected.is_set():
                     continue
+                if not signalled and time.monotonic() - self._state_sent_at >= RESTATE_S:
+                    with self._lock:
+                        self._sent_state_version = -1  # the retained state, said again
                 with self._round:
                     self._send_round()
                 # A long catch-up commits nothing: write the mark down as it goes.
@@ -588,6 +597,7 @@ class MqttLink:
             info = self.client.publish(self.topics.state, body, qos=1, retain=True)
             self._register(info.mid, None)
         self._sent_state_version = version
+        self._state_sent_at = time.monotonic()
 
     def _send_dealer(self) -> None:
         body = self._dealer
