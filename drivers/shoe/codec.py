@@ -67,6 +67,25 @@ def hunt_start(buffer: bytearray, start_byte: int, stats: DecoderStats) -> bool:
     return True
 
 
+class BufferedDecoder:
+    """What every byte-stream decoder keeps: its counters and the bytes that wait for the
+    rest of a frame (``buffered``), forgotten by ``reset`` when the link drops. A decoder
+    with more state of its own extends ``reset``."""
+
+    def __init__(self) -> None:
+        self.stats = DecoderStats()
+        self._buffer = bytearray()
+
+    def reset(self) -> None:
+        """Forget a partial frame (the link dropped: its rest will never come)."""
+        self._buffer.clear()
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held for the rest of a frame."""
+        return len(self._buffer)
+
+
 class Frame(Protocol):
     """One frame of some shoe protocol: a frozen dataclass that writes itself back to bytes.
 

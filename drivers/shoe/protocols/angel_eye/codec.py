@@ -26,7 +26,12 @@ from typing import Final
 
 from controller.kernel.cards import Card
 from controller.kernel.errors import RulesError
-from drivers.shoe.codec import DecoderStats, ShoeProtocolError, hunt_start, require_bytes
+from drivers.shoe.codec import (
+    BufferedDecoder,
+    ShoeProtocolError,
+    hunt_start,
+    require_bytes,
+)
 
 STX: Final = 0x02
 ETX: Final = 0x03
@@ -530,7 +535,7 @@ def seq_allowed(byte: int, seq_alphabet: str) -> bool:
     return byte >= 0x20
 
 
-class AngelEyeDecoder:
+class AngelEyeDecoder(BufferedDecoder):
     """Incremental decoder for what the shoe sends: bytes in, frames out.
 
     Bytes before a start byte are skipped; a span that starts like a frame but is not one is
@@ -552,19 +557,9 @@ class AngelEyeDecoder:
         self.max_buffer = max_buffer
         self.seq_alphabet = seq_alphabet
         self.data_bit7 = data_bit7
-        self.stats = DecoderStats()
+        super().__init__()
         self.bit7_rejected = 0
         """Intact frames (right BCC) dropped only because a data byte had bit 7 clear."""
-        self._buffer = bytearray()
-
-    def reset(self) -> None:
-        """Forget a partial frame (the link dropped: its rest will never come)."""
-        self._buffer.clear()
-
-    @property
-    def buffered(self) -> int:
-        """Bytes held for the rest of a frame."""
-        return len(self._buffer)
 
     def feed(self, data: bytes) -> list[ShoeFrame]:
         self._buffer += require_bytes(data)
@@ -674,23 +669,14 @@ class AngelEyeDecoder:
         return ReplyFrame(raw[1:-3]), "ok"
 
 
-class HostCommandDecoder:
+class HostCommandDecoder(BufferedDecoder):
     """The shoe's side: decodes host commands (either BCC convention, or only one)."""
 
     def __init__(self, bcc_includes_stx: bool | None = None) -> None:
+        super().__init__()
         self.bcc_includes_stx = bcc_includes_stx
-        self.stats = DecoderStats()
-        self._buffer = bytearray()
         self.rejected: list[tuple[bytes, int]] = []
         """Complete command spans that failed, with the NAK code the shoe should answer."""
-
-    def reset(self) -> None:
-        self._buffer.clear()
-
-    @property
-    def buffered(self) -> int:
-        """Bytes held for the rest of a frame."""
-        return len(self._buffer)
 
     def feed(self, data: bytes) -> list[HostCommand]:
         self._buffer += require_bytes(data)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from controller.kernel.cards import Card
-from drivers.shoe.codec import DecoderStats, ShoeProtocolError, require_bytes
+from drivers.shoe.codec import BufferedDecoder, ShoeProtocolError, require_bytes
 
 TERMINATORS: Final = b"\r\n"
 MAX_LINE: Final = 32  # a card is at most 3 characters; room for a longer vendor token
@@ -70,7 +70,7 @@ class UnreadableLine:
 LineFrame = CardLine | UnreadableLine
 
 
-class AsciiLineDecoder:
+class AsciiLineDecoder(BufferedDecoder):
     """Incremental line decoder: bytes in, :class:`CardLine` / :class:`UnreadableLine` out.
 
     CR and LF both end a line and empty lines are ignored, so ``CR LF``, ``LF`` and ``CR``
@@ -81,19 +81,13 @@ class AsciiLineDecoder:
     def __init__(self, max_line: int = MAX_LINE) -> None:
         if max_line < 4:
             raise ShoeProtocolError("max_line must leave room for a card")
+        super().__init__()
         self.max_line = max_line
-        self.stats = DecoderStats()
-        self._buffer = bytearray()
         self._skipping = False
 
     def reset(self) -> None:
-        self._buffer.clear()
+        super().reset()
         self._skipping = False
-
-    @property
-    def buffered(self) -> int:
-        """Bytes held for the rest of a frame."""
-        return len(self._buffer)
 
     def feed(self, data: bytes) -> list[LineFrame]:
         frames: list[LineFrame] = []

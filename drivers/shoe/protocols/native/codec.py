@@ -18,7 +18,12 @@ import binascii
 from dataclasses import dataclass
 from typing import Final
 
-from drivers.shoe.codec import DecoderStats, ShoeProtocolError, hunt_start, require_bytes
+from drivers.shoe.codec import (
+    BufferedDecoder,
+    ShoeProtocolError,
+    hunt_start,
+    require_bytes,
+)
 
 STX: Final = 0x02
 ETX: Final = 0x03
@@ -93,20 +98,8 @@ class NativeFrame:
         return cls(chr(raw[1]), int(digits, 16), payload)
 
 
-class NativeDecoder:
+class NativeDecoder(BufferedDecoder):
     """Incremental decoder for native frames (either direction): bytes in, frames out."""
-
-    def __init__(self) -> None:
-        self.stats = DecoderStats()
-        self._buffer = bytearray()
-
-    def reset(self) -> None:
-        self._buffer.clear()
-
-    @property
-    def buffered(self) -> int:
-        """Bytes held for the rest of a frame."""
-        return len(self._buffer)
 
     def feed(self, data: bytes) -> list[NativeFrame]:
         self._buffer += require_bytes(data)
