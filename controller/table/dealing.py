@@ -273,13 +273,18 @@ def settle(machine: TableMachine, state: TableState, at: float) -> list[Effect]:
     return effects + close_round(machine, state, at)
 
 
-def close_round(machine: TableMachine, state: TableState, at: float) -> list[Effect]:
+def _forget_round(state: TableState) -> None:
+    """The round's live parts gone: its rules object, its log, what it had asked and held."""
     state.round = None
     state.round_log = ()
     state.cross_checks = ()
     state.reading = None
     state.hole_unread = None
     state.pause = None
+
+
+def close_round(machine: TableMachine, state: TableState, at: float) -> list[Effect]:
+    _forget_round(state)
     if state.final_round is not None and state.round_number >= state.final_round:
         return end_shoe(machine, state, at, "the final round after the cut card was played")
     return enter(machine, state, P.SHOE_READY, at)
@@ -294,12 +299,7 @@ def end_shoe(machine: TableMachine, state: TableState, at: float, why: str) -> l
     state.final_round = None
     state.round_number = 0
     state.round_id = None
-    state.round = None
-    state.round_log = ()
-    state.cross_checks = ()
-    state.reading = None
-    state.hole_unread = None
-    state.pause = None
+    _forget_round(state)
     return effects + enter(machine, state, P.AWAITING_SHUFFLE, at)
 
 
