@@ -38,10 +38,14 @@ class DaemonProcess:
     verbose: int = 0
     process: subprocess.Popen[bytes] | None = None
     starts: int = 0
+    # Where this start's lines begin in the log file (bytes): a line the last process wrote
+    # twice (a shoe that flapped under load) must not pass for one of this start's.
+    start_offset: int = 0
 
     def start(self) -> None:
         self.starts += 1
         with open(self.log_path, "ab") as log:  # the child has its own copy
+            self.start_offset = log.tell()
             self.process = subprocess.Popen(
                 [*LIVETABLE, *["-v"] * self.verbose, "run", "--config", str(self.config)],
                 stdin=subprocess.DEVNULL,
@@ -78,6 +82,13 @@ class DaemonProcess:
         """Everything it logged so far (all its starts), "" if nothing."""
         with contextlib.suppress(OSError):
             return self.log_path.read_text(errors="replace")
+        return ""
+
+    def log_of_this_start(self) -> str:
+        """What the process of the last :meth:`start` logged so far, "" if nothing."""
+        with contextlib.suppress(OSError), open(self.log_path, "rb") as log:
+            log.seek(self.start_offset)
+            return log.read().decode(errors="replace")
         return ""
 
     def why(self) -> str:

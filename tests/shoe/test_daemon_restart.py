@@ -37,8 +37,11 @@ def journal_resume_point(path: Path) -> int | None:
         return last_shoe_sequence(journal)
 
 
-def started(daemon: DaemonProcess, starts: int) -> bool:
-    return daemon.alive() and daemon.log().count("shoe online on") >= starts
+def started(daemon: DaemonProcess) -> bool:
+    """This start's process reads the shoe. Counted in its own lines: a native shoe whose
+    heartbeat came late on a loaded machine goes offline and online again, so the process
+    before may have said "shoe online" twice."""
+    return daemon.alive() and "shoe online on" in daemon.log_of_this_start()
 
 
 @pytest.mark.parametrize("protocol", ["angel-eye", "native"])
@@ -55,7 +58,7 @@ def test_cards_drawn_while_the_daemon_is_down_are_named_or_delivered(
         viewer.client.subscribe("livetable/t1/#", qos=1)
         with ShoeSimulator(protocol, link, seed=11) as shoe:
             daemon.start()
-            wait_until(lambda: started(daemon, 1), TIMEOUT_S, "the daemon reading the shoe")
+            wait_until(lambda: started(daemon), TIMEOUT_S, "the daemon reading the shoe")
             before = [shoe.draw() for _ in range(3)]
             wait_until(
                 lambda: journal_resume_point(journal) == before[-1].sequence,
@@ -65,8 +68,8 @@ def test_cards_drawn_while_the_daemon_is_down_are_named_or_delivered(
             assert daemon.kill(signal.SIGKILL) == -signal.SIGKILL
             down = [shoe.draw() for _ in range(DRAWN_WHILE_DOWN)]
             daemon.start()
-            wait_until(lambda: started(daemon, 2), TIMEOUT_S, "the restarted daemon")
-            assert "numbering resumes after 3" in daemon.log()
+            wait_until(lambda: started(daemon), TIMEOUT_S, "the restarted daemon")
+            assert "numbering resumes after 3" in daemon.log_of_this_start(), daemon.log()
             after = shoe.draw()
             wait_until(
                 lambda: journal_resume_point(journal) == after.sequence,
