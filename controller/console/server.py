@@ -84,8 +84,9 @@ CSRF_HEADER: Final = "X-CSRF-Token"
 # device cookie): a working month.
 DEVICE_COOKIE_MAX_AGE_S: Final = 30 * 24 * 3600
 # A tile goes out at most this often per table (the latest state then): a burst of events
-# is one repaint, not dozens.
-COALESCE_S: Final = 0.1
+# is one repaint, not dozens. 0.1 s held a state behind its burst for up to 0.1 s; with
+# 0.03 s `livetable bench console` (20 tables) measured p99 104 ms where 0.1 s gave 166 ms.
+COALESCE_S: Final = 0.03
 PING_S: Final = 15.0
 # How often idle sessions are ended and tiles checked for going stale without a message.
 SWEEP_S: Final = 1.0

@@ -957,6 +957,11 @@ def test_a_lost_connection_shows_its_banner_and_a_pause_beeps_once_across_a_reco
         relay.cut()
         expect(page.locator(by_id("banner-connection"))).to_be_visible()
         expect(body).to_have_attribute("data-stream", "down")
+        # A tile that got no new state is drawn again all the same: its actions say why
+        # nothing can be sent now.
+        pause_t2 = alice.tile("t2").locator(by_id("action-pause"))
+        expect(pause_t2).to_be_disabled()
+        expect(pause_t2).to_have_attribute("title", "no connection to the console")
         screens.shoot(page, "connection-lost")
         # Meanwhile t2 pauses too.
         studio.pause("t2", reason="during the outage", by="bob")
