@@ -34,9 +34,12 @@ from controller.kernel.errors import ConfigurationError
 if TYPE_CHECKING:
     import numpy as np
 
-# Version 3 added the appearance thumbnail; version 2 decks (embedding only) still load.
-FORMAT_VERSION: Final = 3
-_READABLE_FORMATS: Final = frozenset({2, 3})
+    from vision.face import Face
+
+# Version 3 added the appearance thumbnail, version 4 the mean faces (vision/face.py); decks
+# of versions 2 (embedding only) and 3 still load and read without the face check.
+FORMAT_VERSION: Final = 4
+_READABLE_FORMATS: Final = frozenset({2, 3, 4})
 EMBEDDING_SIZE: Final = 64
 # The thumbnail of a 32 x 52 corner patch: fine enough to show an index's strokes, coarse
 # enough that the locator's placement error (a pixel or two of the patch) blurs into it.
@@ -161,6 +164,40 @@ class Heads:
 
 
 @dataclass(frozen=True)
+class FaceCheck:
+    """The deck's mean faces (:mod:`vision.face`) and when they may confirm a corner reading:
+    one whose score reaches ``floor`` (but not the deck's threshold) is answered when the
+    warped face correlates best with the same card, by at least ``level`` over any other."""
+
+    templates: np.ndarray  # float32 (52, 2, FACE_HEIGHT, FACE_WIDTH)
+    floor: float
+    level: float
+
+    def __post_init__(self) -> None:
+        import numpy as np
+
+        from vision.face import FACE_HEIGHT, FACE_WIDTH
+
+        if self.templates.shape != (52, 2, FACE_HEIGHT, FACE_WIDTH):
+            raise ValueError(f"mean faces of shape {self.templates.shape}")
+        if not np.isfinite(self.templates).all():
+            raise ValueError("mean faces that are not finite numbers")
+        # A NaN level or floor would make every comparison false, which here would mean
+        # "never confirms": safe, but a damaged file should be refused, not half read.
+        if not (math.isfinite(self.floor) and 0.0 < self.floor <= 1.0):
+            raise ValueError(f"face floor {self.floor!r} is not a probability")
+        if not (math.isfinite(self.level) and self.level >= 0.0):
+            raise ValueError(f"face level {self.level!r} is not a margin")
+
+    def confirms(self, face: Face, face_index: int) -> bool:
+        """True when the warped ``face`` names face ``face_index`` too."""
+        from vision.face import reading
+
+        best, margin = reading(self.templates, face, face_index)
+        return best == face_index and margin >= self.level
+
+
+@dataclass(frozen=True)
 class EnrolledDeck:
     """Fine-tuned heads for one deck, and where they came from.
 
@@ -174,6 +211,7 @@ class EnrolledDeck:
     threshold: float
     info: dict[str, object]
     appearance_weight: float = 0.0
+    faces: FaceCheck | None = None  # None for decks enrolled before format 4
 
     def __post_init__(self) -> None:
         import numpy as np
@@ -203,6 +241,14 @@ class EnrolledDeck:
             f"(highest wrong score {float(info.get('calibration_highest_wrong_score', 0.0)):.6f}), "
             f"{float(info.get('calibration_correct_at_threshold', 0.0)):.2%} correct at the "
             "threshold"
+            + (
+                f", {float(info.get('calibration_correct_with_face', 0.0)):.2%} with the face "
+                f"check (level {float(info.get('calibration_face_level', 0.0)):.3f}, "
+                f"{info.get('calibration_face_agreed_with_wrong')} face(s) agreed with a wrong "
+                "reading)"
+                if "calibration_face_level" in info
+                else ""
+            )
         )
 
     @property
@@ -262,6 +308,11 @@ class EnrolledDeck:
             "appearance_weight": float(self.appearance_weight),
             "info": self.info,
         }
+        arrays = self.heads.arrays()
+        if self.faces is not None:
+            meta["face_floor"] = self.faces.floor
+            meta["face_level"] = self.faces.level
+            arrays["face_templates"] = self.faces.templates
         # A name of its own, so two saves to one path cannot write into each other's file;
         # os.open with 0o666 gives the file the usual permissions (the umask's), where
         # tempfile.mkstemp's 0o600 would hide the deck from a daemon running as another user.
@@ -269,7 +320,7 @@ class EnrolledDeck:
         try:
             descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
             with os.fdopen(descriptor, "wb") as handle:
-                np.savez(handle, meta=np.array(json.dumps(meta)), **self.heads.arrays())
+                np.savez(handle, meta=np.array(json.dumps(meta)), **arrays)
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(partial, path)
@@ -290,12 +341,20 @@ class EnrolledDeck:
                         f"expected {' or '.join(map(str, sorted(_READABLE_FORMATS)))}: "
                         "enrol the deck again"
                     )
+                faces = None
+                if "face_templates" in data:
+                    faces = FaceCheck(
+                        templates=np.asarray(data["face_templates"], np.float32),
+                        floor=float(meta["face_floor"]),
+                        level=float(meta["face_level"]),
+                    )
                 return cls(
                     heads=Heads.from_arrays(data),
                     model_digest=str(meta["model_digest"]),
                     threshold=float(meta["threshold"]),
                     info=dict(meta.get("info", {})),
                     appearance_weight=float(meta.get("appearance_weight", 0.0)),
+                    faces=faces,
                 )
         except FileNotFoundError as error:
             raise ConfigurationError(f"enrolled deck {path} not found") from error

@@ -29,9 +29,11 @@ from vision.deck import (
     RANK_CLASSES,
     SUIT_CLASSES,
     EnrolledDeck,
+    FaceCheck,
     Heads,
     heads_input,
 )
+from vision.face import Face, build_templates, reading, warp_face
 from vision.locate import LOCATOR_REVISION, cut_patch, find_corners, normalise_patches
 from vision.model import CornerClassifier
 
@@ -63,6 +65,10 @@ ENROLLED_MINIMUM_THRESHOLD: Final = 0.95
 # safe but abstains on much; listing it tells the engineer what to look at.
 SUSPECT_LABEL_SCORE: Final = 0.99
 _CALIBRATION_FOLDS: Final = 4
+# The face check's level sits this far (in correlation) above the margin of any face that
+# agreed with a wrong corner reading in the deck's calibration: a step, not a calibrated
+# distance (the calibrations of four designs met no such face at all; docs/vision.md).
+_FACE_LEVEL_STEP: Final = 0.01
 # What the unit-length thumbnail is multiplied by beside the embedding (whose length is about
 # 14 to 17): large enough for the heads, fitted in a few hundred steps from the generic
 # weights, to lean on the thumbnail where the embedding confuses two cards. Chosen on the enrolment
@@ -122,6 +128,7 @@ class _Picture:
     features: np.ndarray  # (candidates, heads' inputs): embedding, then weighted thumbnail
     ranks: np.ndarray  # (candidates,) rank label 0..13 per candidate, -1 = left out
     suits: np.ndarray  # (candidates,) suit label 0..3, -1 = none or left out
+    faces: list[Face]  # the card warped from each candidate as if it were an index corner
 
 
 def _read_picture(
@@ -156,7 +163,8 @@ def _read_picture(
         ranks[i] = RANKS.index(card.rank)
         suits[i] = SUITS.index(card.suit)
     features = heads_input(prediction.embedding, patches, appearance_weight)
-    return _Picture(card, features, ranks, suits)
+    faces = [warp_face(image, candidate, candidates) for candidate in candidates]
+    return _Picture(card, features, ranks, suits, faces)
 
 
 def _samples(pictures: list[_Picture]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -255,12 +263,29 @@ def fine_tune(
     return Heads(rank_weight, rank_bias, suit_weight, suit_bias)
 
 
+def _index_faces(pictures: list[_Picture]) -> list[tuple[int, Face]]:
+    """(face index, warped face) of every corner labelled as an index corner."""
+    return [
+        (ALL_FACES.index(picture.card), picture.faces[i])
+        for picture in pictures
+        for i in range(len(picture.faces))
+        if picture.ranks[i] < NO_INDEX_CLASS
+    ]
+
+
+@dataclass(frozen=True)
+class _Calibration:
+    threshold: float
+    face_level: float
+    info: dict[str, object]
+
+
 def _calibrate(
     generic: Heads,
     pictures: list[_Picture],
     minimum: float = ENROLLED_MINIMUM_THRESHOLD,
     margin: float = ENROLLED_MARGIN,
-) -> tuple[float, dict[str, object]]:
+) -> _Calibration:
     """Threshold from cross-fitting on the enrolment pictures themselves: each quarter is
     read by heads fitted on the other three, and the threshold goes above the best score of
     any wrong answer, plus ``margin`` log-odds (at least ``minimum``).
@@ -269,7 +294,12 @@ def _calibrate(
     the calibrations of six designs came from one corner (its other index hidden, or cut
     at the wrong scale); a threshold over two-corner answers calibrated apart would abstain
     less, but it is not safe: bellot's calibration had no wrong answer from two corners, and
-    2,000 other pictures then gave one (2C read as 2S at 0.9946, docs/vision.md)."""
+    2,000 other pictures then gave one (2C read as 2S at 0.9946, docs/vision.md).
+
+    The same folds calibrate the face check (:mod:`vision.face`): each quarter's faces are
+    compared with the mean faces of the other three. Its level goes above the margin of
+    every face that agreed with a wrong corner reading (at any score: those are the readings
+    the check exists to stop), or is 0 when none did."""
     import numpy as np
 
     from vision.recognise import (
@@ -288,7 +318,9 @@ def _calibrate(
     for picture in pictures:
         folds.append(seen.get(picture.card, 0) % _CALIBRATION_FOLDS)
         seen[picture.card] = seen.get(picture.card, 0) + 1
-    outcomes: list[tuple[float, bool, bool]] = []  # score, right, answered at a threshold
+    # score, right, answered at a threshold, the face agrees, the face's margin
+    outcomes: list[tuple[float, bool, bool, bool, float]] = []
+    agreeing_wrong: list[float] = []  # the face's margin where it agreed with a wrong reading
     suspects: list[tuple[float, Card, Card]] = []
     for fold in range(_CALIBRATION_FOLDS):
         fit_on = [p for p, f in zip(pictures, folds, strict=True) if f != fold]
@@ -297,35 +329,62 @@ def _calibrate(
             continue
         features, ranks, suits = _samples(fit_on)
         heads = fine_tune(generic, features, ranks, suits)
+        templates = build_templates(_index_faces(fit_on))
         for picture in score_on:
             rank, suit = heads.probabilities(picture.features)
             probabilities = face_probabilities_from(rank, suit)
             scores = noisy_or(probabilities)
             order = np.argsort(scores)[::-1]
-            if is_ambiguous(float(scores[order[0]]), float(scores[order[1]])):
+            best = int(order[0])
+            read_as = ALL_FACES[best]
+            # The face as the recogniser warps it: from the corner that reads the best face
+            # most surely.
+            face_best, face_margin = reading(
+                templates, picture.faces[int(np.argmax(probabilities[:, best]))], best
+            )
+            face_agrees = face_best == best
+            if read_as != picture.card and face_agrees:
+                agreeing_wrong.append(face_margin)
+            if is_ambiguous(float(scores[best]), float(scores[order[1]])):
                 continue  # abstains whatever the threshold
             # A reading whose corners disagree (is_standoff) abstains too, but is not
             # skipped: when the face it scores best is wrong, a corner read a wrong card
             # confidently, and with the other corner hidden the deck would answer it.
-            read_as = ALL_FACES[int(order[0])]
-            answers = not is_standoff(probabilities, int(order[0]))
-            outcomes.append((float(scores[order[0]]), read_as == picture.card, answers))
-            if read_as != picture.card and scores[order[0]] >= SUSPECT_LABEL_SCORE:
-                suspects.append((float(scores[order[0]]), picture.card, read_as))
-    wrong = [score for score, right, _ in outcomes if not right]
+            answers = not is_standoff(probabilities, best)
+            outcomes.append(
+                (float(scores[best]), read_as == picture.card, answers, face_agrees, face_margin)
+            )
+            if read_as != picture.card and scores[best] >= SUSPECT_LABEL_SCORE:
+                suspects.append((float(scores[best]), picture.card, read_as))
+    wrong = [score for score, right, *_ in outcomes if not right]
     worst = max(wrong, default=0.0)
     threshold = threshold_above(worst, margin, minimum)
-    kept = sum(1 for score, right, answers in outcomes if right and answers and score >= threshold)
-    return threshold, {
-        "calibration_pictures": len(pictures),
-        "calibration_wrong_without_threshold": len(wrong),
-        "calibration_highest_wrong_score": worst,
-        "calibration_correct_at_threshold": kept / max(len(pictures), 1),
-        "calibration_suspect_labels": [
-            f"a picture labelled {label} reads as {read_as} ({score:.4f})"
-            for score, label, read_as in sorted(suspects, key=lambda s: s[0], reverse=True)[:10]
-        ],
-    }
+    face_level = max(agreeing_wrong) + _FACE_LEVEL_STEP if agreeing_wrong else 0.0
+    kept = confirmed = 0
+    for score, right, answers, face_agrees, face_margin in outcomes:
+        if not (right and answers):
+            continue
+        if score >= threshold:
+            kept += 1
+        elif score >= minimum and face_agrees and face_margin >= face_level:
+            confirmed += 1
+    return _Calibration(
+        threshold,
+        face_level,
+        {
+            "calibration_pictures": len(pictures),
+            "calibration_wrong_without_threshold": len(wrong),
+            "calibration_highest_wrong_score": worst,
+            "calibration_correct_at_threshold": kept / max(len(pictures), 1),
+            "calibration_face_agreed_with_wrong": len(agreeing_wrong),
+            "calibration_face_level": face_level,
+            "calibration_correct_with_face": (kept + confirmed) / max(len(pictures), 1),
+            "calibration_suspect_labels": [
+                f"a picture labelled {label} reads as {read_as} ({score:.4f})"
+                for score, label, read_as in sorted(suspects, key=lambda s: s[0], reverse=True)[:10]
+            ],
+        },
+    )
 
 
 def enrol(
@@ -371,6 +430,8 @@ def enrol(
         "index_samples": int((ranks < NO_INDEX_CLASS).sum()),
         "no_index_samples": int((ranks == NO_INDEX_CLASS).sum()),
     }
+    # Without a calibration there is no level for the face check, and no face check.
+    faces = None
     if threshold is None:
         if min(Counter(p.card for p in pictures).values()) < _CALIBRATION_FOLDS:
             # Too few pictures of some card to read each one with heads fitted without it:
@@ -381,8 +442,14 @@ def enrol(
                 "the generic threshold is used"
             )
         else:
-            threshold, calibration = _calibrate(generic, pictures)
-            info.update(calibration)
+            calibration = _calibrate(generic, pictures)
+            threshold = calibration.threshold
+            info.update(calibration.info)
+            faces = FaceCheck(
+                build_templates(_index_faces(pictures)),
+                floor=ENROLLED_MINIMUM_THRESHOLD,
+                level=calibration.face_level,
+            )
     else:
         info["calibration"] = "none: the threshold was given"
     return EnrolledDeck(
@@ -391,4 +458,5 @@ def enrol(
         threshold=threshold,
         info=info,
         appearance_weight=appearance_weight,
+        faces=faces,
     )

@@ -9,6 +9,9 @@ The answer is the best face only if its score reaches the calibrated threshold *
 other face is also supported (score 0.5 or more, and within a factor 20 in odds of the best):
 two index corners that disagree mean a neighbouring card's index is in view, or a misread,
 and a wrong card is far worse than none.
+With an enrolled deck that has mean faces (:mod:`vision.face`), a reading below the deck's
+threshold but above its floor is answered when the whole face, warped from the corner that
+read it, names the same card: two independent looks agreeing.
 Across consecutive frames of the same position, :meth:`Recogniser.recognise_frames` combines
 the per-frame scores by their mean.
 """
@@ -143,6 +146,8 @@ class Recognition:
     best: Card | None = None  # the best face even when abstaining, for diagnostics
     corners: int = 0
     scores: np.ndarray | None = field(default=None, repr=False)  # (52,) per face
+    # Answered below the deck's threshold because the whole face named the same card.
+    face_confirmed: bool = False
 
 
 class Recogniser:
@@ -174,6 +179,12 @@ class Recogniser:
             raise ConfigurationError(
                 "the enrolled deck was made with another vision model; enrol the deck again"
             )
+        # The face check's level was calibrated together with the deck's threshold; a
+        # threshold given instead (stricter, or 0 for calibration) is applied as given.
+        self.face_check = deck.faces if deck is not None and threshold is None else None
+        # The corners of the last image read: the face check warps the card from them.
+        self._candidates: list[CornerCandidate] = []
+        self._found: list[CornerCandidate] = []
         if threshold is not None:
             self.threshold = threshold
         elif deck is not None:
@@ -190,12 +201,15 @@ class Recogniser:
 
             raise ConfigurationError("an image must be a BGR uint8 array")
         candidates = find_corners(image)
+        self._found = candidates
+        self._candidates = []
         if self.slot_centred:
             candidates = [
                 candidate
                 for candidate in candidates
                 if centred_on(candidate, image.shape, SLOT_CENTRE_TOLERANCE)
             ]
+        self._candidates = candidates
         if not candidates:
             return np.zeros((0, len(ALL_FACES)))
         patches = np.stack([cut_patch(image, candidate) for candidate in candidates])
@@ -216,13 +230,16 @@ class Recogniser:
         supporting: int | None = None,
         strongest: float | None = None,
         standoff: bool = False,
+        face_confirmed: bool = False,
     ) -> Recognition:
         """Turn face scores into an answer: the best face, or an abstention. ``supporting``
         is how many corner candidates (of one frame) read the best face at 0.5 or more, and
         ``strongest`` the best single candidate's probability of it; None when unknown (the
         single-corner threshold is then not applied). An answer from one corner is judged by
         that corner alone: weak candidates must not lift it over the bar by noisy-OR.
-        ``standoff`` (see :func:`is_standoff`): the corners disagree, no answer."""
+        ``standoff`` (see :func:`is_standoff`): the corners disagree, no answer.
+        ``face_confirmed``: the whole face named the best face too (:meth:`face_confirms`),
+        which stands in for the threshold (never for the other rules)."""
         import numpy as np
 
         order = np.argsort(scores)[::-1]
@@ -237,7 +254,7 @@ class Recogniser:
             reason = "ambiguous"
         elif standoff:
             reason = "corners disagree"
-        elif confidence < self.threshold:
+        elif confidence < self.threshold and not face_confirmed:
             reason = "below threshold"
         elif (
             single is not None
@@ -247,12 +264,41 @@ class Recogniser:
         ):
             reason = "below threshold for one corner"
         else:
-            return Recognition(best_card, confidence, "recognised", best_card, corners, scores)
+            confirmed = face_confirmed and confidence < self.threshold
+            return Recognition(
+                best_card, confidence, "recognised", best_card, corners, scores, confirmed
+            )
         return Recognition(None, confidence, reason, best_card, corners, scores)
 
     def recognise(self, image: np.ndarray) -> Recognition:
         """The card in ``image`` (BGR uint8), or None with the reason for abstaining."""
         return self.recognise_frames([image])
+
+    def face_confirms(
+        self,
+        frames: list[tuple[np.ndarray, np.ndarray, list[CornerCandidate], list[CornerCandidate]]],
+        best: int,
+    ) -> bool:
+        """Whether the whole face names face ``best`` in every frame (image, corner
+        probabilities, candidates read, all corners found) with a corner reading it at 0.5 or
+        more, warped from the corner that reads it most surely; False without a face check or
+        any such frame."""
+        import numpy as np
+
+        from vision.face import warp_face
+
+        check = self.face_check
+        if check is None:
+            return False
+        looked = False
+        for image, probabilities, candidates, found in frames:
+            if not len(probabilities) or probabilities[:, best].max() < CONFLICT_SCORE:
+                continue
+            corner = candidates[int(np.argmax(probabilities[:, best]))]
+            if not check.confirms(warp_face(image, corner, found), best):
+                return False
+            looked = True
+        return looked
 
     def recognise_frames(self, images: list[np.ndarray]) -> Recognition:
         """One answer from consecutive frames of the same card position (voting)."""
@@ -263,10 +309,12 @@ class Recogniser:
         combined = np.zeros(len(ALL_FACES))
         corners = 0
         per_frame = []
+        read = []
         for image in images:
             probabilities = self.face_probabilities(image)
             corners += len(probabilities)
             per_frame.append(probabilities)
+            read.append((image, probabilities, self._candidates, self._found))
             if len(probabilities):
                 combined += noisy_or(probabilities)
         if corners == 0:
@@ -281,4 +329,15 @@ class Recogniser:
         strongest = sum(float(frame[:, best].max()) for frame in per_frame if len(frame))
         count = max(len(images), 1)
         standoff = any(is_standoff(frame, best) for frame in per_frame)
-        return self.decide(combined / count, corners, supporting, strongest / count, standoff)
+        confidence = float(combined[best]) / count
+        # Only where it can change the answer: the check warps and aligns a face (about a
+        # millisecond), and most readings are above the threshold or far below the floor.
+        face_confirmed = (
+            self.face_check is not None
+            and self.face_check.floor <= confidence < self.threshold
+            and not standoff
+            and self.face_confirms(read, best)
+        )
+        return self.decide(
+            combined / count, corners, supporting, strongest / count, standoff, face_confirmed
+        )

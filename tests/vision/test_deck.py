@@ -247,8 +247,8 @@ def test_deck_with_appearance_round_trip_and_older_decks_still_load(tmp_path: Pa
         ),
         ('{"format": 3, "model_digest": "a", "threshold": 0.9, "appearance_weight": -1}', "weight"),
         ('{"format": 3, "model_digest": "a", "threshold": 1.5}', "not a probability"),
-        ('{"format": 1, "model_digest": "a", "threshold": 0.9}', "expected 2 or 3"),
-        ('{"format": 4, "model_digest": "a", "threshold": 0.9}', "expected 2 or 3"),
+        ('{"format": 1, "model_digest": "a", "threshold": 0.9}', "expected 2 or 3 or 4"),
+        ('{"format": 5, "model_digest": "a", "threshold": 0.9}', "expected 2 or 3 or 4"),
     ],
 )
 def test_a_deck_file_with_values_that_cannot_be_read_is_refused(
@@ -265,6 +265,40 @@ def test_a_deck_file_with_values_that_cannot_be_read_is_refused(
     np.savez(path, meta=np.array('{"format": 3, "model_digest": "a", "threshold": 0.9}'), **heads)
     with pytest.raises(ConfigurationError, match="not finite"):
         EnrolledDeck.load(path)
+
+
+def test_a_deck_with_mean_faces_round_trip_and_a_damaged_face_check_is_refused(
+    tmp_path: Path,
+) -> None:
+    from vision.deck import FaceCheck
+    from vision.face import FACE_HEIGHT, FACE_WIDTH
+
+    templates = np.random.default_rng(8).normal(0, 1, (52, 2, FACE_HEIGHT, FACE_WIDTH))
+    faces = FaceCheck(templates.astype(np.float32), floor=0.95, level=0.02)
+    deck = EnrolledDeck(_zero_heads(), "abc", 0.999, {}, faces=faces)
+    deck.save(tmp_path / "deck.npz")
+    loaded = EnrolledDeck.load(tmp_path / "deck.npz")
+    assert loaded.faces is not None
+    assert (loaded.faces.floor, loaded.faces.level) == (0.95, pytest.approx(0.02))
+    assert np.array_equal(loaded.faces.templates, faces.templates)
+    # Written without mean faces (a deck given its threshold), it reads without the check.
+    EnrolledDeck(_zero_heads(), "abc", 0.999, {}).save(tmp_path / "plain.npz")
+    assert EnrolledDeck.load(tmp_path / "plain.npz").faces is None
+    for meta in (
+        '{"format": 4, "model_digest": "a", "threshold": 0.9, "face_floor": 0.95, '
+        '"face_level": NaN}',
+        '{"format": 4, "model_digest": "a", "threshold": 0.9, "face_floor": 0, "face_level": 0.0}',
+    ):
+        np.savez(
+            tmp_path / "bad.npz",
+            meta=np.array(meta),
+            face_templates=faces.templates,
+            **_zero_heads().arrays(),
+        )
+        with pytest.raises(ConfigurationError, match="not a deck file: face"):
+            EnrolledDeck.load(tmp_path / "bad.npz")
+    with pytest.raises(ValueError, match="mean faces of shape"):
+        FaceCheck(faces.templates[:, :1], floor=0.95, level=0.0)
 
 
 def test_file_names_must_start_with_a_card(tmp_path: Path) -> None:

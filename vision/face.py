@@ -1,0 +1,228 @@
+"""The whole face of a located card, compared with an enrolled deck's mean faces.
+
+An enrolled deck's corner reading is the answer; this is a second, independent look that
+can confirm it. The index corner's frame (and the card's other corners, where the locator
+found them) give the card's four corners; the card is warped to a small upright face,
+aligned to the mean face of the rank read (all four suits alike, so the alignment favours no
+suit), and compared by masked normalised correlation with the deck's 52 mean faces. A suit
+hidden under a neighbouring card's edge in the index corner is still printed in the centre
+pips, and the pips' layout carries the rank.
+
+Alone this cue is weak (its best face is right on about 90-95 % of enrolment pictures,
+docs/vision.md): the mean faces of one rank's four suits differ in a few pixels. It is only
+ever used to *agree* with a corner reading: :mod:`vision.recognise` lets a reading the
+deck's threshold turns away through only when the face names the same card.
+
+Pure image code: numpy and OpenCV, no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+from vision.locate import CARD_ASPECT, CornerCandidate
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# 40 pixels across: a pip is 6-8 pixels, enough for its shape; a face twice as large read no
+# better on the enrolment pictures (docs/vision.md). The height uses one nominal aspect for
+# every design: a design's own aspect (1.33-1.44) only stretches its faces, the same way at
+# enrolment and reading.
+FACE_WIDTH: Final = 40
+FACE_HEIGHT: Final = round(FACE_WIDTH * CARD_ASPECT)
+# Another corner candidate this close (in card widths) to where the index corner's frame puts
+# a corner of the card is taken as that corner: the frame's estimate of the far corners errs
+# by the perspective and the card's own aspect, a found corner hardly at all.
+_SNAP: Final = 0.2
+# Redness (R - (G + B) / 2) beside the grey values, times this: hearts and diamonds against
+# spades and clubs in the pips. Chosen on the enrolment pictures of bellot (1 and 2 against
+# 0 and 0.5), the weight of 2 by a hair.
+RED_WEIGHT: Final = 2.0
+_ECC_STEPS: Final = 30
+
+
+@dataclass(frozen=True)
+class Face:
+    """A card warped upright to FACE_HEIGHT x FACE_WIDTH, and which of its pixels lay inside
+    the image (a card cut by the image border has no pixels there)."""
+
+    bgr: np.ndarray  # uint8 (FACE_HEIGHT, FACE_WIDTH, 3)
+    valid: np.ndarray  # bool (FACE_HEIGHT, FACE_WIDTH)
+
+    def turned(self) -> Face:
+        """The face turned half a turn (read from the other index corner)."""
+        return Face(self.bgr[::-1, ::-1].copy(), self.valid[::-1, ::-1].copy())
+
+    def grey(self) -> np.ndarray:
+        import cv2
+        import numpy as np
+
+        return np.asarray(cv2.cvtColor(self.bgr, cv2.COLOR_BGR2GRAY), np.float32)
+
+
+def card_quad(candidate: CornerCandidate, candidates: list[CornerCandidate]) -> np.ndarray:
+    """The card's corners (index corner, then round the card) if ``candidate`` is its index
+    corner: from the corner's frame and the estimated width, each snapped to a found corner
+    nearby."""
+    import numpy as np
+
+    origin = np.array(candidate.point)
+    across = np.array(candidate.x_axis) * candidate.card_width
+    down = np.array(candidate.y_axis) * candidate.card_width * CARD_ASPECT
+    points = np.array([other.point for other in candidates])
+    quad = [origin]
+    for predicted in (origin + across, origin + across + down, origin + down):
+        distances = np.linalg.norm(points - predicted, axis=1)
+        nearest = int(np.argmin(distances))
+        snapped = distances[nearest] < _SNAP * candidate.card_width
+        quad.append(points[nearest] if snapped else predicted)
+    return np.array(quad, np.float32)
+
+
+def warp_face(
+    image: np.ndarray, candidate: CornerCandidate, candidates: list[CornerCandidate]
+) -> Face:
+    """The card whose index corner ``candidate`` would be, warped upright. ``candidates``
+    are all corners found in the image (their points refine the far corners)."""
+    import cv2
+    import numpy as np
+
+    quad = card_quad(candidate, candidates)
+    target = np.array(
+        [[0, 0], [FACE_WIDTH, 0], [FACE_WIDTH, FACE_HEIGHT], [0, FACE_HEIGHT]], np.float32
+    )
+    matrix = cv2.getPerspectiveTransform(quad, target)
+    source = image
+    shrink = candidate.card_width / FACE_WIDTH
+    if shrink > 1.5:
+        # As cut_patch does: shrinking without blurring first would alias the pips' edges.
+        source = cv2.GaussianBlur(image, (0, 0), 0.4 * shrink)
+    bgr = cv2.warpPerspective(
+        source, matrix, (FACE_WIDTH, FACE_HEIGHT), flags=cv2.INTER_LINEAR, borderValue=(0, 0, 0)
+    )
+    inside = cv2.warpPerspective(
+        np.full(image.shape[:2], 255, np.uint8),
+        matrix,
+        (FACE_WIDTH, FACE_HEIGHT),
+        flags=cv2.INTER_NEAREST,
+    )
+    return Face(bgr, inside > 0)
+
+
+def features(face: Face) -> tuple[np.ndarray, np.ndarray]:
+    """(2, H, W) grey and weighted redness, each centred over the valid pixels, jointly
+    scaled to unit length; and the (2, H, W) mask of valid pixels (0 or 1)."""
+    import numpy as np
+
+    colour = face.bgr.astype(np.float32)
+    red = colour[:, :, 2] - 0.5 * (colour[:, :, 0] + colour[:, :, 1])
+    values = np.stack([face.grey(), RED_WEIGHT * red])
+    mask = np.stack([face.valid, face.valid]).astype(np.float32)
+    count = float(mask[0].sum())
+    if count < 10:
+        return np.zeros_like(values), mask
+    values = (values - (values * mask).sum(axis=(1, 2), keepdims=True) / count) * mask
+    values /= max(float(np.linalg.norm(values)), 1e-3)
+    return values, mask
+
+
+def correlations(templates: np.ndarray, values: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """(52,) normalised correlation of a face's features with each (2, H, W) template over
+    the face's valid pixels, the better of the face as it is and turned half a turn (the
+    corner it was warped from may be either index corner)."""
+    import numpy as np
+
+    best = np.full(len(templates), -np.inf)
+    for face_values, face_mask in ((values, mask), (values[:, ::-1, ::-1], mask[:, ::-1, ::-1])):
+        masked = templates * face_mask
+        count = max(float(face_mask[0].sum()), 1.0)
+        means = masked.sum(axis=(2, 3)) / count
+        energy = (masked**2).sum(axis=(1, 2, 3)) - count * (means**2).sum(axis=1)
+        products = (masked * face_values).reshape(len(templates), -1).sum(axis=1)
+        best = np.maximum(best, products / np.sqrt(np.maximum(energy, 1e-9)))
+    return best
+
+
+def align(face: Face, reference: np.ndarray) -> Face:
+    """``face`` turned (or not) and moved by an affine map onto ``reference`` (a grey mean
+    face), by OpenCV's ECC. The corner frame places a card's far end within a few pixels;
+    the mean faces' pips are only sharp if every face is aligned the same way."""
+    import cv2
+    import numpy as np
+
+    grey = face.grey()
+    centred = grey - float(grey[face.valid].mean()) if face.valid.any() else grey
+    if float((centred * reference).sum()) < float((centred[::-1, ::-1] * reference).sum()):
+        face = face.turned()
+        grey = face.grey()
+    warp = np.eye(2, 3, dtype=np.float32)
+    criteria = (cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, _ECC_STEPS, 1e-4)
+    try:
+        _, warp = cv2.findTransformECC(
+            reference.astype(np.float32), grey, warp, cv2.MOTION_AFFINE, criteria, None, 3
+        )
+    except cv2.error:
+        return face  # no convergence (a face mostly covered): compared as warped
+    size = (FACE_WIDTH, FACE_HEIGHT)
+    inverse = cv2.WARP_INVERSE_MAP
+    bgr = cv2.warpAffine(face.bgr, warp, size, flags=cv2.INTER_LINEAR | inverse)
+    valid = cv2.warpAffine(
+        face.valid.astype(np.uint8), warp, size, flags=cv2.INTER_NEAREST | inverse
+    )
+    return Face(bgr, valid > 0)
+
+
+def rank_reference(templates: np.ndarray, face_index: int) -> np.ndarray:
+    """The grey mean face of the rank of face ``face_index`` over its four suits."""
+    from controller.kernel.cards import ALL_FACES
+
+    rank = ALL_FACES[face_index].rank
+    same_rank = [i for i, card in enumerate(ALL_FACES) if card.rank == rank]
+    return templates[same_rank, 0].mean(axis=0)
+
+
+def mean_faces(samples: list[tuple[int, Face]]) -> np.ndarray:
+    """(52, 2, H, W) mean features of each face from (face index, Face) samples; each sample
+    turned half a turn when that matches its face's mean better. A face with no sample is
+    all zeros (it then correlates with nothing)."""
+    import numpy as np
+
+    prepared = [(index, *features(face)) for index, face in samples]
+    shape = (52, 2, FACE_HEIGHT, FACE_WIDTH)
+    means = np.zeros(shape, np.float32)
+    for _round in range(3):
+        sums = np.zeros(shape, np.float32)
+        weights = np.zeros(shape, np.float32)
+        for index, values, mask in prepared:
+            if _round and float((values * means[index]).sum()) < float(
+                (values[:, ::-1, ::-1] * means[index]).sum()
+            ):
+                values, mask = values[:, ::-1, ::-1], mask[:, ::-1, ::-1]
+            sums[index] += values
+            weights[index] += mask
+        means = sums / np.maximum(weights, 1e-3)
+    return means
+
+
+def build_templates(samples: list[tuple[int, Face]]) -> np.ndarray:
+    """The deck's (52, 2, H, W) mean faces from its enrolment pictures' index corners: a
+    first mean, then every sample aligned to its rank's mean face and averaged again."""
+    first = mean_faces(samples)
+    return mean_faces(
+        [(index, align(face, rank_reference(first, index))) for index, face in samples]
+    )
+
+
+def reading(templates: np.ndarray, face: Face, face_index: int) -> tuple[int, float]:
+    """What the face says of the corner reading ``face_index``: the face it correlates best
+    with after alignment to that rank, and the margin of ``face_index`` over every other
+    face (positive only when it is the best)."""
+    import numpy as np
+
+    values, mask = features(align(face, rank_reference(templates, face_index)))
+    scores = correlations(templates, values, mask)
+    best = int(np.argmax(scores))
+    others = np.delete(scores, face_index)
+    return best, float(scores[face_index] - others.max())
