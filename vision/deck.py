@@ -39,6 +39,11 @@ if TYPE_CHECKING:
 # Version 3 added the appearance thumbnail, version 4 the mean faces (vision/face.py); decks
 # of versions 2 (embedding only) and 3 still load and read without the face check.
 FORMAT_VERSION: Final = 4
+# How far the whole face must prefer another suit of the corners' rank to veto their answer.
+# Chosen on the three wrong cards it was found from (plastic clubs read as spades on full
+# tables, the face preferring the club by 0.065 to 0.078); what it costs was measured on
+# other sets (docs/camera.md, docs/vision.md): a guess with its cost known, not a bound.
+SUIT_VETO_MARGIN: Final = 0.05
 _READABLE_FORMATS: Final = frozenset({2, 3, 4})
 EMBEDDING_SIZE: Final = 64
 # The thumbnail of a 32 x 52 corner patch: fine enough to show an index's strokes, coarse
@@ -195,6 +200,16 @@ class FaceCheck:
 
         best, margin = reading(self.templates, face, face_index)
         return best == face_index and margin >= self.level
+
+    def names_other_suit(self, face: Face, face_index: int) -> bool:
+        """True when the warped ``face`` names the same rank in another suit than face
+        ``face_index``, by at least :data:`SUIT_VETO_MARGIN`: the corners' suit is then in
+        doubt (a deck whose network reads clubs as spades answered such cards wrong)."""
+        from vision.face import reading
+
+        best, margin = reading(self.templates, face, face_index)
+        same_rank = best % 13 == face_index % 13  # ALL_FACES runs rank by rank within a suit
+        return best != face_index and same_rank and -margin >= SUIT_VETO_MARGIN
 
 
 @dataclass(frozen=True)

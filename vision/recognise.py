@@ -19,7 +19,7 @@ the per-frame scores by their mean.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -300,6 +300,28 @@ class Recogniser:
             looked = True
         return looked
 
+    def face_vetoes(
+        self,
+        frames: list[tuple[np.ndarray, np.ndarray, list[CornerCandidate], list[CornerCandidate]]],
+        best: int,
+    ) -> bool:
+        """Whether the whole face, in any frame, names face ``best``'s rank in another suit
+        (:meth:`vision.deck.FaceCheck.names_other_suit`): a suit the corners read wrong."""
+        import numpy as np
+
+        from vision.face import warp_face
+
+        check = self.face_check
+        if check is None:
+            return False
+        for image, probabilities, candidates, found in frames:
+            if not len(probabilities) or probabilities[:, best].max() < CONFLICT_SCORE:
+                continue
+            corner = candidates[int(np.argmax(probabilities[:, best]))]
+            if check.names_other_suit(warp_face(image, corner, found), best):
+                return True
+        return False
+
     def recognise_frames(self, images: list[np.ndarray]) -> Recognition:
         """One answer from consecutive frames of the same card position (voting)."""
         import numpy as np
@@ -338,6 +360,11 @@ class Recogniser:
             and not standoff
             and self.face_confirms(read, best)
         )
-        return self.decide(
+        answer = self.decide(
             combined / count, corners, supporting, strongest / count, standoff, face_confirmed
         )
+        if answer.card is not None and self.face_vetoes(read, best):
+            return replace(
+                answer, card=None, reason="face names another suit", face_confirmed=False
+            )
+        return answer
