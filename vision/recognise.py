@@ -11,7 +11,8 @@ two index corners that disagree mean a neighbouring card's index is in view, or 
 and a wrong card is far worse than none.
 With an enrolled deck that has mean faces (:mod:`vision.face`), a reading below the deck's
 threshold but above its floor is answered when the whole face, warped from the corner that
-read it, names the same card: two independent looks agreeing.
+read it, names the same card: two independent looks agreeing; and any answer is withdrawn
+when the face names the same rank in another suit (the suit veto).
 Across consecutive frames of the same position, :meth:`Recogniser.recognise_frames` combines
 the per-frame scores by their mean.
 """

@@ -115,6 +115,12 @@ class _FaceSays(Recogniser):
     def face_confirms(self, frames: object, best: int) -> bool:  # type: ignore[override]
         return ALL_FACES[best] == self.face
 
+    def face_vetoes(self, frames: object, best: int) -> bool:  # type: ignore[override]
+        # The margin is the deck's business (FaceCheck.names_other_suit): here the face
+        # names another suit of the rank surely, or not at all.
+        read = ALL_FACES[best]
+        return self.face != read and self.face.rank == read.rank
+
 
 IMAGE = np.zeros((8, 8, 3), np.uint8)
 
@@ -131,9 +137,18 @@ def test_a_reading_below_the_threshold_is_answered_when_the_face_agrees() -> Non
 def test_a_face_naming_another_card_leaves_the_threshold_as_it_was() -> None:
     result = _FaceSays("2C", ("2S", 0.97)).recognise(IMAGE)
     assert (result.card, result.reason) == (None, "below threshold")
-    # Above the threshold the corner reading needs no face: the check never vetoes.
-    above = _FaceSays("2C", ("2S", 0.999)).recognise(IMAGE)
+    # Above the threshold the corner reading needs no face, and a face naming another
+    # rank does not stop it.
+    above = _FaceSays("3C", ("2S", 0.999)).recognise(IMAGE)
     assert (above.card, above.face_confirmed) == (parse_card("2S"), False)
+
+
+def test_a_face_naming_the_ranks_other_suit_vetoes_even_above_the_threshold() -> None:
+    # Plastic's clubs read as spades on full tables, the face naming the club.
+    above = _FaceSays("2C", ("2S", 0.999), ("2S", 0.998)).recognise(IMAGE)
+    assert (above.card, above.reason) == (None, "face names another suit")
+    agreeing = _FaceSays("2S", ("2S", 0.999), ("2S", 0.998)).recognise(IMAGE)
+    assert (agreeing.card, agreeing.reason) == (parse_card("2S"), "recognised")
 
 
 def test_the_face_does_not_lift_a_reading_below_the_floor_or_settle_a_disagreement() -> None:
