@@ -198,16 +198,20 @@ class FaceCheck:
         """True when the warped ``face`` names face ``face_index`` too."""
         from vision.face import reading
 
-        best, margin = reading(self.templates, face, face_index)
+        return self.agrees(reading(self.templates, face, face_index), face_index)
+
+    def agrees(self, said: tuple[int, float], face_index: int) -> bool:
+        """True when what a face said of face ``face_index`` (:func:`vision.face.reading`:
+        the face it names and the margin of ``face_index``) names it by ``level``."""
+        best, margin = said
         return best == face_index and margin >= self.level
 
-    def names_other_suit(self, face: Face, face_index: int) -> bool:
-        """True when the warped ``face`` names the same rank in another suit than face
-        ``face_index``, by at least :data:`SUIT_VETO_MARGIN`: the corners' suit is then in
-        doubt (a deck whose network reads clubs as spades answered such cards wrong)."""
-        from vision.face import reading
-
-        best, margin = reading(self.templates, face, face_index)
+    def names_other_suit(self, said: tuple[int, float], face_index: int) -> bool:
+        """True when what a face said of face ``face_index`` (:func:`vision.face.reading`)
+        names the same rank in another suit, by at least :data:`SUIT_VETO_MARGIN`: the
+        corners' suit is then in doubt (a deck whose network reads clubs as spades answered
+        such cards wrong)."""
+        best, margin = said
         same_rank = best % 13 == face_index % 13  # ALL_FACES runs rank by rank within a suit
         return best != face_index and same_rank and -margin >= SUIT_VETO_MARGIN
 

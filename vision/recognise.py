@@ -203,7 +203,6 @@ class Recogniser:
             raise ConfigurationError("an image must be a BGR uint8 array")
         candidates = find_corners(image)
         self._found = candidates
-        self._candidates = []
         if self.slot_centred:
             candidates = [
                 candidate
@@ -239,8 +238,9 @@ class Recogniser:
         single-corner threshold is then not applied). An answer from one corner is judged by
         that corner alone: weak candidates must not lift it over the bar by noisy-OR.
         ``standoff`` (see :func:`is_standoff`): the corners disagree, no answer.
-        ``face_confirmed``: the whole face named the best face too (:meth:`face_confirms`),
-        which stands in for the threshold (never for the other rules)."""
+        ``face_confirmed``: the whole face named the best face too in every frame it was
+        looked at (:meth:`face_readings`), which stands in for the threshold (never for the
+        other rules)."""
         import numpy as np
 
         order = np.argsort(scores)[::-1]
@@ -275,53 +275,30 @@ class Recogniser:
         """The card in ``image`` (BGR uint8), or None with the reason for abstaining."""
         return self.recognise_frames([image])
 
-    def face_confirms(
+    def face_readings(
         self,
         frames: list[tuple[np.ndarray, np.ndarray, list[CornerCandidate], list[CornerCandidate]]],
         best: int,
-    ) -> bool:
-        """Whether the whole face names face ``best`` in every frame (image, corner
-        probabilities, candidates read, all corners found) with a corner reading it at 0.5 or
-        more, warped from the corner that reads it most surely; False without a face check or
-        any such frame."""
+    ) -> list[tuple[int, float]]:
+        """What the whole face says of face ``best`` (:func:`vision.face.reading`) in each
+        frame (image, corner probabilities, candidates read, all corners found) where a corner
+        reads it at 0.5 or more, warped from the corner that reads it most surely; none
+        without a face check. Warping and aligning cost a few milliseconds: done once for
+        both the confirmation and the veto."""
         import numpy as np
 
-        from vision.face import warp_face
+        from vision.face import reading, warp_face
 
         check = self.face_check
         if check is None:
-            return False
-        looked = False
+            return []
+        said = []
         for image, probabilities, candidates, found in frames:
             if not len(probabilities) or probabilities[:, best].max() < CONFLICT_SCORE:
                 continue
             corner = candidates[int(np.argmax(probabilities[:, best]))]
-            if not check.confirms(warp_face(image, corner, found), best):
-                return False
-            looked = True
-        return looked
-
-    def face_vetoes(
-        self,
-        frames: list[tuple[np.ndarray, np.ndarray, list[CornerCandidate], list[CornerCandidate]]],
-        best: int,
-    ) -> bool:
-        """Whether the whole face, in any frame, names face ``best``'s rank in another suit
-        (:meth:`vision.deck.FaceCheck.names_other_suit`): a suit the corners read wrong."""
-        import numpy as np
-
-        from vision.face import warp_face
-
-        check = self.face_check
-        if check is None:
-            return False
-        for image, probabilities, candidates, found in frames:
-            if not len(probabilities) or probabilities[:, best].max() < CONFLICT_SCORE:
-                continue
-            corner = candidates[int(np.argmax(probabilities[:, best]))]
-            if check.names_other_suit(warp_face(image, corner, found), best):
-                return True
-        return False
+            said.append(reading(check.templates, warp_face(image, corner, found), best))
+        return said
 
     def recognise_frames(self, images: list[np.ndarray]) -> Recognition:
         """One answer from consecutive frames of the same card position (voting)."""
@@ -353,18 +330,24 @@ class Recogniser:
         count = max(len(images), 1)
         standoff = any(is_standoff(frame, best) for frame in per_frame)
         confidence = float(combined[best]) / count
-        # Only where it can change the answer: the check warps and aligns a face (about a
-        # millisecond), and most readings are above the threshold or far below the floor.
-        face_confirmed = (
-            self.face_check is not None
-            and self.face_check.floor <= confidence < self.threshold
-            and not standoff
-            and self.face_confirms(read, best)
-        )
+        check = self.face_check
+        if check is None:
+            return self.decide(combined / count, corners, supporting, strongest / count, standoff)
+        # The face is looked at only where it can change the answer: to confirm a reading
+        # between the floor and the threshold, and to veto an answer.
+        said: list[tuple[int, float]] | None = None
+        face_confirmed = False
+        if check.floor <= confidence < self.threshold and not standoff:
+            said = self.face_readings(read, best)
+            face_confirmed = bool(said) and all(check.agrees(one, best) for one in said)
         answer = self.decide(
             combined / count, corners, supporting, strongest / count, standoff, face_confirmed
         )
-        if answer.card is not None and self.face_vetoes(read, best):
+        if answer.card is None:
+            return answer
+        if said is None:
+            said = self.face_readings(read, best)
+        if any(check.names_other_suit(one, best) for one in said):
             return replace(
                 answer, card=None, reason="face names another suit", face_confirmed=False
             )

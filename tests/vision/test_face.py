@@ -112,14 +112,11 @@ class _FaceSays(Recogniser):
     def face_probabilities(self, image: np.ndarray) -> np.ndarray:
         return self.read
 
-    def face_confirms(self, frames: object, best: int) -> bool:  # type: ignore[override]
-        return ALL_FACES[best] == self.face
-
-    def face_vetoes(self, frames: object, best: int) -> bool:  # type: ignore[override]
-        # The margin is the deck's business (FaceCheck.names_other_suit): here the face
-        # names another suit of the rank surely, or not at all.
-        read = ALL_FACES[best]
-        return self.face != read and self.face.rank == read.rank
+    def face_readings(self, frames: object, best: int) -> list[tuple[int, float]]:  # type: ignore[override]
+        # The face names ``face`` surely: by a wide margin over the others, and the corners'
+        # best face by as wide a one below it when another.
+        named = ALL_FACES.index(self.face)
+        return [(named, 1.0 if named == best else -1.0)]
 
 
 IMAGE = np.zeros((8, 8, 3), np.uint8)
