@@ -25,7 +25,7 @@ import math
 import os
 import secrets
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -34,17 +34,31 @@ from controller.kernel.errors import ConfigurationError
 if TYPE_CHECKING:
     import numpy as np
 
-    from vision.face import Face
+    from vision.face import Face, FaceReading, SuitPart
 
-# Version 3 added the appearance thumbnail, version 4 the mean faces (vision/face.py); decks
-# of versions 2 (embedding only) and 3 still load and read without the face check.
-FORMAT_VERSION: Final = 4
-# How far the whole face must prefer another suit of the corners' rank to veto their answer.
-# Chosen on the three wrong cards it was found from (plastic clubs read as spades on full
-# tables, the face preferring the club by 0.065 to 0.078); what it costs was measured on
-# other sets (docs/camera.md, docs/vision.md): a guess with its cost known, not a bound.
-SUIT_VETO_MARGIN: Final = 0.05
-_READABLE_FORMATS: Final = frozenset({2, 3, 4})
+# Version 3 added the appearance thumbnail, version 4 the mean faces (vision/face.py), version
+# 5 mean faces twice as large, whose suits are compared where they differ. Decks of versions 2
+# (embedding only), 3 and 4 still load and read without the face check: a version 4 deck's
+# level was calibrated on the old comparison, which named the wrong suit far more often.
+FORMAT_VERSION: Final = 5
+# How far the face's suit parts must prefer another suit of the corners' rank to veto their
+# answer, and how well that suit must match (a face whose pips a neighbour covers matches
+# every suit poorly, and then names one at random). The veto was found from three wrong cards
+# (plastic clubs read as spades on full tables, the face naming the club by 0.38 to 0.65,
+# matching it at 0.78 to 0.94); the right answers of plastic's development set that it would
+# stop named another suit by at most 0.40 matching it at most 0.50. Chosen between the two
+# and measured on other sets (docs/camera.md, docs/vision.md): a guess with its cost known,
+# not a bound.
+SUIT_VETO_MARGIN: Final = 0.25
+SUIT_VETO_MATCH: Final = 0.6
+# A face confirms a reading only when the face it names matches by at least this much: a
+# face half covered can name any card by a margin (tango's calibration: a queen of hearts
+# read as an ace of spades, the face agreeing by 0.055 with a match of 0.12). Right readings
+# match at 0.9 (median), below 0.4 at about 1 %.
+FACE_CONFIRM_MATCH: Final = 0.4
+_READABLE_FORMATS: Final = frozenset({2, 3, 4, 5})
+# Decks from this format on carry mean faces this reader compares.
+_FACE_FORMAT: Final = 5
 EMBEDDING_SIZE: Final = 64
 # The thumbnail of a 32 x 52 corner patch: fine enough to show an index's strokes, coarse
 # enough that the locator's placement error (a pixel or two of the patch) blurs into it.
@@ -177,16 +191,19 @@ class FaceCheck:
     templates: np.ndarray  # float32 (52, 2, FACE_HEIGHT, FACE_WIDTH)
     floor: float
     level: float
+    # Where each rank's suits differ (vision.face.suit_parts), from the templates.
+    parts: dict[str, SuitPart] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         import numpy as np
 
-        from vision.face import FACE_HEIGHT, FACE_WIDTH
+        from vision.face import FACE_HEIGHT, FACE_WIDTH, suit_parts
 
         if self.templates.shape != (52, 2, FACE_HEIGHT, FACE_WIDTH):
             raise ValueError(f"mean faces of shape {self.templates.shape}")
         if not np.isfinite(self.templates).all():
             raise ValueError("mean faces that are not finite numbers")
+        object.__setattr__(self, "parts", suit_parts(self.templates))
         # A NaN level or floor would make every comparison false, which here would mean
         # "never confirms": safe, but a damaged file should be refused, not half read.
         if not (math.isfinite(self.floor) and 0.0 < self.floor <= 1.0):
@@ -198,22 +215,31 @@ class FaceCheck:
         """True when the warped ``face`` names face ``face_index`` too."""
         from vision.face import reading
 
-        return self.agrees(reading(self.templates, face, face_index), face_index)
+        return self.agrees(reading(self.templates, face, face_index, self.parts), face_index)
 
-    def agrees(self, said: tuple[int, float], face_index: int) -> bool:
+    def agrees(self, said: FaceReading, face_index: int) -> bool:
         """True when what a face said of face ``face_index`` (:func:`vision.face.reading`:
-        the face it names and the margin of ``face_index``) names it by ``level``."""
-        best, margin = said
-        return best == face_index and margin >= self.level
+        the face it names and the margin of ``face_index``) names it by ``level``, matching
+        it by :data:`FACE_CONFIRM_MATCH`."""
+        return (
+            said.named == face_index
+            and said.margin >= self.level
+            and said.match >= FACE_CONFIRM_MATCH
+        )
 
-    def names_other_suit(self, said: tuple[int, float], face_index: int) -> bool:
+    def names_other_suit(self, said: FaceReading, face_index: int) -> bool:
         """True when what a face said of face ``face_index`` (:func:`vision.face.reading`)
-        names the same rank in another suit, by at least :data:`SUIT_VETO_MARGIN`: the
-        corners' suit is then in doubt (a deck whose network reads clubs as spades answered
-        such cards wrong)."""
-        best, margin = said
-        same_rank = best % 13 == face_index % 13  # ALL_FACES runs rank by rank within a suit
-        return best != face_index and same_rank and -margin >= SUIT_VETO_MARGIN
+        names the same rank in another suit, by at least :data:`SUIT_VETO_MARGIN`, matching
+        it by at least :data:`SUIT_VETO_MATCH`: the corners' suit is then in doubt (a deck
+        whose network reads clubs as spades answered such cards wrong)."""
+        # ALL_FACES runs rank by rank within a suit.
+        same_rank = said.named % 13 == face_index % 13
+        return (
+            said.named != face_index
+            and same_rank
+            and -said.margin >= SUIT_VETO_MARGIN
+            and said.match >= SUIT_VETO_MATCH
+        )
 
 
 @dataclass(frozen=True)
@@ -331,7 +357,8 @@ class EnrolledDeck:
         if self.faces is not None:
             meta["face_floor"] = self.faces.floor
             meta["face_level"] = self.faces.level
-            arrays["face_templates"] = self.faces.templates
+            # Half precision: a correlation needs no more, and the file is half as large.
+            arrays["face_templates"] = self.faces.templates.astype(np.float16)
         # A name of its own, so two saves to one path cannot write into each other's file;
         # os.open with 0o666 gives the file the usual permissions (the umask's), where
         # tempfile.mkstemp's 0o600 would hide the deck from a daemon running as another user.
@@ -361,7 +388,7 @@ class EnrolledDeck:
                         "enrol the deck again"
                     )
                 faces = None
-                if "face_templates" in data:
+                if "face_templates" in data and meta["format"] >= _FACE_FORMAT:
                     faces = FaceCheck(
                         templates=np.asarray(data["face_templates"], np.float32),
                         floor=float(meta["face_floor"]),

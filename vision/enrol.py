@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Final
 from controller.kernel.cards import ALL_FACES, RANKS, SUITS, Card, parse_card
 from controller.kernel.errors import ConfigurationError
 from vision.deck import (
+    FACE_CONFIRM_MATCH,
     NO_INDEX_CLASS,
     RANK_CLASSES,
     SUIT_CLASSES,
@@ -33,7 +34,7 @@ from vision.deck import (
     Heads,
     heads_input,
 )
-from vision.face import Face, build_templates, reading, warp_face
+from vision.face import Face, build_templates, reading, suit_parts, warp_face
 from vision.locate import LOCATOR_REVISION, cut_patch, find_corners, normalise_patches
 from vision.model import CornerClassifier
 
@@ -330,6 +331,7 @@ def _calibrate(
         features, ranks, suits = _samples(fit_on)
         heads = fine_tune(generic, features, ranks, suits)
         templates = build_templates(_index_faces(fit_on))
+        parts = suit_parts(templates)
         for picture in score_on:
             rank, suit = heads.probabilities(picture.features)
             probabilities = face_probabilities_from(rank, suit)
@@ -339,10 +341,10 @@ def _calibrate(
             read_as = ALL_FACES[best]
             # The face as the recogniser warps it: from the corner that reads the best face
             # most surely.
-            face_best, face_margin = reading(
-                templates, picture.faces[int(np.argmax(probabilities[:, best]))], best
+            face_best, face_margin, match = reading(
+                templates, picture.faces[int(np.argmax(probabilities[:, best]))], best, parts
             )
-            face_agrees = face_best == best
+            face_agrees = face_best == best and match >= FACE_CONFIRM_MATCH
             if read_as != picture.card and face_agrees:
                 agreeing_wrong.append(face_margin)
             if is_ambiguous(float(scores[best]), float(scores[order[1]])):

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from vision.deck import EnrolledDeck
+    from vision.face import FaceReading
 
 # A second face with this much support makes the answer ambiguous, unless the best face is
 # at least this many log-odds ahead (odds 20 times higher): a plain pip corner that half
@@ -279,7 +280,7 @@ class Recogniser:
         self,
         frames: list[tuple[np.ndarray, np.ndarray, list[CornerCandidate], list[CornerCandidate]]],
         best: int,
-    ) -> list[tuple[int, float]]:
+    ) -> list[FaceReading]:
         """What the whole face says of face ``best`` (:func:`vision.face.reading`) in each
         frame (image, corner probabilities, candidates read, all corners found) where a corner
         reads it at 0.5 or more, warped from the corner that reads it most surely; none
@@ -297,7 +298,8 @@ class Recogniser:
             if not len(probabilities) or probabilities[:, best].max() < CONFLICT_SCORE:
                 continue
             corner = candidates[int(np.argmax(probabilities[:, best]))]
-            said.append(reading(check.templates, warp_face(image, corner, found), best))
+            face = warp_face(image, corner, found)
+            said.append(reading(check.templates, face, best, check.parts))
         return said
 
     def recognise_frames(self, images: list[np.ndarray]) -> Recognition:
@@ -335,7 +337,7 @@ class Recogniser:
             return self.decide(combined / count, corners, supporting, strongest / count, standoff)
         # The face is looked at only where it can change the answer: to confirm a reading
         # between the floor and the threshold, and to veto an answer.
-        said: list[tuple[int, float]] | None = None
+        said: list[FaceReading] | None = None
         face_confirmed = False
         if check.floor <= confidence < self.threshold and not standoff:
             said = self.face_readings(read, best)

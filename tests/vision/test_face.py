@@ -7,8 +7,16 @@ import pytest
 
 from controller.kernel.cards import ALL_FACES, Card, parse_card
 from vision.artwork import render_card_bgra
-from vision.deck import FaceCheck
-from vision.face import FACE_HEIGHT, FACE_WIDTH, Face, build_templates, reading, warp_face
+from vision.deck import FACE_CONFIRM_MATCH, FaceCheck
+from vision.face import (
+    FACE_HEIGHT,
+    FACE_WIDTH,
+    Face,
+    FaceReading,
+    build_templates,
+    reading,
+    warp_face,
+)
 from vision.locate import find_corners
 from vision.recognise import Recogniser
 from vision.synth import SOURCE_HEIGHT_PX, SceneOptions, render_scene
@@ -60,9 +68,10 @@ HIDDEN = ("7H", "8S", "3D", "9C", "QS", "5C", "TD", "2H", "AS", "KH", "4S", "6D"
 
 def test_the_face_names_cards_whose_index_corners_are_hidden(templates: np.ndarray) -> None:
     """A corner whose suit (here: whole index) is hidden cannot name the card; the face can,
-    from the pips and the picture. Alone it is not sure enough to answer (36 of these 39
-    right when this test was written, a 4S read as 4C among the misses): it only ever
-    confirms a corner reading."""
+    from the pips and the picture. 36 of these 39 were named when the faces were 40 pixels
+    wide and compared whole (a 4S named 4C among the misses); 39 at 80 pixels with the suit
+    read from the suit parts. The face still only ever confirms a corner reading, or vetoes
+    one: alone it names the wrong card too often (docs/vision.md)."""
     named, misses = 0, []
     for name in HIDDEN:
         card = parse_card(name)
@@ -71,9 +80,9 @@ def test_the_face_names_cards_whose_index_corners_are_hidden(templates: np.ndarr
             rng = np.random.default_rng(41 + truth + 100 * seed)
             scene = render_scene(DESIGN, card, rng, CLEAR, faces=_without_indices)
             face = _index_face(scene.image, scene.corners)
-            best, margin = reading(templates, face, truth)
+            best, margin, match = reading(templates, face, truth)
             check = FaceCheck(templates, floor=0.95, level=0.0)
-            assert check.confirms(face, truth) == (best == truth)
+            assert check.confirms(face, truth) == (best == truth and match >= FACE_CONFIRM_MATCH)
             if best == truth:
                 named += 1
                 assert margin > 0
@@ -84,7 +93,7 @@ def test_the_face_names_cards_whose_index_corners_are_hidden(templates: np.ndarr
                         assert not check.confirms(face, ALL_FACES.index(other))
             else:
                 misses.append((name, str(ALL_FACES[best])))
-    assert named >= 33, misses
+    assert named >= 38, misses
 
 
 def test_a_face_check_at_a_higher_level_confirms_less(templates: np.ndarray) -> None:
@@ -92,7 +101,7 @@ def test_a_face_check_at_a_higher_level_confirms_less(templates: np.ndarray) -> 
     truth = ALL_FACES.index(card)
     scene = render_scene(DESIGN, card, np.random.default_rng(5), CLEAR)
     face = _index_face(scene.image, scene.corners)
-    _best, margin = reading(templates, face, truth)
+    _best, margin, _match = reading(templates, face, truth)
     assert FaceCheck(templates, floor=0.95, level=max(margin - 1e-3, 0.0)).confirms(face, truth)
     assert not FaceCheck(templates, floor=0.95, level=margin + 1e-3).confirms(face, truth)
 
@@ -100,8 +109,15 @@ def test_a_face_check_at_a_higher_level_confirms_less(templates: np.ndarray) -> 
 class _FaceSays(Recogniser):
     """A recogniser whose corners read as given and whose face check names ``face``."""
 
-    def __init__(self, face: str, *reads: tuple[str, float], threshold: float = 0.995) -> None:
+    def __init__(
+        self,
+        face: str,
+        *reads: tuple[str, float],
+        threshold: float = 0.995,
+        match: float = 0.9,
+    ) -> None:
         super().__init__(threshold=threshold)
+        self.match = match
         zeros = np.zeros((52, 2, FACE_HEIGHT, FACE_WIDTH), np.float32)
         self.face_check = FaceCheck(zeros, floor=0.95, level=0.0)
         self.face = parse_card(face)
@@ -112,11 +128,11 @@ class _FaceSays(Recogniser):
     def face_probabilities(self, image: np.ndarray) -> np.ndarray:
         return self.read
 
-    def face_readings(self, frames: object, best: int) -> list[tuple[int, float]]:  # type: ignore[override]
-        # The face names ``face`` surely: by a wide margin over the others, and the corners'
-        # best face by as wide a one below it when another.
+    def face_readings(self, frames: object, best: int) -> list[FaceReading]:  # type: ignore[override]
+        # The face names ``face`` by a wide margin over the others, and the corners' best
+        # face by as wide a one below it when another; matching it by ``match``.
         named = ALL_FACES.index(self.face)
-        return [(named, 1.0 if named == best else -1.0)]
+        return [FaceReading(named, 1.0 if named == best else -1.0, self.match)]
 
 
 IMAGE = np.zeros((8, 8, 3), np.uint8)
@@ -146,6 +162,26 @@ def test_a_face_naming_the_ranks_other_suit_vetoes_even_above_the_threshold() ->
     assert (above.card, above.reason) == (None, "face names another suit")
     agreeing = _FaceSays("2S", ("2S", 0.999), ("2S", 0.998)).recognise(IMAGE)
     assert (agreeing.card, agreeing.reason) == (parse_card("2S"), "recognised")
+
+
+def test_a_face_that_matches_poorly_neither_vetoes_nor_confirms() -> None:
+    """A face whose pips a neighbouring card covers matches every suit poorly and then names
+    one at random: plastic's right answers that the veto stopped matched the suit they named
+    at 0.5 at most, the wrong cards it was found from at 0.78 or more."""
+    from vision.deck import FACE_CONFIRM_MATCH, SUIT_VETO_MATCH
+
+    poorly = SUIT_VETO_MATCH - 0.05
+    covered = _FaceSays("2C", ("2S", 0.999), ("2S", 0.998), match=poorly).recognise(IMAGE)
+    assert (covered.card, covered.reason) == (parse_card("2S"), "recognised")
+    clear = _FaceSays("2C", ("2S", 0.999), ("2S", 0.998), match=SUIT_VETO_MATCH).recognise(IMAGE)
+    assert (clear.card, clear.reason) == (None, "face names another suit")
+    # Below the threshold, a face that names the card but hardly matches it confirms nothing
+    # (tango's calibration: a queen of hearts read as an ace of spades at 0.77, the face
+    # naming the ace of spades with a match of 0.12).
+    unseen = _FaceSays("2S", ("2S", 0.97), match=FACE_CONFIRM_MATCH - 0.01).recognise(IMAGE)
+    assert (unseen.card, unseen.reason) == (None, "below threshold")
+    seen = _FaceSays("2S", ("2S", 0.97), match=FACE_CONFIRM_MATCH).recognise(IMAGE)
+    assert (seen.card, seen.face_confirmed) == (parse_card("2S"), True)
 
 
 def test_the_face_does_not_lift_a_reading_below_the_floor_or_settle_a_disagreement() -> None:
