@@ -256,7 +256,7 @@ class EnrolledDeck:
     threshold: float
     info: dict[str, object]
     appearance_weight: float = 0.0
-    faces: FaceCheck | None = None  # None for decks enrolled before format 4
+    faces: FaceCheck | None = None  # None for decks enrolled before format 5
 
     def __post_init__(self) -> None:
         import numpy as np

@@ -4,14 +4,17 @@ An enrolled deck's corner reading is the answer; this is a second, independent l
 can confirm it. The index corner's frame (and the card's other corners, where the locator
 found them) give the card's four corners; the card is warped to a small upright face,
 aligned to the mean face of the rank read (all four suits alike, so the alignment favours no
-suit), and compared by masked normalised correlation with the deck's 52 mean faces. A suit
+suit), and compared by masked normalised correlation with the deck's 52 mean faces: that
+names the rank. The suit is read apart, where the rank's four mean faces differ (the pips,
+high-passed, :func:`suit_correlations`): over the whole face the few pixels that tell a
+spade from a club are drowned by the light's gradient over the card and its tint. A suit
 hidden under a neighbouring card's edge in the index corner is still printed in the centre
 pips, and the pips' layout carries the rank.
 
-Alone this cue is weak (its best face is right on about 90-95 % of enrolment pictures,
-docs/vision.md): the mean faces of one rank's four suits differ in a few pixels. It is only
-ever used to *agree* with a corner reading: :mod:`vision.recognise` lets a reading the
-deck's threshold turns away through only when the face names the same card.
+Alone this cue is not sure enough to answer (it names the wrong card on a few in a hundred
+pictures, docs/vision.md). It is only used beside a corner reading:
+:mod:`vision.recognise` lets a reading the deck's threshold turns away through when the face
+names the same card, and withdraws an answer whose suit the face clearly names otherwise.
 
 Pure image code: numpy and OpenCV, no I/O.
 """

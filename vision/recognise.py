@@ -12,7 +12,7 @@ and a wrong card is far worse than none.
 With an enrolled deck that has mean faces (:mod:`vision.face`), a reading below the deck's
 threshold but above its floor is answered when the whole face, warped from the corner that
 read it, names the same card: two independent looks agreeing; and any answer is withdrawn
-when the face names the same rank in another suit (the suit veto).
+when the face clearly names the same rank in another suit (the suit veto).
 Across consecutive frames of the same position, :meth:`Recogniser.recognise_frames` combines
 the per-frame scores by their mean.
 """
@@ -148,7 +148,7 @@ class Recognition:
     best: Card | None = None  # the best face even when abstaining, for diagnostics
     corners: int = 0
     scores: np.ndarray | None = field(default=None, repr=False)  # (52,) per face
-    # Answered below the deck's threshold because the whole face named the same card.
+    # Answered below the deck's threshold because the face named the same card.
     face_confirmed: bool = False
 
 
@@ -239,7 +239,7 @@ class Recogniser:
         single-corner threshold is then not applied). An answer from one corner is judged by
         that corner alone: weak candidates must not lift it over the bar by noisy-OR.
         ``standoff`` (see :func:`is_standoff`): the corners disagree, no answer.
-        ``face_confirmed``: the whole face named the best face too in every frame it was
+        ``face_confirmed``: the face named the best face too in every frame it was
         looked at (:meth:`face_readings`), which stands in for the threshold (never for the
         other rules)."""
         import numpy as np
@@ -281,7 +281,7 @@ class Recogniser:
         frames: list[tuple[np.ndarray, np.ndarray, list[CornerCandidate], list[CornerCandidate]]],
         best: int,
     ) -> list[FaceReading]:
-        """What the whole face says of face ``best`` (:func:`vision.face.reading`) in each
+        """What the face says of face ``best`` (:func:`vision.face.reading`) in each
         frame (image, corner probabilities, candidates read, all corners found) where a corner
         reads it at 0.5 or more, warped from the corner that reads it most surely; none
         without a face check. Warping and aligning cost a few milliseconds: done once for
