@@ -7,7 +7,8 @@ aligned to the mean face of the rank read (all four suits alike, so the alignmen
 suit), and compared by masked normalised correlation with the deck's 52 mean faces: that
 names the rank. The suit is read apart, where the rank's four mean faces differ (the pips,
 high-passed, :func:`suit_correlations`): over the whole face the few pixels that tell a
-spade from a club are drowned by the light's gradient over the card and its tint. A suit
+spade from a club are drowned by everything else on it (the parts every suit shares, what
+covers the card, the light). A suit
 hidden under a neighbouring card's edge in the index corner is still printed in the centre
 pips, and the pips' layout carries the rank.
 
@@ -48,9 +49,9 @@ _ECC_STEPS: Final = 30
 # The suit is read where a rank's four mean faces differ (pips, a court card's suit marks):
 # the pixels whose variance over the four suits is at least this share of the largest...
 SUIT_PART_SHARE: Final = 0.2
-# ... high-passed (the face less its Gaussian blur of this sigma, in face pixels) so that
-# the light's gradient over the card, its tint and a soft shadow do not count. Both chosen
-# on tango's and plastic's development sets (docs/vision.md).
+# ... high-passed (the face less its Gaussian blur of this sigma, in face pixels): the pips'
+# outlines rather than their area. Both chosen on tango's and plastic's development sets
+# (docs/vision.md): the parts gave most of the gain, the high-pass another point on tango.
 SUIT_SHARPEN_SIGMA: Final = 3.0
 
 
