@@ -218,28 +218,34 @@ class FaceCheck:
         return self.agrees(reading(self.templates, face, face_index, self.parts), face_index)
 
     def agrees(self, said: FaceReading, face_index: int) -> bool:
-        """True when what a face said of face ``face_index`` (:func:`vision.face.reading`:
-        the face it names and the margin of ``face_index``) names it by ``level``, matching
-        it by :data:`FACE_CONFIRM_MATCH`."""
-        return (
-            said.named == face_index
-            and said.margin >= self.level
-            and said.match >= FACE_CONFIRM_MATCH
-        )
+        """:func:`face_agrees` at this deck's level."""
+        return face_agrees(said, face_index, self.level)
 
     def names_other_suit(self, said: FaceReading, face_index: int) -> bool:
-        """True when what a face said of face ``face_index`` (:func:`vision.face.reading`)
-        names the same rank in another suit, by at least :data:`SUIT_VETO_MARGIN`, matching
-        it by at least :data:`SUIT_VETO_MATCH`: the corners' suit is then in doubt (a deck
-        whose network reads clubs as spades answered such cards wrong)."""
-        # ALL_FACES runs rank by rank within a suit.
-        same_rank = said.named % 13 == face_index % 13
-        return (
-            said.named != face_index
-            and same_rank
-            and -said.margin >= SUIT_VETO_MARGIN
-            and said.match >= SUIT_VETO_MATCH
-        )
+        """:func:`face_names_other_suit`."""
+        return face_names_other_suit(said, face_index)
+
+
+def face_agrees(said: FaceReading, face_index: int, level: float) -> bool:
+    """True when what a face said of face ``face_index`` (:func:`vision.face.reading`) names
+    it by ``level``, matching it by :data:`FACE_CONFIRM_MATCH`. One rule for the recogniser
+    and the enrolment's calibration, which sets the level."""
+    return said.named == face_index and said.margin >= level and said.match >= FACE_CONFIRM_MATCH
+
+
+def face_names_other_suit(said: FaceReading, face_index: int) -> bool:
+    """True when what a face said of face ``face_index`` (:func:`vision.face.reading`) names
+    the same rank in another suit, by at least :data:`SUIT_VETO_MARGIN`, matching it by at
+    least :data:`SUIT_VETO_MATCH`: the corners' suit is then in doubt (a deck whose network
+    reads clubs as spades answered such cards wrong)."""
+    # ALL_FACES runs rank by rank within a suit.
+    same_rank = said.named % 13 == face_index % 13
+    return (
+        said.named != face_index
+        and same_rank
+        and -said.margin >= SUIT_VETO_MARGIN
+        and said.match >= SUIT_VETO_MATCH
+    )
 
 
 @dataclass(frozen=True)
@@ -290,7 +296,8 @@ class EnrolledDeck:
                 f", {float(info.get('calibration_correct_with_face', 0.0)):.2%} with the face "
                 f"check (level {float(info.get('calibration_face_level', 0.0)):.3f}, "
                 f"{info.get('calibration_face_agreed_with_wrong')} face(s) agreed with a wrong "
-                "reading)"
+                f"reading; the suit veto turned away {info.get('calibration_vetoed_right', 0)} "
+                "right reading(s))"
                 if "calibration_face_level" in info
                 else ""
             )

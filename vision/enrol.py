@@ -25,16 +25,17 @@ from typing import TYPE_CHECKING, Final
 from controller.kernel.cards import ALL_FACES, RANKS, SUITS, Card, parse_card
 from controller.kernel.errors import ConfigurationError
 from vision.deck import (
-    FACE_CONFIRM_MATCH,
     NO_INDEX_CLASS,
     RANK_CLASSES,
     SUIT_CLASSES,
     EnrolledDeck,
     FaceCheck,
     Heads,
+    face_agrees,
+    face_names_other_suit,
     heads_input,
 )
-from vision.face import Face, build_templates, reading, suit_parts, warp_face
+from vision.face import Face, FaceReading, build_templates, reading, suit_parts, warp_face
 from vision.locate import LOCATOR_REVISION, cut_patch, find_corners, normalise_patches
 from vision.model import CornerClassifier
 
@@ -319,8 +320,8 @@ def _calibrate(
     for picture in pictures:
         folds.append(seen.get(picture.card, 0) % _CALIBRATION_FOLDS)
         seen[picture.card] = seen.get(picture.card, 0) + 1
-    # score, right, answered at a threshold, the face agrees, the face's margin
-    outcomes: list[tuple[float, bool, bool, bool, float]] = []
+    # score, right, answered at a threshold, the best face, what the face said of it
+    outcomes: list[tuple[float, bool, bool, int, FaceReading]] = []
     agreeing_wrong: list[float] = []  # the face's margin where it agreed with a wrong reading
     suspects: list[tuple[float, Card, Card]] = []
     for fold in range(_CALIBRATION_FOLDS):
@@ -341,35 +342,36 @@ def _calibrate(
             read_as = ALL_FACES[best]
             # The face as the recogniser warps it: from the corner that reads the best face
             # most surely.
-            face_best, face_margin, match = reading(
+            said = reading(
                 templates, picture.faces[int(np.argmax(probabilities[:, best]))], best, parts
             )
-            face_agrees = face_best == best and match >= FACE_CONFIRM_MATCH
-            if read_as != picture.card and face_agrees:
-                agreeing_wrong.append(face_margin)
+            if read_as != picture.card and face_agrees(said, best, level=0.0):
+                agreeing_wrong.append(said.margin)
             if is_ambiguous(float(scores[best]), float(scores[order[1]])):
                 continue  # abstains whatever the threshold
             # A reading whose corners disagree (is_standoff) abstains too, but is not
             # skipped: when the face it scores best is wrong, a corner read a wrong card
             # confidently, and with the other corner hidden the deck would answer it.
             answers = not is_standoff(probabilities, best)
-            outcomes.append(
-                (float(scores[best]), read_as == picture.card, answers, face_agrees, face_margin)
-            )
+            outcomes.append((float(scores[best]), read_as == picture.card, answers, best, said))
             if read_as != picture.card and scores[best] >= SUSPECT_LABEL_SCORE:
                 suspects.append((float(scores[best]), picture.card, read_as))
     wrong = [score for score, right, *_ in outcomes if not right]
     worst = max(wrong, default=0.0)
     threshold = threshold_above(worst, margin, minimum)
     face_level = max(agreeing_wrong) + _FACE_LEVEL_STEP if agreeing_wrong else 0.0
-    kept = confirmed = 0
-    for score, right, answers, face_agrees, face_margin in outcomes:
+    kept = confirmed = vetoed = 0
+    for score, right, answers, best, said in outcomes:
         if not (right and answers):
             continue
         if score >= threshold:
             kept += 1
-        elif score >= minimum and face_agrees and face_margin >= face_level:
+        elif score >= minimum and face_agrees(said, best, face_level):
             confirmed += 1
+        else:
+            continue
+        if face_names_other_suit(said, best):
+            vetoed += 1  # an answer the suit veto turns away
     return _Calibration(
         threshold,
         face_level,
@@ -380,7 +382,8 @@ def _calibrate(
             "calibration_correct_at_threshold": kept / max(len(pictures), 1),
             "calibration_face_agreed_with_wrong": len(agreeing_wrong),
             "calibration_face_level": face_level,
-            "calibration_correct_with_face": (kept + confirmed) / max(len(pictures), 1),
+            "calibration_correct_with_face": (kept + confirmed - vetoed) / max(len(pictures), 1),
+            "calibration_vetoed_right": vetoed,
             "calibration_suspect_labels": [
                 f"a picture labelled {label} reads as {read_as} ({score:.4f})"
                 for score, label, read_as in sorted(suspects, key=lambda s: s[0], reverse=True)[:10]

@@ -336,3 +336,19 @@ def test_vision_cli_does_not_import_opencv() -> None:
         "sys.exit(1 if 'cv2' in sys.modules else 0)"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_the_calibration_summary_says_what_the_suit_veto_cost() -> None:
+    info = {
+        "calibration_pictures": 1040,
+        "calibration_wrong_without_threshold": 2,
+        "calibration_highest_wrong_score": 0.64,
+        "calibration_correct_at_threshold": 0.975,
+        "calibration_face_agreed_with_wrong": 0,
+        "calibration_face_level": 0.0,
+        "calibration_correct_with_face": 0.9885,
+        "calibration_vetoed_right": 3,
+    }
+    summary = EnrolledDeck(_zero_heads(), "abc", 0.997, info).calibration_summary()
+    assert "98.85% with the face check" in summary
+    assert "the suit veto turned away 3 right reading(s)" in summary
