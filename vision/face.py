@@ -146,13 +146,19 @@ def correlations(templates: np.ndarray, values: np.ndarray, mask: np.ndarray) ->
     corner it was warped from may be either index corner)."""
     import numpy as np
 
-    best = np.full(len(templates), -np.inf)
+    # As matrix products over flattened templates: multiplying the 52 templates by the mask
+    # pixel by pixel took 6 of the face check's 9 ms at 80 pixels.
+    count_templates = len(templates)
+    flat = templates.reshape(count_templates, 2, -1)
+    squares = np.square(flat)
+    best = np.full(count_templates, -np.inf)
     for face_values, face_mask in ((values, mask), (values[:, ::-1, ::-1], mask[:, ::-1, ::-1])):
-        masked = templates * face_mask
-        count = max(float(face_mask[0].sum()), 1.0)
-        means = masked.sum(axis=(2, 3)) / count
-        energy = (masked**2).sum(axis=(1, 2, 3)) - count * (means**2).sum(axis=1)
-        products = (masked * face_values).reshape(len(templates), -1).sum(axis=1)
+        inside = np.ascontiguousarray(face_mask).reshape(2, -1)
+        count = max(float(inside[0].sum()), 1.0)
+        means = np.stack([flat[:, c] @ inside[c] for c in range(2)], axis=1) / count
+        energy = sum(squares[:, c] @ inside[c] for c in range(2)) - count * (means**2).sum(axis=1)
+        seen = np.ascontiguousarray(face_values * face_mask).reshape(-1)
+        products = flat.reshape(count_templates, -1) @ seen
         best = np.maximum(best, products / np.sqrt(np.maximum(energy, 1e-9)))
     return best
 

@@ -189,3 +189,31 @@ def test_the_face_does_not_lift_a_reading_below_the_floor_or_settle_a_disagreeme
     assert (below_floor.card, below_floor.reason) == (None, "below threshold")
     disagree = _FaceSays("2S", ("2S", 0.97), ("2C", 0.93)).recognise(IMAGE)
     assert disagree.card is None and disagree.reason in ("ambiguous", "corners disagree")
+
+
+def test_the_correlations_are_the_masked_normalised_correlations() -> None:
+    """``correlations`` computes what this direct formula says: over the face's valid
+    pixels, each template centred per channel and scaled to unit length, times the face's
+    (centred) features; the better of the face and its half turn."""
+    from vision.face import correlations
+
+    rng = np.random.default_rng(9)
+    templates = rng.normal(0, 1, (52, 2, FACE_HEIGHT, FACE_WIDTH)).astype(np.float32)
+    valid = np.ones((FACE_HEIGHT, FACE_WIDTH), bool)
+    valid[: FACE_HEIGHT // 3, : FACE_WIDTH // 2] = False  # a corner out of the image
+    mask = np.stack([valid, valid]).astype(np.float32)
+    # Centred per channel over the valid pixels, as vision.face.features makes them.
+    values = rng.normal(0, 1, (2, FACE_HEIGHT, FACE_WIDTH)).astype(np.float32)
+    values = (values - values[:, valid].mean(axis=1)[:, None, None]) * mask
+
+    def direct(face_values: np.ndarray, face_mask: np.ndarray) -> np.ndarray:
+        inside = face_mask[0] > 0
+        scores = []
+        for template in templates.astype(np.float64):
+            seen = template[:, inside]
+            seen = seen - seen.mean(axis=1, keepdims=True)
+            scores.append(float((seen * face_values[:, inside]).sum()) / np.linalg.norm(seen))
+        return np.array(scores)
+
+    expected = np.maximum(direct(values, mask), direct(values[:, ::-1, ::-1], mask[:, ::-1, ::-1]))
+    assert np.allclose(correlations(templates, values, mask), expected, rtol=1e-4, atol=1e-4)
