@@ -123,7 +123,7 @@ def load_recogniser(config: ReaderConfig) -> Recogniser:
     from vision.recognise import SLOT_SINGLE_CORNER_THRESHOLD, Recogniser
 
     deck = EnrolledDeck.load(config.deck) if config.deck is not None else None
-    if deck is not None and (warning := deck.stale_locator_warning()):
+    if deck is not None and (warning := deck.stale_warning()):
         logger.warning("camera deck %s: %s", config.deck, warning)
     # A slot's region is centred on the slot: in a blackjack cascade it also shows the index
     # of the card beneath, which must never be read as the slot's card; a neighbour may cover

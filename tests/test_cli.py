@@ -18,8 +18,7 @@ COMMANDS = [path for path, _ in sub_commands(build_parser())]
 
 # Commands whose modules other people are rewriting now; each is to follow the same
 # conventions (the helpers are in controller.kernel.cli_support) and then leave this list.
-PENDING: dict[tuple[str, ...], str] = {
-}
+PENDING: dict[tuple[str, ...], str] = {}
 
 # Source markup and paths inside the source tree mean nothing to someone at a terminal.
 SOURCE_MARKUP = re.compile(

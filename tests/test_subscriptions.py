@@ -59,9 +59,7 @@ def test_a_subscription_refused_past_the_window_is_taken_up_once_the_broker_gran
         client.on_connect = lambda c, _u, _f, reason, _p: (
             None if reason.is_failure else subscriptions.subscribe(c)
         )
-        client.on_subscribe = lambda _c, _u, mid, reasons, _p: subscriptions.on_suback(
-            mid, reasons
-        )
+        client.on_subscribe = lambda _c, _u, mid, reasons, _p: subscriptions.on_suback(mid, reasons)
         client.username_pw_set("probe", "probe-pw")
         client.connect_async(node.host, node.mqtt_port)
         client.loop_start()

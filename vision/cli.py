@@ -128,7 +128,7 @@ def _recogniser(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from vision.recognise import Recogniser
 
     deck = EnrolledDeck.load(args.deck) if getattr(args, "deck", None) else None
-    if deck is not None and (warning := deck.stale_locator_warning()):
+    if deck is not None and (warning := deck.stale_warning()):
         print(f"warning: {args.deck}: {warning}", file=sys.stderr)
     return Recogniser(args.model or DEFAULT_MODEL, deck=deck, threshold=args.threshold)
 

@@ -263,6 +263,8 @@ class EnrolledDeck:
     info: dict[str, object]
     appearance_weight: float = 0.0
     faces: FaceCheck | None = None  # None for decks enrolled before format 5
+    # Read from a format 4 file, whose mean faces this reader no longer compares.
+    faces_set_aside: bool = False
 
     def __post_init__(self) -> None:
         import numpy as np
@@ -310,28 +312,36 @@ class EnrolledDeck:
         value = self.info.get("locator_revision")
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
-    def stale_locator_warning(self) -> str | None:
-        """What to tell the engineer when the deck was enrolled with another locator, or
-        None. Such a deck still reads (one enrolled with revision 1 read better with revision
-        3), so it is not refused; but its heads were fitted, and its threshold calibrated, on
-        the corner candidates that locator found, and a new locator finds corners they never
-        saw (plastic's covered AC, read as AS at 0.9998 under revision 2: docs/vision.md)."""
+    def stale_warning(self) -> str | None:
+        """What to tell the engineer when the deck reads with less than a new enrolment
+        would give it, or None: enrolled with another corner locator, or with mean faces
+        this reader sets aside (format 4). Such a deck still reads (one enrolled with locator
+        revision 1 read better with revision 3), so it is not refused; but its heads were
+        fitted, and its threshold calibrated, on the corner candidates that locator found,
+        and a new locator finds corners they never saw (plastic's covered AC, read as AS at
+        0.9998 under revision 2: docs/vision.md); and without its face check it has no suit
+        veto."""
         from vision.locate import LOCATOR_REVISION
 
+        reasons = []
         enrolled_with = self.locator_revision
-        if enrolled_with == LOCATOR_REVISION:
-            return None
-        if enrolled_with is not None:
-            was = f"revision {enrolled_with} of the corner locator"
-        elif "locator_revision" in self.info:
-            was = f"a corner locator revision it records as {self.info['locator_revision']!r}"
-        else:
-            was = "an older revision of the corner locator"
-        return (
-            f"the deck was enrolled with {was} and this is revision {LOCATOR_REVISION}: its "
-            "heads and threshold were fitted on the corners that locator found; enrol the "
-            "deck again"
-        )
+        if enrolled_with != LOCATOR_REVISION:
+            if enrolled_with is not None:
+                was = f"revision {enrolled_with} of the corner locator"
+            elif "locator_revision" in self.info:
+                was = f"a corner locator revision it records as {self.info['locator_revision']!r}"
+            else:
+                was = "an older revision of the corner locator"
+            reasons.append(
+                f"the deck was enrolled with {was} and this is revision {LOCATOR_REVISION}: "
+                "its heads and threshold were fitted on the corners that locator found"
+            )
+        if self.faces_set_aside:
+            reasons.append(
+                f"its mean faces are of deck format 4 and this reader compares format "
+                f"{FORMAT_VERSION}'s: it reads without the face check and its suit veto"
+            )
+        return "; ".join(reasons) + "; enrol the deck again" if reasons else None
 
     def features(self, embedding: np.ndarray, patches: np.ndarray) -> np.ndarray:
         """The heads' input for corners with these embeddings and uint8 BGR patches."""
@@ -395,7 +405,8 @@ class EnrolledDeck:
                         "enrol the deck again"
                     )
                 faces = None
-                if "face_templates" in data and meta["format"] >= _FACE_FORMAT:
+                set_aside = "face_templates" in data and meta["format"] < _FACE_FORMAT
+                if "face_templates" in data and not set_aside:
                     faces = FaceCheck(
                         templates=np.asarray(data["face_templates"], np.float32),
                         floor=float(meta["face_floor"]),
@@ -408,6 +419,7 @@ class EnrolledDeck:
                     info=dict(meta.get("info", {})),
                     appearance_weight=float(meta.get("appearance_weight", 0.0)),
                     faces=faces,
+                    faces_set_aside=set_aside,
                 )
         except FileNotFoundError as error:
             raise ConfigurationError(f"enrolled deck {path} not found") from error

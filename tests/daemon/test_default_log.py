@@ -41,16 +41,13 @@ def _online(port: int) -> None:
 
 def _run(tmp_path: Path, port: int, verbose: int, starts: int = 1) -> list[tuple[str, str]]:
     with ShoeSimulator("angel-eye", tmp_path / "shoe", seed=3):
-        config = write_config(
-            tmp_path / "t1.toml", shoe_port=tmp_path / "shoe", broker_port=port
-        )
+        config = write_config(tmp_path / "t1.toml", shoe_port=tmp_path / "shoe", broker_port=port)
         daemon = DaemonProcess(config, tmp_path / "daemon.log", verbose=verbose)
         try:
             for start in range(1, starts + 1):
                 daemon.start()
                 wait_until(
-                    lambda n=start: daemon.log().count("running: ready") >= n
-                    or not daemon.alive(),
+                    lambda n=start: daemon.log().count("running: ready") >= n or not daemon.alive(),
                     TIMEOUT_S,
                     "the ready line",
                 )

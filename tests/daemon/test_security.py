@@ -1211,6 +1211,7 @@ def test_a_response_topic_is_honoured_only_under_the_accounts_own(
 # A response topic below the account's own that holds a wildcard cannot be published to:
 # the daemon answers on the account's own topic instead, and goes on.
 
+
 def wildcard_request(watch: Peer, command: str, transaction: str, **fields: Any) -> None:
     topic = f"{response_topic('alice')}/#"
     reason = watch.publish(

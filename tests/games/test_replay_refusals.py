@@ -61,8 +61,7 @@ def test_a_misspelt_decisions_key_is_refused_not_auto_played() -> None:
         ),
         (
             {"game": "baccarat", "mdoe": "no-commission", "cards": BACCARAT_CARDS},
-            "unknown key 'mdoe': did you mean 'mode'? (a baccarat line takes game, mode and "
-            "cards)",
+            "unknown key 'mdoe': did you mean 'mode'? (a baccarat line takes game, mode and cards)",
         ),
         (
             {"game": "blackjack-boundless", "cards": BLACKJACK_CARDS, "colour": "red"},
@@ -82,8 +81,7 @@ def test_a_misspelt_decisions_key_is_refused_not_auto_played() -> None:
         ),
         (
             {"cards": BACCARAT_CARDS},
-            "a line needs game: baccarat, blackjack-boundless, blackjack-classic or "
-            "blackjack-21",
+            "a line needs game: baccarat, blackjack-boundless, blackjack-classic or blackjack-21",
         ),
         (
             {"game": "bacarat", "cards": BACCARAT_CARDS},

@@ -52,8 +52,7 @@ def test_ctl_over_mqtt_5_on_a_nats_node_is_told_to_try_3_1_1(nats_cluster: NatsC
     port = nats_cluster.node(1).mqtt_port
     line = one_line_error(ctl(port, "status"))
     assert line == (
-        f"livetable: error: the MQTT broker at 127.0.0.1:{port} refused MQTT 5: "
-        "try --mqtt 3.1.1"
+        f"livetable: error: the MQTT broker at 127.0.0.1:{port} refused MQTT 5: try --mqtt 3.1.1"
     ), line
     # Under 3.1.1 the connection is taken: there is only no table t1 to ask.
     line = one_line_error(ctl(port, "--mqtt", "3.1.1", "status"))

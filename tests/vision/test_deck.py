@@ -318,6 +318,18 @@ def test_a_deck_of_format_4_reads_without_its_mean_faces(tmp_path: Path) -> None
     )
     old = EnrolledDeck.load(tmp_path / "old.npz")
     assert old.faces is None and old.threshold == 0.99
+    # The engineer is told (the reader and the vision commands log this warning), since
+    # without the check the deck has no suit veto either.
+    warning = str(old.stale_warning())
+    assert "deck format 4" in warning and "without the face check" in warning
+    assert warning.endswith("enrol the deck again")
+    # A deck of format 3 never had mean faces: nothing set aside, nothing to say of them.
+    np.savez(
+        tmp_path / "three.npz",
+        meta=np.array('{"format": 3, "model_digest": "a", "threshold": 0.99}'),
+        **_zero_heads().arrays(),
+    )
+    assert "face check" not in str(EnrolledDeck.load(tmp_path / "three.npz").stale_warning())
 
 
 def test_file_names_must_start_with_a_card(tmp_path: Path) -> None:

@@ -288,7 +288,7 @@ def test_a_deck_calibrated_with_another_locator_is_read_with_a_warning(
     from drivers.camera_reader import ReaderConfig, load_recogniser
 
     assert small_deck.locator_revision == LOCATOR_REVISION
-    assert small_deck.stale_locator_warning() is None
+    assert small_deck.stale_warning() is None
     current, older = tmp_path / "current.npz", tmp_path / "older.npz"
     small_deck.save(current)
     # A deck enrolled before the revision was recorded (revisions 1 and 2).
@@ -310,17 +310,15 @@ def test_a_deck_calibrated_with_another_locator_is_read_with_a_warning(
         assert not caplog.records
         assert load_recogniser(ReaderConfig(deck=older)).deck is not None
     assert [record.getMessage() for record in caplog.records] == [
-        f"camera deck {older}: {replace(small_deck, info=info).stale_locator_warning()}"
+        f"camera deck {older}: {replace(small_deck, info=info).stale_warning()}"
     ]
     earlier = replace(small_deck, info={**info, "locator_revision": LOCATOR_REVISION - 1})
-    assert f"revision {LOCATOR_REVISION - 1} of the corner locator" in str(
-        earlier.stale_locator_warning()
-    )
+    assert f"revision {LOCATOR_REVISION - 1} of the corner locator" in str(earlier.stale_warning())
     # Only a whole number is a revision: a hand-edited true or "3" is not, and is named.
     for odd in (True, "3", 3.0):
         hand_edited = replace(small_deck, info={**info, "locator_revision": odd})
         assert hand_edited.locator_revision is None
-        assert f"it records as {odd!r}" in str(hand_edited.stale_locator_warning())
+        assert f"it records as {odd!r}" in str(hand_edited.stale_warning())
 
 
 def test_cli_classify_json_and_eval(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
