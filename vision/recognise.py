@@ -152,8 +152,19 @@ class Recognition:
     face_confirmed: bool = False
 
 
+@dataclass(frozen=True)
+class CornerReadings:
+    """What the corners of one image read: the face check warps the card from them."""
+
+    probabilities: np.ndarray  # (candidates, 52) probability of each face at each candidate
+    candidates: list[CornerCandidate]  # the candidates read (slot-centred ones, if so)
+    found: list[CornerCandidate]  # every corner the locator found (they refine a warp)
+
+
 class Recogniser:
-    """Reads rank and suit of the card in an image; thread-unsafe, one per worker.
+    """Reads rank and suit of the card in an image. It keeps nothing of one image for the
+    next; its corner network is not safe to share between threads (see
+    :class:`vision.model.CornerClassifier`), so the camera reader keeps one per worker.
 
     By default the card may lie anywhere in the image. With ``slot_centred`` (a camera's
     card-slot region), only index corners of a card lying at the image's centre count: the
@@ -184,9 +195,6 @@ class Recogniser:
         # The face check's level was calibrated together with the deck's threshold; a
         # threshold given instead (stricter, or 0 for calibration) is applied as given.
         self.face_check = deck.faces if deck is not None and threshold is None else None
-        # The corners of the last image read: the face check warps the card from them.
-        self._candidates: list[CornerCandidate] = []
-        self._found: list[CornerCandidate] = []
         if threshold is not None:
             self.threshold = threshold
         elif deck is not None:
@@ -196,29 +204,32 @@ class Recogniser:
 
     def face_probabilities(self, image: np.ndarray) -> np.ndarray:
         """(candidates, 52) probability of each face at each corner candidate."""
+        return self.read_corners(image).probabilities
+
+    def read_corners(self, image: np.ndarray) -> CornerReadings:
+        """The image's corner candidates and what each reads (:class:`CornerReadings`)."""
         import numpy as np
 
         if image is None or image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
             from controller.kernel.errors import ConfigurationError
 
             raise ConfigurationError("an image must be a BGR uint8 array")
-        candidates = find_corners(image)
-        self._found = candidates
+        found = find_corners(image)
+        candidates = found
         if self.slot_centred:
             candidates = [
                 candidate
                 for candidate in candidates
                 if centred_on(candidate, image.shape, SLOT_CENTRE_TOLERANCE)
             ]
-        self._candidates = candidates
         if not candidates:
-            return np.zeros((0, len(ALL_FACES)))
+            return CornerReadings(np.zeros((0, len(ALL_FACES))), candidates, found)
         patches = np.stack([cut_patch(image, candidate) for candidate in candidates])
         prediction = self.classifier.predict(normalise_patches(patches))
         rank, suit = prediction.rank, prediction.suit
         if self.deck is not None:
             rank, suit = self.deck.probabilities(prediction.embedding, patches)
-        return face_probabilities_from(rank, suit)
+        return CornerReadings(face_probabilities_from(rank, suit), candidates, found)
 
     def scores(self, image: np.ndarray) -> np.ndarray:
         """(52,) noisy-OR score of each face over the image's corner candidates."""
@@ -278,14 +289,14 @@ class Recogniser:
 
     def face_readings(
         self,
-        frames: list[tuple[np.ndarray, np.ndarray, list[CornerCandidate], list[CornerCandidate]]],
+        frames: list[tuple[np.ndarray, CornerReadings]],
         best: int,
     ) -> list[FaceReading]:
-        """What the face says of face ``best`` (:func:`vision.face.reading`) in each
-        frame (image, corner probabilities, candidates read, all corners found) where a corner
-        reads it at 0.5 or more, warped from the corner that reads it most surely; none
-        without a face check. Warping and aligning cost a few milliseconds: done once for
-        both the confirmation and the veto."""
+        """What the face says of face ``best`` (:func:`vision.face.reading`) in each frame
+        (image and its corner readings) where a corner reads it at 0.5 or more, warped from
+        the corner that reads it most surely; none without a face check. Warping and
+        aligning cost a few milliseconds: done once for both the confirmation and the
+        veto."""
         import numpy as np
 
         from vision.face import reading, warp_face
@@ -294,11 +305,12 @@ class Recogniser:
         if check is None:
             return []
         said = []
-        for image, probabilities, candidates, found in frames:
+        for image, corners in frames:
+            probabilities = corners.probabilities
             if not len(probabilities) or probabilities[:, best].max() < CONFLICT_SCORE:
                 continue
-            corner = candidates[int(np.argmax(probabilities[:, best]))]
-            face = warp_face(image, corner, found)
+            corner = corners.candidates[int(np.argmax(probabilities[:, best]))]
+            face = warp_face(image, corner, corners.found)
             said.append(reading(check.templates, face, best, check.parts))
         return said
 
@@ -313,10 +325,11 @@ class Recogniser:
         per_frame = []
         read = []
         for image in images:
-            probabilities = self.face_probabilities(image)
+            readings = self.read_corners(image)
+            probabilities = readings.probabilities
             corners += len(probabilities)
             per_frame.append(probabilities)
-            read.append((image, probabilities, self._candidates, self._found))
+            read.append((image, readings))
             if len(probabilities):
                 combined += noisy_or(probabilities)
         if corners == 0:

@@ -18,7 +18,7 @@ from vision.face import (
     warp_face,
 )
 from vision.locate import find_corners
-from vision.recognise import Recogniser
+from vision.recognise import CornerReadings, Recogniser
 from vision.synth import SOURCE_HEIGHT_PX, SceneOptions, render_scene
 
 DESIGN = "kde-standard"
@@ -125,8 +125,8 @@ class _FaceSays(Recogniser):
         for corner, (name, probability) in enumerate(reads):
             self.read[corner, ALL_FACES.index(parse_card(name))] = probability
 
-    def face_probabilities(self, image: np.ndarray) -> np.ndarray:
-        return self.read
+    def read_corners(self, image: np.ndarray) -> CornerReadings:
+        return CornerReadings(self.read, [], [])
 
     def face_readings(self, frames: object, best: int) -> list[FaceReading]:  # type: ignore[override]
         # The face names ``face`` by a wide margin over the others, and the corners' best

@@ -26,7 +26,7 @@ from vision.enrol import APPEARANCE_WEIGHT, enrol
 from vision.evaluate import EvalReport, evaluate
 from vision.locate import LOCATOR_REVISION
 from vision.model import DEFAULT_MODEL, load_settings
-from vision.recognise import Recogniser, is_ambiguous, is_standoff, noisy_or
+from vision.recognise import CornerReadings, Recogniser, is_ambiguous, is_standoff, noisy_or
 from vision.synth import render_scene, write_dataset
 
 SETTINGS = load_settings(DEFAULT_MODEL)
@@ -430,8 +430,8 @@ class _CornersRead(Recogniser):
         for corner, (card, probability) in enumerate(reads):
             self.read[corner, ALL_FACES.index(parse_card(card))] = probability
 
-    def face_probabilities(self, image: np.ndarray) -> np.ndarray:
-        return self.read
+    def read_corners(self, image: np.ndarray) -> CornerReadings:
+        return CornerReadings(self.read, [], [])
 
 
 def test_two_index_corners_that_disagree_abstain() -> None:
