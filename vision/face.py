@@ -264,7 +264,12 @@ def suit_parts(templates: np.ndarray) -> dict[str, SuitPart]:
         faces = tuple(i for i, card in enumerate(ALL_FACES) if card.rank == rank)
         sharpened = np.stack([_sharpened(templates[i]) for i in faces])
         spread = sharpened.var(axis=0).sum(axis=0)
-        pixels = spread > SUIT_PART_SHARE * float(spread.max()) if spread.max() > 0 else spread > 1
+        # A rank whose four suits never differ (no pictures of them) has no suit pixels.
+        pixels = (
+            spread > SUIT_PART_SHARE * float(spread.max())
+            if spread.max() > 0
+            else np.zeros(spread.shape, bool)
+        )
         parts[rank] = SuitPart(faces, pixels, sharpened)
     return parts
 
@@ -273,10 +278,10 @@ def suit_correlations(part: SuitPart, values: np.ndarray, mask: np.ndarray) -> n
     """(4,) normalised correlation of a face's sharpened features with each suit's over the
     rank's suit pixels inside the image; the better orientation of the face (as it is, or
     turned half a turn: the better one names its suit the more surely). Zeros when fewer
-    than 10 of those pixels are in the image."""
+    than 10 of those pixels are in the image (a match of 0 confirms and vetoes nothing)."""
     import numpy as np
 
-    best = np.zeros(len(part.faces))
+    best: np.ndarray | None = None
     sharpened = _sharpened(values)
     for face_values, face_mask in (
         (sharpened, mask[0] > 0),
@@ -291,9 +296,9 @@ def suit_correlations(part: SuitPart, values: np.ndarray, mask: np.ndarray) -> n
         suits = (suits - suits.mean(axis=2, keepdims=True)).reshape(len(part.faces), -1)
         norms = np.linalg.norm(suits, axis=1) * max(float(np.linalg.norm(seen)), 1e-9)
         scores = suits @ seen / np.maximum(norms, 1e-9)
-        if scores.max() > best.max():
+        if best is None or scores.max() > best.max():
             best = scores
-    return best
+    return best if best is not None else np.zeros(len(part.faces))
 
 
 class FaceReading(NamedTuple):

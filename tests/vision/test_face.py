@@ -217,3 +217,33 @@ def test_the_correlations_are_the_masked_normalised_correlations() -> None:
 
     expected = np.maximum(direct(values, mask), direct(values[:, ::-1, ::-1], mask[:, ::-1, ::-1]))
     assert np.allclose(correlations(templates, values, mask), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_the_suit_parts_compare_only_where_the_suits_differ() -> None:
+    """Four suits of one rank that differ in one square each: the face naming the second
+    suit there is named so whatever the rest of it shows; a face whose suit pixels lie out of
+    the image matches nothing (a match of 0 confirms and vetoes nothing); a face that
+    correlates negatively with every suit still names the least unlike one."""
+    from vision.face import suit_correlations, suit_parts
+
+    templates = np.zeros((52, 2, FACE_HEIGHT, FACE_WIDTH), np.float32)
+    rank_faces = [i for i, card in enumerate(ALL_FACES) if card.rank == "7"]
+    squares = [(slice(10, 20), slice(10 + 15 * k, 20 + 15 * k)) for k in range(4)]
+    for k, index in enumerate(rank_faces):
+        templates[index, 0][squares[k]] = 1.0
+    part = suit_parts(templates)["7"]
+    assert part.pixels[squares[1]].mean() > 0.5 and not part.pixels[60:, :].any()
+
+    mask = np.ones((2, FACE_HEIGHT, FACE_WIDTH), np.float32)
+    face = np.zeros((2, FACE_HEIGHT, FACE_WIDTH), np.float32)
+    face[0][squares[1]] = 1.0
+    face[0, 60:, :] = np.random.default_rng(3).normal(0, 5, (FACE_HEIGHT - 60, FACE_WIDTH))
+    suits = suit_correlations(part, face, mask)
+    assert int(np.argmax(suits)) == 1 and suits[1] > 0.5
+
+    hidden = mask.copy()
+    hidden[:, :30, :] = 0.0  # every suit pixel, and their half turns' too, out of the image
+    hidden[:, -30:, :] = 0.0
+    assert not suit_correlations(part, face, hidden).any()
+
+    assert int(np.argmax(suit_correlations(part, -face, mask))) != 1
