@@ -238,11 +238,11 @@ def face_names_other_suit(said: FaceReading, face_index: int) -> bool:
     the same rank in another suit, by at least :data:`SUIT_VETO_MARGIN`, matching it by at
     least :data:`SUIT_VETO_MATCH`: the corners' suit is then in doubt (a deck whose network
     reads clubs as spades answered such cards wrong)."""
-    # ALL_FACES runs rank by rank within a suit.
-    same_rank = said.named % 13 == face_index % 13
+    from controller.kernel.cards import ALL_FACES
+
     return (
         said.named != face_index
-        and same_rank
+        and ALL_FACES[said.named].rank == ALL_FACES[face_index].rank
         and -said.margin >= SUIT_VETO_MARGIN
         and said.match >= SUIT_VETO_MATCH
     )

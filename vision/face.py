@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, NamedTuple
 
+from controller.kernel.cards import ALL_FACES, RANKS
 from vision.locate import CARD_ASPECT, CornerCandidate
 
 if TYPE_CHECKING:
@@ -46,6 +47,11 @@ _SNAP: Final = 0.2
 # 0 and 0.5), the weight of 2 by a hair.
 RED_WEIGHT: Final = 2.0
 _ECC_STEPS: Final = 30
+# Each rank's four faces (indices into ALL_FACES): the alignment's reference and the suit
+# parts are taken over them.
+FACES_OF_RANK: Final = {
+    rank: tuple(i for i, card in enumerate(ALL_FACES) if card.rank == rank) for rank in RANKS
+}
 # The suit is read where a rank's four mean faces differ (pips, a court card's suit marks):
 # the pixels whose variance over the four suits is at least this share of the largest...
 SUIT_PART_SHARE: Final = 0.2
@@ -194,11 +200,7 @@ def align(face: Face, reference: np.ndarray) -> Face:
 
 def rank_reference(templates: np.ndarray, face_index: int) -> np.ndarray:
     """The grey mean face of the rank of face ``face_index`` over its four suits."""
-    from controller.kernel.cards import ALL_FACES
-
-    rank = ALL_FACES[face_index].rank
-    same_rank = [i for i, card in enumerate(ALL_FACES) if card.rank == rank]
-    return templates[same_rank, 0].mean(axis=0)
+    return templates[list(FACES_OF_RANK[ALL_FACES[face_index].rank]), 0].mean(axis=0)
 
 
 def mean_faces(samples: list[tuple[int, Face]]) -> np.ndarray:
@@ -257,11 +259,8 @@ def suit_parts(templates: np.ndarray) -> dict[str, SuitPart]:
     """Each rank's :class:`SuitPart` from a deck's (52, 2, H, W) mean faces."""
     import numpy as np
 
-    from controller.kernel.cards import ALL_FACES, RANKS
-
     parts = {}
-    for rank in RANKS:
-        faces = tuple(i for i, card in enumerate(ALL_FACES) if card.rank == rank)
+    for rank, faces in FACES_OF_RANK.items():
         sharpened = np.stack([_sharpened(templates[i]) for i in faces])
         spread = sharpened.var(axis=0).sum(axis=0)
         # A rank whose four suits never differ (no pictures of them) has no suit pixels.
@@ -327,8 +326,6 @@ def reading(
     (:func:`suit_correlations`), the margin their correlations' difference. ``parts`` are
     :func:`suit_parts` of ``templates``, computed here when not given."""
     import numpy as np
-
-    from controller.kernel.cards import ALL_FACES
 
     values, mask = features(align(face, rank_reference(templates, face_index)))
     scores = correlations(templates, values, mask)
