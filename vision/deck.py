@@ -34,7 +34,7 @@ from controller.kernel.errors import ConfigurationError
 if TYPE_CHECKING:
     import numpy as np
 
-    from vision.face import Face, FaceReading, SuitPart
+    from vision.face import FaceReading, SuitPart
 
 # Version 3 added the appearance thumbnail, version 4 the mean faces (vision/face.py), version
 # 5 mean faces twice as large, whose suits are compared where they differ. Decks of versions 2
@@ -186,7 +186,7 @@ class Heads:
 class FaceCheck:
     """The deck's mean faces (:mod:`vision.face`) and when they may confirm a corner reading:
     one whose score reaches ``floor`` (but not the deck's threshold) is answered when the
-    warped face correlates best with the same card, by at least ``level`` over any other."""
+    warped face names the same card (:func:`face_agrees`, by at least ``level``)."""
 
     templates: np.ndarray  # float32 (52, 2, FACE_HEIGHT, FACE_WIDTH)
     floor: float
@@ -210,12 +210,6 @@ class FaceCheck:
             raise ValueError(f"face floor {self.floor!r} is not a probability")
         if not (math.isfinite(self.level) and self.level >= 0.0):
             raise ValueError(f"face level {self.level!r} is not a margin")
-
-    def confirms(self, face: Face, face_index: int) -> bool:
-        """True when the warped ``face`` names face ``face_index`` too."""
-        from vision.face import reading
-
-        return self.agrees(reading(self.templates, face, face_index, self.parts), face_index)
 
     def agrees(self, said: FaceReading, face_index: int) -> bool:
         """:func:`face_agrees` at this deck's level."""

@@ -80,9 +80,10 @@ def test_the_face_names_cards_whose_index_corners_are_hidden(templates: np.ndarr
             rng = np.random.default_rng(41 + truth + 100 * seed)
             scene = render_scene(DESIGN, card, rng, CLEAR, faces=_without_indices)
             face = _index_face(scene.image, scene.corners)
-            best, margin, match = reading(templates, face, truth)
             check = FaceCheck(templates, floor=0.95, level=0.0)
-            assert check.confirms(face, truth) == (best == truth and match >= FACE_CONFIRM_MATCH)
+            said = reading(templates, face, truth, check.parts)
+            best, margin, match = said
+            assert check.agrees(said, truth) == (best == truth and match >= FACE_CONFIRM_MATCH)
             if best == truth:
                 named += 1
                 assert margin > 0
@@ -90,7 +91,8 @@ def test_the_face_names_cards_whose_index_corners_are_hidden(templates: np.ndarr
                 # not confirmed.
                 for other in ALL_FACES:
                     if other.rank == card.rank and other != card:
-                        assert not check.confirms(face, ALL_FACES.index(other))
+                        index = ALL_FACES.index(other)
+                        assert not check.agrees(reading(templates, face, index, check.parts), index)
             else:
                 misses.append((name, str(ALL_FACES[best])))
     assert named >= 38, misses
@@ -101,9 +103,9 @@ def test_a_face_check_at_a_higher_level_confirms_less(templates: np.ndarray) -> 
     truth = ALL_FACES.index(card)
     scene = render_scene(DESIGN, card, np.random.default_rng(5), CLEAR)
     face = _index_face(scene.image, scene.corners)
-    _best, margin, _match = reading(templates, face, truth)
-    assert FaceCheck(templates, floor=0.95, level=max(margin - 1e-3, 0.0)).confirms(face, truth)
-    assert not FaceCheck(templates, floor=0.95, level=margin + 1e-3).confirms(face, truth)
+    said = reading(templates, face, truth)
+    assert FaceCheck(templates, floor=0.95, level=max(said.margin - 1e-3, 0.0)).agrees(said, truth)
+    assert not FaceCheck(templates, floor=0.95, level=said.margin + 1e-3).agrees(said, truth)
 
 
 class _FaceSays(Recogniser):
