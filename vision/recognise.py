@@ -320,18 +320,13 @@ class Recogniser:
 
         # The mean, not noisy-OR: frames of a still card are not independent evidence, and a
         # design misread the same way in every frame must not become confident by repetition.
+        read = [(image, self.read_corners(image)) for image in images]
+        per_frame = [readings.probabilities for _image, readings in read]
         combined = np.zeros(len(ALL_FACES))
-        corners = 0
-        per_frame = []
-        read = []
-        for image in images:
-            readings = self.read_corners(image)
-            probabilities = readings.probabilities
-            corners += len(probabilities)
-            per_frame.append(probabilities)
-            read.append((image, readings))
+        for probabilities in per_frame:
             if len(probabilities):
                 combined += noisy_or(probabilities)
+        corners = sum(len(probabilities) for probabilities in per_frame)
         if corners == 0:
             return Recognition(None, 0.0, "no card found", None, 0, combined)
         best = int(np.argsort(combined)[::-1][0])  # as decide() orders them
