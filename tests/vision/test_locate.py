@@ -12,6 +12,7 @@ from vision.locate import (
     PATCH_WIDTH,
     cut_patch,
     find_corners,
+    foreground_mask,
     normalise_patches,
 )
 from vision.synth import SceneOptions, render_scene
@@ -148,3 +149,31 @@ def test_a_true_corner_beside_an_overlap_step_is_kept() -> None:
         cv2.fillPoly(image, [np.round(outline).astype(np.int32)], (235, 240, 240))
     candidates = find_corners(image)
     assert any(np.linalg.norm(np.array(c.point) - sharp_a[0]) < 0.03 * width for c in candidates)
+
+
+def _with_glare(image: np.ndarray, centre: np.ndarray, sigma: float, strength: float) -> np.ndarray:
+    """A studio light's reflection: a blob of white light added to the image."""
+    rows, columns = np.mgrid[0 : image.shape[0], 0 : image.shape[1]]
+    blob = np.exp(-((columns - centre[0]) ** 2 + (rows - centre[1]) ** 2) / (2 * sigma**2))
+    return np.clip(image + strength * blob[:, :, None], 0, 255).astype(np.uint8)
+
+
+@pytest.mark.parametrize("angle", [0.0, 19.0, -37.0, 58.0])
+def test_an_index_corner_beside_a_glare_is_found(angle: float) -> None:
+    # A light's reflection on the felt next to the card is as far from the felt's colour as
+    # the card: the outline swallows the glare, and the corner beside it is no corner of the
+    # outline. The card's straight edges still show, sharp, through the glare.
+    image = np.full((360, 360, 3), FELT_GREEN, np.uint8)
+    outline, sharp = _card_outline((180, 180), 140, 0.08 * 140, angle)
+    cv2.fillPoly(image, [np.round(outline).astype(np.int32)], (235, 240, 240))
+    outward = sharp[0] - sharp[2]
+    glare_at = sharp[0] + 0.25 * outward / np.linalg.norm(outward) * 140
+    image = _with_glare(image, glare_at, 30.0, 160.0)
+    # The premise: the felt under the glare passes for foreground, joined to the card.
+    assert foreground_mask(image)[round(glare_at[1]), round(glare_at[0])] == 255
+    candidates = find_corners(image)
+    across = (sharp[1] - sharp[0]) / np.linalg.norm(sharp[1] - sharp[0])
+    near = [c for c in candidates if np.linalg.norm(np.array(c.point) - sharp[0]) < 0.06 * 140]
+    assert near, "the index corner beside the glare was not found"
+    assert float(np.array(near[0].x_axis) @ across) > 0.9
+    assert 0.85 < near[0].card_width / 140 < 1.2
