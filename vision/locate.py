@@ -122,6 +122,28 @@ def _intersect(
     return np.asarray(p + t * r)
 
 
+def _clear_of_border(corner: np.ndarray, width: int, height: int) -> bool:
+    """A corner cut by the image border is no card corner."""
+    margin = 2.0
+    return bool(
+        margin < corner[0] < width - 1 - margin and margin < corner[1] < height - 1 - margin
+    )
+
+
+def _right_handed(
+    a: np.ndarray, b: np.ndarray, length_a: float, length_b: float
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """(x axis, y axis, card width) of a corner whose edges run along unit vectors ``a``
+    and ``b`` for the given lengths: x then y turning clockwise on screen, which at an index
+    corner of a portrait card puts x along the short edge; the width is the x edge's length,
+    or the y edge's over the card's aspect, whichever is longer (either may be covered)."""
+    if a[0] * b[1] - a[1] * b[0] > 0:
+        x_axis, y_axis, length_x, length_y = a, b, length_a, length_b
+    else:
+        x_axis, y_axis, length_x, length_y = b, a, length_b, length_a
+    return x_axis, y_axis, max(length_x, length_y / CARD_ASPECT)
+
+
 def _candidates_of_contour(
     contour: np.ndarray, image_size: tuple[int, int], scale: float
 ) -> list[CornerCandidate]:
@@ -216,17 +238,9 @@ def _candidates_of_contour(
         # A convex corner turns the way the whole outline winds (the sign of its oriented area).
         if turn * orientation < 0:
             continue  # a reflex vertex: where two overlapping outlines cross
-        margin = 2.0
-        if not (
-            margin < corner[0] < width - 1 - margin and margin < corner[1] < height - 1 - margin
-        ):
-            continue  # a corner cut by the image border is no card corner
-        cross = a[0] * b[1] - a[1] * b[0]
-        if cross > 0:
-            x_axis, y_axis, length_x, length_y = a, b, length_previous, length_next
-        else:
-            x_axis, y_axis, length_x, length_y = b, a, length_next, length_previous
-        card_width = max(length_x, length_y / CARD_ASPECT)
+        if not _clear_of_border(corner, width, height):
+            continue
+        x_axis, y_axis, card_width = _right_handed(a, b, length_previous, length_next)
         candidate = CornerCandidate(
             point=(float(corner[0]) * scale, float(corner[1]) * scale),
             x_axis=(float(x_axis[0]), float(x_axis[1])),
@@ -318,10 +332,7 @@ def _candidates_of_lines(
             if abs(float(directions[i] @ directions[j])) > _LINE_RIGHT_ANGLE_COSINE:
                 continue
             corner = _intersect((starts[i], directions[i]), (starts[j], directions[j]))
-            margin = 2.0
-            if corner is None or not (
-                margin < corner[0] < width - 1 - margin and margin < corner[1] < height - 1 - margin
-            ):
+            if corner is None or not _clear_of_border(corner, width, height):
                 continue
             # Each edge runs away from the corner: its near end is the gap a rounded corner
             # leaves, its far end says which way the card lies.
@@ -334,11 +345,7 @@ def _candidates_of_lines(
             (gap_a, to_a), (gap_b, to_b) = arms
             length_a, length_b = float(np.linalg.norm(to_a)), float(np.linalg.norm(to_b))
             a, b = to_a / length_a, to_b / length_b
-            if a[0] * b[1] - a[1] * b[0] > 0:  # right-handed, as _candidates_of_contour
-                x_axis, y_axis, length_x, length_y = a, b, length_a, length_b
-            else:
-                x_axis, y_axis, length_x, length_y = b, a, length_b, length_a
-            card_width = max(length_x, length_y / CARD_ASPECT)
+            x_axis, y_axis, card_width = _right_handed(a, b, length_a, length_b)
             reach = _LINE_REACH * card_width
             # Both edges end near the corner and go on well past it: not a T or a cross.
             if max(gap_a, gap_b) > reach or min(length_a, length_b) < 2 * reach:
