@@ -219,12 +219,30 @@ class FaceCheck:
         """:func:`face_names_other_suit`."""
         return face_names_other_suit(said, face_index)
 
+    def settles(self, said: FaceReading, face_index: int) -> bool:
+        """:func:`face_settles` at this deck's level."""
+        return face_settles(said, face_index, self.level)
+
 
 def face_agrees(said: FaceReading, face_index: int, level: float) -> bool:
     """True when what a face said of face ``face_index`` (:func:`vision.face.reading`) names
     it by ``level``, matching it by :data:`FACE_CONFIRM_MATCH`. One rule for the recogniser
     and the enrolment's calibration, which sets the level."""
     return said.named == face_index and said.margin >= level and said.match >= FACE_CONFIRM_MATCH
+
+
+def face_settles(said: FaceReading, face_index: int, level: float) -> bool:
+    """True when what a face said of face ``face_index`` names it as clearly as a face must
+    name another suit to veto an answer (:data:`SUIT_VETO_MARGIN`, :data:`SUIT_VETO_MATCH`),
+    and by the deck's ``level`` (the calibration's bound on faces agreeing with wrong
+    readings): clear enough to say which of two suits of one rank, that two corners read,
+    lies there. The two rules ask the same of the face, one to take an answer away, the
+    other to choose between two the corners already gave."""
+    return (
+        said.named == face_index
+        and said.margin >= max(level, SUIT_VETO_MARGIN)
+        and said.match >= SUIT_VETO_MATCH
+    )
 
 
 def face_names_other_suit(said: FaceReading, face_index: int) -> bool:
@@ -293,7 +311,15 @@ class EnrolledDeck:
                 f"check (level {float(info.get('calibration_face_level', 0.0)):.3f}, "
                 f"{info.get('calibration_face_agreed_with_wrong')} face(s) agreed with a wrong "
                 f"reading; the suit veto turned away {info.get('calibration_vetoed_right', 0)} "
-                "right reading(s))"
+                "right reading(s)"
+                + (
+                    f"; it settled the suit of {info['calibration_face_settled_right']} "
+                    "reading(s) whose corners disagreed on it "
+                    f"({info.get('calibration_face_settled_wrong', 0)} wrong)"
+                    if "calibration_face_settled_right" in info
+                    else ""
+                )
+                + ")"
                 if "calibration_face_level" in info
                 else ""
             )

@@ -33,6 +33,7 @@ from vision.deck import (
     Heads,
     face_agrees,
     face_names_other_suit,
+    face_settles,
     heads_input,
 )
 from vision.face import Face, FaceReading, build_templates, reading, suit_parts, warp_face
@@ -305,10 +306,12 @@ def _calibrate(
     import numpy as np
 
     from vision.recognise import (
+        ambiguous_faces,
         face_probabilities_from,
         is_ambiguous,
         is_standoff,
         noisy_or,
+        standoff_faces,
         threshold_above,
     )
 
@@ -323,6 +326,9 @@ def _calibrate(
     # score, right, answered at a threshold, the best face, what the face said of it
     outcomes: list[tuple[float, bool, bool, int, FaceReading]] = []
     agreeing_wrong: list[float] = []  # the face's margin where it agreed with a wrong reading
+    # Readings whose corners disagree only on the suit (score, right, best face, the face's
+    # word): the face may settle them (vision.deck.face_settles).
+    suit_disputes: list[tuple[float, bool, int, FaceReading]] = []
     suspects: list[tuple[float, Card, Card]] = []
     for fold in range(_CALIBRATION_FOLDS):
         fit_on = [p for p, f in zip(pictures, folds, strict=True) if f != fold]
@@ -347,6 +353,9 @@ def _calibrate(
             )
             if read_as != picture.card and face_agrees(said, best, level=0.0):
                 agreeing_wrong.append(said.margin)
+            rivals = set(ambiguous_faces(scores, best)).union(standoff_faces(probabilities, best))
+            if rivals and all(ALL_FACES[face].rank == read_as.rank for face in rivals):
+                suit_disputes.append((float(scores[best]), read_as == picture.card, best, said))
             if is_ambiguous(float(scores[best]), float(scores[order[1]])):
                 continue  # abstains whatever the threshold
             # A reading whose corners disagree (is_standoff) abstains too, but is not
@@ -372,6 +381,11 @@ def _calibrate(
             continue
         if face_names_other_suit(said, best):
             vetoed += 1  # an answer the suit veto turns away
+    settled = [
+        right
+        for score, right, best, said in suit_disputes
+        if score >= threshold and face_settles(said, best, face_level)
+    ]
     return _Calibration(
         threshold,
         face_level,
@@ -382,8 +396,13 @@ def _calibrate(
             "calibration_correct_at_threshold": kept / max(len(pictures), 1),
             "calibration_face_agreed_with_wrong": len(agreeing_wrong),
             "calibration_face_level": face_level,
-            "calibration_correct_with_face": (kept + confirmed - vetoed) / max(len(pictures), 1),
+            "calibration_correct_with_face": (kept + confirmed - vetoed + sum(settled))
+            / max(len(pictures), 1),
             "calibration_vetoed_right": vetoed,
+            # Of the readings whose corners disagreed on the suit alone, those the face
+            # settled, right and wrong (wrong ones stay under the face level by its making).
+            "calibration_face_settled_right": sum(settled),
+            "calibration_face_settled_wrong": len(settled) - sum(settled),
             "calibration_suspect_labels": [
                 f"a picture labelled {label} reads as {read_as} ({score:.4f})"
                 for score, label, read_as in sorted(suspects, key=lambda s: s[0], reverse=True)[:10]

@@ -109,26 +109,41 @@ def threshold_above(worst_wrong: float, margin: float, minimum: float) -> float:
     return max(minimum, 1.0 / (1.0 + math.exp(-above)))
 
 
+def ambiguous_faces(scores: np.ndarray, best: int) -> list[int]:
+    """The faces other than ``best`` that make a reading ambiguous (:func:`is_ambiguous`)."""
+    confidence = float(scores[best])
+    return [
+        face
+        for face in range(len(scores))
+        if face != best and is_ambiguous(confidence, float(scores[face]))
+    ]
+
+
 def is_ambiguous(best: float, runner_up: float) -> bool:
     """A second face is supported (score 0.5 or more) and not far less than the best one
     (within :data:`CONFLICT_MARGIN` log-odds): two cards may be in view, or one is misread."""
     return runner_up >= CONFLICT_SCORE and _log_odds(best) - _log_odds(runner_up) < CONFLICT_MARGIN
 
 
-def is_standoff(probabilities: np.ndarray, best: int) -> bool:
-    """From (candidates, 52) corner probabilities: a corner reads another face than ``best``
-    at :data:`STANDOFF_CORNER` or more, and no more corners read ``best`` (at 0.5 or more)
-    than read that face: one corner against another, which no margin in scores can settle.
-    Any other face, not only the runner-up by score: two weaker corners of a third face may
-    outscore the confident one."""
+def standoff_faces(probabilities: np.ndarray, best: int) -> list[int]:
+    """From (candidates, 52) corner probabilities: each face other than ``best`` that a
+    corner reads at :data:`STANDOFF_CORNER` or more while no more corners read ``best`` (at
+    0.5 or more) than read it: one corner against another, which no margin in scores can
+    settle. Any other face, not only the runner-up by score: two weaker corners of a third
+    face may outscore the confident one."""
     import numpy as np
 
     if not len(probabilities):
-        return False
+        return []
     supporters = (probabilities >= CONFLICT_SCORE).sum(axis=0)
     confident = probabilities.max(axis=0) >= STANDOFF_CORNER
     confident[best] = False
-    return bool(np.any(confident & (supporters >= supporters[best])))
+    return [int(face) for face in np.flatnonzero(confident & (supporters >= supporters[best]))]
+
+
+def is_standoff(probabilities: np.ndarray, best: int) -> bool:
+    """A corner reads another face than ``best`` against it (:func:`standoff_faces`)."""
+    return bool(standoff_faces(probabilities, best))
 
 
 def face_probabilities_from(rank: np.ndarray, suit: np.ndarray) -> np.ndarray:
@@ -150,6 +165,8 @@ class Recognition:
     scores: np.ndarray | None = field(default=None, repr=False)  # (52,) per face
     # Answered below the deck's threshold because the face named the same card.
     face_confirmed: bool = False
+    # Answered although corners read the same rank in another suit: the face named this one.
+    face_settled: bool = False
 
 
 @dataclass(frozen=True)
@@ -243,6 +260,7 @@ class Recogniser:
         strongest: float | None = None,
         standoff: bool = False,
         face_confirmed: bool = False,
+        face_settled: bool = False,
     ) -> Recognition:
         """Turn face scores into an answer: the best face, or an abstention. ``supporting``
         is how many corner candidates (of one frame) read the best face at 0.5 or more, and
@@ -252,7 +270,10 @@ class Recogniser:
         ``standoff`` (see :func:`is_standoff`): the corners disagree, no answer.
         ``face_confirmed``: the face named the best face too in every frame it was
         looked at (:meth:`face_readings`), which stands in for the threshold (never for the
-        other rules)."""
+        other rules). ``face_settled``: the corners' disagreement (ambiguous, or a standoff)
+        is between suits of the best face's rank and the face named the best face clearly in
+        every frame (:meth:`FaceCheck.settles <vision.deck.FaceCheck.settles>`); the score
+        must still reach the threshold."""
         import numpy as np
 
         order = np.argsort(scores)[::-1]
@@ -263,9 +284,11 @@ class Recogniser:
         if not math.isfinite(confidence) or confidence <= 0.0:
             # Not finite only from broken heads: every comparison below would be false.
             reason = "no card found"
-        elif is_ambiguous(confidence, float(scores[runner_up])):
+        elif is_ambiguous(confidence, float(scores[runner_up])) and not (
+            face_settled and confidence >= self.threshold
+        ):
             reason = "ambiguous"
-        elif standoff:
+        elif standoff and not (face_settled and confidence >= self.threshold):
             reason = "corners disagree"
         elif confidence < self.threshold and not face_confirmed:
             reason = "below threshold"
@@ -278,8 +301,11 @@ class Recogniser:
             reason = "below threshold for one corner"
         else:
             confirmed = face_confirmed and confidence < self.threshold
+            settled = face_settled and (
+                standoff or is_ambiguous(confidence, float(scores[runner_up]))
+            )
             return Recognition(
-                best_card, confidence, "recognised", best_card, corners, scores, confirmed
+                best_card, confidence, "recognised", best_card, corners, scores, confirmed, settled
             )
         return Recognition(None, confidence, reason, best_card, corners, scores)
 
@@ -346,12 +372,30 @@ class Recogniser:
         # The face is looked at only where it can change the answer: to confirm a reading
         # between the floor and the threshold, and to veto an answer.
         said: list[FaceReading] | None = None
-        face_confirmed = False
+        face_confirmed = face_settled = False
         if check.floor <= confidence < self.threshold and not standoff:
             said = self.face_readings(read, best)
             face_confirmed = bool(said) and all(check.agrees(one, best) for one in said)
+        # Corners that read the best face's rank in another suit: the face may say which.
+        rivals = set(ambiguous_faces(combined / count, best)).union(
+            *(standoff_faces(frame, best) for frame in per_frame)
+        )
+        rank = ALL_FACES[best].rank
+        if (
+            rivals
+            and confidence >= self.threshold
+            and all(ALL_FACES[face].rank == rank for face in rivals)
+        ):
+            said = self.face_readings(read, best) if said is None else said
+            face_settled = bool(said) and all(check.settles(one, best) for one in said)
         answer = self.decide(
-            combined / count, corners, supporting, strongest / count, standoff, face_confirmed
+            combined / count,
+            corners,
+            supporting,
+            strongest / count,
+            standoff,
+            face_confirmed,
+            face_settled,
         )
         if answer.card is None:
             return answer

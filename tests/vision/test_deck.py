@@ -364,3 +364,24 @@ def test_the_calibration_summary_says_what_the_suit_veto_cost() -> None:
     summary = EnrolledDeck(_zero_heads(), "abc", 0.997, info).calibration_summary()
     assert "98.85% with the face check" in summary
     assert "the suit veto turned away 3 right reading(s)" in summary
+
+
+def test_the_calibration_summary_says_what_the_face_settled() -> None:
+    info = {
+        "calibration_pictures": 1040,
+        "calibration_wrong_without_threshold": 1,
+        "calibration_highest_wrong_score": 0.74,
+        "calibration_correct_at_threshold": 0.98,
+        "calibration_face_agreed_with_wrong": 0,
+        "calibration_face_level": 0.0,
+        "calibration_correct_with_face": 0.99,
+        "calibration_vetoed_right": 0,
+        "calibration_face_settled_right": 4,
+        "calibration_face_settled_wrong": 0,
+    }
+    summary = EnrolledDeck(_zero_heads(), "abc", 0.998, info).calibration_summary()
+    assert "it settled the suit of 4 reading(s) whose corners disagreed on it (0 wrong)" in summary
+    # A deck calibrated before the face settled anything says nothing of it.
+    del info["calibration_face_settled_right"], info["calibration_face_settled_wrong"]
+    older = EnrolledDeck(_zero_heads(), "abc", 0.998, info).calibration_summary()
+    assert "settled" not in older

@@ -117,9 +117,11 @@ class _FaceSays(Recogniser):
         *reads: tuple[str, float],
         threshold: float = 0.995,
         match: float = 0.9,
+        margin: float = 1.0,
     ) -> None:
         super().__init__(threshold=threshold)
         self.match = match
+        self.margin = margin
         zeros = np.zeros((52, 2, FACE_HEIGHT, FACE_WIDTH), np.float32)
         self.face_check = FaceCheck(zeros, floor=0.95, level=0.0)
         self.face = parse_card(face)
@@ -131,10 +133,11 @@ class _FaceSays(Recogniser):
         return CornerReadings(self.read, [], [])
 
     def face_readings(self, frames: object, best: int) -> list[FaceReading]:  # type: ignore[override]
-        # The face names ``face`` by a wide margin over the others, and the corners' best
+        # The face names ``face`` by ``margin`` over the others, and the corners' best
         # face by as wide a one below it when another; matching it by ``match``.
         named = ALL_FACES.index(self.face)
-        return [FaceReading(named, 1.0 if named == best else -1.0, self.match)]
+        margin = self.margin if named == best else -self.margin
+        return [FaceReading(named, margin, self.match)]
 
 
 IMAGE = np.zeros((8, 8, 3), np.uint8)
@@ -186,11 +189,56 @@ def test_a_face_that_matches_poorly_neither_vetoes_nor_confirms() -> None:
     assert (seen.card, seen.face_confirmed) == (parse_card("2S"), True)
 
 
-def test_the_face_does_not_lift_a_reading_below_the_floor_or_settle_a_disagreement() -> None:
+def test_the_face_lifts_nothing_below_the_floor_nor_settles_anything_below_the_threshold() -> None:
     below_floor = _FaceSays("2S", ("2S", 0.94)).recognise(IMAGE)
     assert (below_floor.card, below_floor.reason) == (None, "below threshold")
     disagree = _FaceSays("2S", ("2S", 0.97), ("2C", 0.93)).recognise(IMAGE)
     assert disagree.card is None and disagree.reason in ("ambiguous", "corners disagree")
+
+
+def test_the_face_settles_which_suit_when_two_corners_read_one_rank_in_two_suits() -> None:
+    """Plastic's five of clubs: one index corner reads it at 0.999, the other the five of
+    spades at 0.908 (the network's clubs and spades look alike on that design). The corners
+    alone cannot say which; the face's pips can, and where it names the corners' best face as
+    clearly as it must to veto an answer, the best face is answered. Its score must still
+    reach the threshold: the face settles a disagreement, it lifts nothing."""
+    from vision.deck import SUIT_VETO_MARGIN, SUIT_VETO_MATCH
+
+    settled = _FaceSays("5C", ("5C", 0.999), ("5S", 0.908)).recognise(IMAGE)
+    assert (settled.card, settled.reason, settled.face_settled) == (
+        parse_card("5C"),
+        "recognised",
+        True,
+    )
+    # Scores this close make the reading ambiguous as well (plastic's KC against KS).
+    close = _FaceSays("KC", ("KC", 0.999), ("KS", 0.993)).recognise(IMAGE)
+    assert (close.card, close.face_settled) == (parse_card("KC"), True)
+    # The face naming the other suit settles nothing (and would veto it anyway).
+    other = _FaceSays("5S", ("5C", 0.999), ("5S", 0.908)).recognise(IMAGE)
+    assert (other.card, other.reason) == (None, "corners disagree")
+    # Not clearly enough: as the veto, a margin of SUIT_VETO_MARGIN matching SUIT_VETO_MATCH.
+    for match, margin in (
+        (SUIT_VETO_MATCH - 0.01, 1.0),
+        (0.9, SUIT_VETO_MARGIN - 0.01),
+    ):
+        unclear = _FaceSays("5C", ("5C", 0.999), ("5S", 0.908), match=match, margin=margin)
+        assert unclear.recognise(IMAGE).card is None
+    edge = _FaceSays(
+        "5C", ("5C", 0.999), ("5S", 0.908), match=SUIT_VETO_MATCH, margin=SUIT_VETO_MARGIN
+    )
+    assert edge.recognise(IMAGE).card == parse_card("5C")
+    # Two ranks: the face's suit parts compare suits of one rank, they settle no rank.
+    ranks = _FaceSays("QD", ("QD", 0.9997), ("KD", 0.953)).recognise(IMAGE)
+    assert (ranks.card, ranks.reason) == (None, "corners disagree")
+    # A third face in the disagreement, of another rank, leaves it unsettled too.
+    third = _FaceSays("5C", ("5C", 0.999), ("5S", 0.95), ("6C", 0.95)).recognise(IMAGE)
+    assert third.card is None
+    # Below the threshold: no answer, whatever the face says.
+    below = _FaceSays("5C", ("5C", 0.99), ("5S", 0.908)).recognise(IMAGE)
+    assert below.card is None
+    # The face must settle it in every frame that shows the card.
+    frames = _FaceSays("5C", ("5C", 0.999), ("5S", 0.908)).recognise_frames([IMAGE, IMAGE])
+    assert frames.card == parse_card("5C")
 
 
 def test_the_correlations_are_the_masked_normalised_correlations() -> None:
