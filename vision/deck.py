@@ -340,7 +340,9 @@ class EnrolledDeck:
         fitted, and its threshold calibrated, on the corner candidates that locator found,
         and a new locator finds corners they never saw (plastic's covered AC, read as AS at
         0.9998 under revision 2: docs/vision.md); and without its face check it has no suit
-        veto."""
+        veto. A deck whose face check was calibrated with another comparison of the face
+        (:data:`vision.face.FACE_REVISION`) is read with its level as it is."""
+        from vision.face import FACE_REVISION
         from vision.locate import LOCATOR_REVISION
 
         reasons = []
@@ -355,6 +357,16 @@ class EnrolledDeck:
             reasons.append(
                 f"the deck was enrolled with {was} and this is revision {LOCATOR_REVISION}: "
                 "its heads and threshold were fitted on the corners that locator found"
+            )
+        face_revision = self.info.get("face_revision")
+        if self.faces is not None and face_revision != FACE_REVISION:
+            if isinstance(face_revision, int) and not isinstance(face_revision, bool):
+                was = f"revision {face_revision} of the face comparison"
+            else:
+                was = "an older comparison of the face"
+            reasons.append(
+                f"its face check's level was calibrated with {was} and this is revision "
+                f"{FACE_REVISION}: a face may now name a wrong card more clearly than it allows"
             )
         if self.faces_set_aside:
             reasons.append(

@@ -36,7 +36,15 @@ from vision.deck import (
     face_settles,
     heads_input,
 )
-from vision.face import Face, FaceReading, build_templates, reading, suit_parts, warp_face
+from vision.face import (
+    FACE_REVISION,
+    Face,
+    FaceReading,
+    build_templates,
+    reading,
+    suit_parts,
+    warp_face,
+)
 from vision.locate import LOCATOR_REVISION, cut_patch, find_corners, normalise_patches
 from vision.model import CornerClassifier
 
@@ -451,6 +459,7 @@ def enrol(
         "name": name,
         "pictures": len(pictures),
         "locator_revision": LOCATOR_REVISION,
+        "face_revision": FACE_REVISION,
         "index_samples": int((ranks < NO_INDEX_CLASS).sum()),
         "no_index_samples": int((ranks == NO_INDEX_CLASS).sum()),
     }

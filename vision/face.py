@@ -66,6 +66,10 @@ SUIT_SHARPEN_SIGMA: Final = 3.0
 # suit matching under FACE_CONFIRM_MATCH on 11 and 13 (17 and 23 without), and named the
 # wrong suit of none (3 on neoclassical without); 2 pixels left 11 and 13 with one wrong.
 SUIT_SEARCH_PIXELS: Final = 3
+# How a face is compared, recorded in each deck at enrolment: the face check's level was
+# calibrated with one comparison, and a deck calibrated with another is read with a warning
+# to enrol it again. 1: the suit compared in place; 2: at the best of small shifts.
+FACE_REVISION: Final = 2
 
 
 @dataclass(frozen=True)

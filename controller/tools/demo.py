@@ -118,14 +118,17 @@ def cache_dir() -> Path:
 def demo_deck_path(design: str, model_digest: str) -> Path:
     """Where the demo caches its enrolled deck of ``design`` for the model ``model_digest``.
 
-    The name carries the deck file's format and the locator's revision: a deck cached by an
-    older livetable still loads, but would read without what the newer enrolment adds (the
-    corner thumbnails, the corners an older locator missed)."""
+    The name carries the deck file's format and the locator's and face comparison's
+    revisions: a deck cached by an older livetable still loads, but would read without what
+    the newer enrolment adds (the corner thumbnails, the corners an older locator missed, a
+    face level calibrated with the face compared as it now is)."""
     from vision.deck import FORMAT_VERSION
+    from vision.face import FACE_REVISION
     from vision.locate import LOCATOR_REVISION
 
     pictures = 52 * DEMO_DECK_PICTURES_PER_SETUP * len(DEMO_DECK_SETUPS)
-    name = f"{design}-felt{pictures}-v{FORMAT_VERSION}-l{LOCATOR_REVISION}-{model_digest[:16]}.npz"
+    revisions = f"v{FORMAT_VERSION}-l{LOCATOR_REVISION}-f{FACE_REVISION}"
+    name = f"{design}-felt{pictures}-{revisions}-{model_digest[:16]}.npz"
     return cache_dir() / "decks" / name
 
 

@@ -385,3 +385,31 @@ def test_the_calibration_summary_says_what_the_face_settled() -> None:
     del info["calibration_face_settled_right"], info["calibration_face_settled_wrong"]
     older = EnrolledDeck(_zero_heads(), "abc", 0.998, info).calibration_summary()
     assert "settled" not in older
+
+
+def test_a_deck_whose_face_level_was_calibrated_with_another_face_comparison_says_so() -> None:
+    """The face check's level bounds how clearly a face agreed with wrong readings in the
+    deck's calibration, measured with the comparison of that day: with another comparison
+    (the suit read at the best of small shifts, FACE_REVISION 2) a face may name a wrong
+    card more clearly than the level allows for. Such a deck still reads, with the warning
+    to enrol it again."""
+    from vision.deck import FaceCheck
+    from vision.face import FACE_HEIGHT, FACE_REVISION, FACE_WIDTH
+    from vision.locate import LOCATOR_REVISION
+
+    faces = FaceCheck(np.zeros((52, 2, FACE_HEIGHT, FACE_WIDTH), np.float32), 0.95, 0.0)
+    info: dict[str, object] = {"locator_revision": LOCATOR_REVISION}
+
+    def deck(extra: dict[str, object], with_faces: bool = True) -> EnrolledDeck:
+        return EnrolledDeck(
+            _zero_heads(), "abc", 0.99, {**info, **extra}, faces=faces if with_faces else None
+        )
+
+    assert deck({"face_revision": FACE_REVISION}).stale_warning() is None
+    older = str(deck({}).stale_warning())
+    assert "an older comparison of the face" in older and older.endswith("enrol the deck again")
+    earlier = str(deck({"face_revision": FACE_REVISION - 1}).stale_warning())
+    assert f"revision {FACE_REVISION - 1} of the face comparison" in earlier
+    assert f"this is revision {FACE_REVISION}" in earlier
+    # A deck without a face check (enrolled without a calibration) has no level to doubt.
+    assert deck({}, with_faces=False).stale_warning() is None
