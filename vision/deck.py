@@ -186,7 +186,8 @@ class Heads:
 class FaceCheck:
     """The deck's mean faces (:mod:`vision.face`) and when they may confirm a corner reading:
     one whose score reaches ``floor`` (but not the deck's threshold) is answered when the
-    warped face names the same card (:func:`face_agrees`, by at least ``level``)."""
+    warped face names the same card (:func:`face_agrees`, by at least ``level``); one below
+    the floor when it names it clearly (:func:`face_names_clearly`)."""
 
     templates: np.ndarray  # float32 (52, 2, FACE_HEIGHT, FACE_WIDTH)
     floor: float
@@ -219,9 +220,9 @@ class FaceCheck:
         """:func:`face_names_other_suit`."""
         return face_names_other_suit(said, face_index)
 
-    def settles(self, said: FaceReading, face_index: int) -> bool:
-        """:func:`face_settles` at this deck's level."""
-        return face_settles(said, face_index, self.level)
+    def names_clearly(self, said: FaceReading, face_index: int) -> bool:
+        """:func:`face_names_clearly` at this deck's level."""
+        return face_names_clearly(said, face_index, self.level)
 
 
 def face_agrees(said: FaceReading, face_index: int, level: float) -> bool:
@@ -231,13 +232,13 @@ def face_agrees(said: FaceReading, face_index: int, level: float) -> bool:
     return said.named == face_index and said.margin >= level and said.match >= FACE_CONFIRM_MATCH
 
 
-def face_settles(said: FaceReading, face_index: int, level: float) -> bool:
+def face_names_clearly(said: FaceReading, face_index: int, level: float) -> bool:
     """True when what a face said of face ``face_index`` names it as clearly as a face must
     name another suit to veto an answer (:data:`SUIT_VETO_MARGIN`, :data:`SUIT_VETO_MATCH`),
     and by the deck's ``level`` (the calibration's bound on faces agreeing with wrong
-    readings): clear enough to say which of two suits of one rank, that two corners read,
-    lies there. The two rules ask the same of the face, one to take an answer away, the
-    other to choose between two the corners already gave."""
+    readings). Clear enough to say which of two suits of one rank, that two corners read,
+    lies there, and to lift a reading below the face check's floor (a corner reading it at
+    even odds at least): the veto asks the same of the face to take an answer away."""
     return (
         said.named == face_index
         and said.margin >= max(level, SUIT_VETO_MARGIN)

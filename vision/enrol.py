@@ -32,8 +32,8 @@ from vision.deck import (
     FaceCheck,
     Heads,
     face_agrees,
+    face_names_clearly,
     face_names_other_suit,
-    face_settles,
     heads_input,
 )
 from vision.face import (
@@ -314,6 +314,7 @@ def _calibrate(
     import numpy as np
 
     from vision.recognise import (
+        CONFLICT_SCORE,
         ambiguous_faces,
         face_probabilities_from,
         is_ambiguous,
@@ -335,7 +336,7 @@ def _calibrate(
     outcomes: list[tuple[float, bool, bool, int, FaceReading]] = []
     agreeing_wrong: list[float] = []  # the face's margin where it agreed with a wrong reading
     # Readings whose corners disagree only on the suit (score, right, best face, the face's
-    # word): the face may settle them (vision.deck.face_settles).
+    # word): the face may settle them (vision.deck.face_names_clearly).
     suit_disputes: list[tuple[float, bool, int, FaceReading]] = []
     suspects: list[tuple[float, Card, Card]] = []
     for fold in range(_CALIBRATION_FOLDS):
@@ -385,6 +386,8 @@ def _calibrate(
             kept += 1
         elif score >= minimum and face_agrees(said, best, face_level):
             confirmed += 1
+        elif score >= CONFLICT_SCORE and face_names_clearly(said, best, face_level):
+            confirmed += 1  # below the floor, the face naming it clearly
         else:
             continue
         if face_names_other_suit(said, best):
@@ -392,7 +395,7 @@ def _calibrate(
     settled = [
         right
         for score, right, best, said in suit_disputes
-        if score >= threshold and face_settles(said, best, face_level)
+        if score >= threshold and face_names_clearly(said, best, face_level)
     ]
     return _Calibration(
         threshold,

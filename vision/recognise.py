@@ -11,8 +11,11 @@ two index corners that disagree mean a neighbouring card's index is in view, or 
 and a wrong card is far worse than none.
 With an enrolled deck that has mean faces (:mod:`vision.face`), a reading below the deck's
 threshold but above its floor is answered when the whole face, warped from the corner that
-read it, names the same card: two independent looks agreeing; and any answer is withdrawn
-when the face clearly names the same rank in another suit (the suit veto).
+read it, names the same card: two independent looks agreeing; below the floor (a corner
+reading it at even odds at least) when the face names it clearly; a reading at the threshold
+whose corners disagree only on the suit when the face clearly names the best one; and any
+answer is withdrawn when the face clearly names the same rank in another suit (the suit
+veto).
 Across consecutive frames of the same position, :meth:`Recogniser.recognise_frames` combines
 the per-frame scores by their mean.
 """
@@ -272,8 +275,8 @@ class Recogniser:
         looked at (:meth:`face_readings`), which stands in for the threshold (never for the
         other rules). ``face_settled``: the corners' disagreement (ambiguous, or a standoff)
         is between suits of the best face's rank and the face named the best face clearly in
-        every frame (:meth:`FaceCheck.settles <vision.deck.FaceCheck.settles>`); the score
-        must still reach the threshold."""
+        every frame (:meth:`vision.deck.FaceCheck.names_clearly`); the score must still
+        reach the threshold."""
         import numpy as np
 
         order = np.argsort(scores)[::-1]
@@ -370,12 +373,17 @@ class Recogniser:
         if check is None:
             return self.decide(combined / count, corners, supporting, strongest / count, standoff)
         # The face is looked at only where it can change the answer: to confirm a reading
-        # between the floor and the threshold, and to veto an answer.
+        # below the threshold, to settle a dispute over the suit, and to veto an answer.
         said: list[FaceReading] | None = None
         face_confirmed = face_settled = False
         if check.floor <= confidence < self.threshold and not standoff:
             said = self.face_readings(read, best)
             face_confirmed = bool(said) and all(check.agrees(one, best) for one in said)
+        elif CONFLICT_SCORE <= confidence < check.floor and not standoff:
+            # Below the floor the face must name the card clearly: the corners' reading is
+            # in the range where the calibrations' wrong readings lie.
+            said = self.face_readings(read, best)
+            face_confirmed = bool(said) and all(check.names_clearly(one, best) for one in said)
         # Corners that read the best face's rank in another suit: the face may say which.
         rivals = set(ambiguous_faces(combined / count, best)).union(
             *(standoff_faces(frame, best) for frame in per_frame)
@@ -387,7 +395,7 @@ class Recogniser:
             and all(ALL_FACES[face].rank == rank for face in rivals)
         ):
             said = self.face_readings(read, best) if said is None else said
-            face_settled = bool(said) and all(check.settles(one, best) for one in said)
+            face_settled = bool(said) and all(check.names_clearly(one, best) for one in said)
         answer = self.decide(
             combined / count,
             corners,

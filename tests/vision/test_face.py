@@ -189,14 +189,40 @@ def test_a_face_that_matches_poorly_neither_vetoes_nor_confirms() -> None:
     assert (seen.card, seen.face_confirmed) == (parse_card("2S"), True)
 
 
-def test_the_face_lifts_nothing_below_the_floor_nor_settles_anything_below_the_threshold() -> None:
-    below_floor = _FaceSays("2S", ("2S", 0.94)).recognise(IMAGE)
-    assert (below_floor.card, below_floor.reason) == (None, "below threshold")
+def test_below_the_floor_only_a_face_naming_the_card_clearly_lifts_it() -> None:
+    """Between the floor and the threshold a face that names the corners' card confirms it;
+    below the floor (down to a corner at even odds) it must name it as clearly as it must
+    name another suit to veto: plastic's KC read at 0.809 by its one corner in view, the face
+    naming KC by 0.673 matching it at 0.83. Disagreeing corners are settled only at the
+    threshold."""
+    from vision.deck import SUIT_VETO_MARGIN, SUIT_VETO_MATCH
+
+    lifted = _FaceSays("KC", ("KC", 0.809)).recognise(IMAGE)
+    assert (lifted.card, lifted.reason, lifted.face_confirmed) == (
+        parse_card("KC"),
+        "recognised",
+        True,
+    )
+    edge = _FaceSays("KC", ("KC", 0.5), match=SUIT_VETO_MATCH, margin=SUIT_VETO_MARGIN)
+    assert edge.recognise(IMAGE).card == parse_card("KC")
+    for unclear in (
+        _FaceSays("KC", ("KC", 0.94), match=SUIT_VETO_MATCH - 0.01),
+        _FaceSays("KC", ("KC", 0.94), margin=SUIT_VETO_MARGIN - 0.01),
+        _FaceSays("KC", ("KC", 0.49)),  # no corner reads it at even odds
+        _FaceSays("KS", ("KC", 0.94)),
+    ):
+        result = unclear.recognise(IMAGE)
+        assert (result.card, result.reason) == (None, "below threshold")
+    # Between the floor and the threshold the face need not be as clear.
+    unclear_above_floor = _FaceSays("KC", ("KC", 0.97), match=SUIT_VETO_MATCH - 0.01)
+    assert unclear_above_floor.recognise(IMAGE).card == parse_card("KC")
     disagree = _FaceSays("2S", ("2S", 0.97), ("2C", 0.93)).recognise(IMAGE)
     assert disagree.card is None and disagree.reason in ("ambiguous", "corners disagree")
+    below_floor_disagree = _FaceSays("2S", ("2S", 0.9), ("2C", 0.92)).recognise(IMAGE)
+    assert below_floor_disagree.card is None
 
 
-def test_the_face_settles_which_suit_when_two_corners_read_one_rank_in_two_suits() -> None:
+def test_the_face_names_clearly_which_suit_when_two_corners_read_one_rank_in_two_suits() -> None:
     """Plastic's five of clubs: one index corner reads it at 0.999, the other the five of
     spades at 0.908 (the network's clubs and spades look alike on that design). The corners
     alone cannot say which; the face's pips can, and where it names the corners' best face as
