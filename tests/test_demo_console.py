@@ -60,7 +60,8 @@ def test_the_demo_serves_the_console_and_leaves_its_pauses_to_a_person(tmp_path:
             stdout=output,
             stderr=subprocess.STDOUT,
             cwd=REPO_ROOT,
-            env={**os.environ, "TMPDIR": str(temporary)},
+            # faulthandler: SIGABRT dumps every thread's stack into the output (see below).
+            env={**os.environ, "TMPDIR": str(temporary), "PYTHONFAULTHANDLER": "1"},
         )
     try:
 
@@ -108,13 +109,20 @@ def test_the_demo_serves_the_console_and_leaves_its_pauses_to_a_person(tmp_path:
         try:
             process.wait(60)
         except subprocess.TimeoutExpired:
+            # Where it hangs: every thread's stack, written by faulthandler as it aborts.
             killed = True
-            process.kill()
-            process.wait()
+            process.send_signal(signal.SIGABRT)
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
     # Once, in a full run on a loaded machine, the work folder was left with nothing said
     # after the interrupt: say how the demo ended, to tell a slow stop from a lost signal.
     how = (
         f"{'killed after' if killed else 'exit ' + str(process.returncode) + ' in'} "
         f"{time.monotonic() - stopping:.1f} s after the interrupt"
     )
-    assert not list(temporary.glob("livetable-demo-*")), (how, out.read_text()[-2000:])
+    text = out.read_text()
+    stacks = text[text.find("Fatal Python error") :] if "Fatal Python error" in text else ""
+    assert not list(temporary.glob("livetable-demo-*")), (how, text[-2000:], stacks[:6000])
