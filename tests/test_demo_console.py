@@ -26,6 +26,10 @@ FELT_LINE = re.compile(
 )
 
 
+def _interruptible() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_the_demo_serves_the_console_and_leaves_its_pauses_to_a_person(tmp_path: Path) -> None:
     temporary = tmp_path / "tmp"
     temporary.mkdir()
@@ -62,6 +66,10 @@ def test_the_demo_serves_the_console_and_leaves_its_pauses_to_a_person(tmp_path:
             cwd=REPO_ROOT,
             # faulthandler: SIGABRT dumps every thread's stack into the output (see below).
             env={**os.environ, "TMPDIR": str(temporary), "PYTHONFAULTHANDLER": "1"},
+            # Ctrl-C reaches the demo as from a terminal: a test run started as a background
+            # job has SIGINT ignored, and its children inherit that (the demo then played
+            # on, its main thread in its wait loop a minute after the interrupt).
+            preexec_fn=_interruptible,
         )
     try:
 
