@@ -315,12 +315,11 @@ def _calibrate(
 
     from vision.recognise import (
         CONFLICT_SCORE,
-        ambiguous_faces,
         face_probabilities_from,
         is_ambiguous,
         is_standoff,
+        is_suit_dispute,
         noisy_or,
-        standoff_faces,
         threshold_above,
     )
 
@@ -362,8 +361,7 @@ def _calibrate(
             )
             if read_as != picture.card and face_agrees(said, best, level=0.0):
                 agreeing_wrong.append(said.margin)
-            rivals = set(ambiguous_faces(scores, best)).union(standoff_faces(probabilities, best))
-            if rivals and all(ALL_FACES[face].rank == read_as.rank for face in rivals):
+            if is_suit_dispute(scores, [probabilities], best):
                 suit_disputes.append((float(scores[best]), read_as == picture.card, best, said))
             if is_ambiguous(float(scores[best]), float(scores[order[1]])):
                 continue  # abstains whatever the threshold

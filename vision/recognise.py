@@ -149,6 +149,19 @@ def is_standoff(probabilities: np.ndarray, best: int) -> bool:
     return bool(standoff_faces(probabilities, best))
 
 
+def is_suit_dispute(scores: np.ndarray, frames: list[np.ndarray], best: int) -> bool:
+    """The corners disagree (:func:`ambiguous_faces` of the (52,) ``scores``, or
+    :func:`standoff_faces` of any frame's (candidates, 52) probabilities), and only over the
+    suit: every face they set against ``best`` is of its rank. The face may settle such a
+    dispute (:meth:`vision.deck.FaceCheck.names_clearly`); the recogniser and the
+    enrolment's calibration ask it here alike."""
+    rivals = set(ambiguous_faces(scores, best)).union(
+        *(standoff_faces(frame, best) for frame in frames)
+    )
+    rank = ALL_FACES[best].rank
+    return bool(rivals) and all(ALL_FACES[face].rank == rank for face in rivals)
+
+
 def face_probabilities_from(rank: np.ndarray, suit: np.ndarray) -> np.ndarray:
     """(N, 52) P(face) = P(rank) x P(suit) from the heads' (N, 14) and (N, 4) outputs."""
     return rank[:, _FACE_RANK] * suit[:, _FACE_SUIT]
@@ -284,14 +297,15 @@ class Recogniser:
         confidence = float(scores[best])
         best_card = ALL_FACES[best]
         single = self.single_corner_threshold
+        ambiguous = is_ambiguous(confidence, float(scores[runner_up]))
+        # The face settles a dispute over the suit only for a score at the threshold.
+        settles = face_settled and confidence >= self.threshold
         if not math.isfinite(confidence) or confidence <= 0.0:
             # Not finite only from broken heads: every comparison below would be false.
             reason = "no card found"
-        elif is_ambiguous(confidence, float(scores[runner_up])) and not (
-            face_settled and confidence >= self.threshold
-        ):
+        elif ambiguous and not settles:
             reason = "ambiguous"
-        elif standoff and not (face_settled and confidence >= self.threshold):
+        elif standoff and not settles:
             reason = "corners disagree"
         elif confidence < self.threshold and not face_confirmed:
             reason = "below threshold"
@@ -304,9 +318,7 @@ class Recogniser:
             reason = "below threshold for one corner"
         else:
             confirmed = face_confirmed and confidence < self.threshold
-            settled = face_settled and (
-                standoff or is_ambiguous(confidence, float(scores[runner_up]))
-            )
+            settled = settles and (standoff or ambiguous)
             return Recognition(
                 best_card, confidence, "recognised", best_card, corners, scores, confirmed, settled
             )
@@ -385,15 +397,7 @@ class Recogniser:
             said = self.face_readings(read, best)
             face_confirmed = bool(said) and all(check.names_clearly(one, best) for one in said)
         # Corners that read the best face's rank in another suit: the face may say which.
-        rivals = set(ambiguous_faces(combined / count, best)).union(
-            *(standoff_faces(frame, best) for frame in per_frame)
-        )
-        rank = ALL_FACES[best].rank
-        if (
-            rivals
-            and confidence >= self.threshold
-            and all(ALL_FACES[face].rank == rank for face in rivals)
-        ):
+        if confidence >= self.threshold and is_suit_dispute(combined / count, per_frame, best):
             said = self.face_readings(read, best) if said is None else said
             face_settled = bool(said) and all(check.names_clearly(one, best) for one in said)
         answer = self.decide(
