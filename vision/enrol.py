@@ -34,6 +34,7 @@ from vision.deck import (
     face_agrees,
     face_names_clearly,
     face_names_other_suit,
+    face_settles,
     heads_input,
 )
 from vision.face import (
@@ -41,6 +42,7 @@ from vision.face import (
     Face,
     FaceReading,
     build_templates,
+    rank_margin,
     reading,
     suit_parts,
     warp_face,
@@ -315,11 +317,12 @@ def _calibrate(
 
     from vision.recognise import (
         CONFLICT_SCORE,
+        dispute_rivals,
         face_probabilities_from,
         is_ambiguous,
         is_standoff,
-        is_suit_dispute,
         noisy_or,
+        rival_ranks,
         threshold_above,
     )
 
@@ -334,9 +337,9 @@ def _calibrate(
     # score, right, answered at a threshold, the best face, what the face said of it
     outcomes: list[tuple[float, bool, bool, int, FaceReading]] = []
     agreeing_wrong: list[float] = []  # the face's margin where it agreed with a wrong reading
-    # Readings whose corners disagree only on the suit (score, right, best face, the face's
-    # word): the face may settle them (vision.deck.face_names_clearly).
-    suit_disputes: list[tuple[float, bool, int, FaceReading]] = []
+    # Readings whose corners disagree (score, right, best face, the face's word with its
+    # rank's margin over the rival ranks): the face may settle them (vision.deck.face_settles).
+    disputes: list[tuple[float, bool, int, FaceReading]] = []
     suspects: list[tuple[float, Card, Card]] = []
     for fold in range(_CALIBRATION_FOLDS):
         fit_on = [p for p, f in zip(pictures, folds, strict=True) if f != fold]
@@ -356,13 +359,23 @@ def _calibrate(
             read_as = ALL_FACES[best]
             # The face as the recogniser warps it: from the corner that reads the best face
             # most surely.
-            said = reading(
-                templates, picture.faces[int(np.argmax(probabilities[:, best]))], best, parts
-            )
+            face = picture.faces[int(np.argmax(probabilities[:, best]))]
+            said = reading(templates, face, best, parts)
             if read_as != picture.card and face_agrees(said, best, level=0.0):
                 agreeing_wrong.append(said.margin)
-            if is_suit_dispute(scores, [probabilities], best):
-                suit_disputes.append((float(scores[best]), read_as == picture.card, best, said))
+            rivals = dispute_rivals(scores, [probabilities], best)
+            if rivals and scores[best] >= CONFLICT_SCORE:
+                ranks = rival_ranks(rivals, best)
+                word = said
+                if ranks and ALL_FACES[said.named].rank == read_as.rank:
+                    word = said._replace(
+                        rank_margin=min(
+                            rank_margin(templates, face, read_as.rank, rival) for rival in ranks
+                        )
+                    )
+                elif ranks:
+                    word = said._replace(rank_margin=-math.inf)
+                disputes.append((float(scores[best]), read_as == picture.card, best, word))
             if is_ambiguous(float(scores[best]), float(scores[order[1]])):
                 continue  # abstains whatever the threshold
             # A reading whose corners disagree (is_standoff) abstains too, but is not
@@ -375,6 +388,13 @@ def _calibrate(
     wrong = [score for score, right, *_ in outcomes if not right]
     worst = max(wrong, default=0.0)
     threshold = threshold_above(worst, margin, minimum)
+    # A face that would settle a wrong reading's dispute agreed with it too: the level goes
+    # above the lesser of its margins, which is enough to refuse it.
+    agreeing_wrong += [
+        min(said.margin, said.rank_margin)
+        for _score, right, best, said in disputes
+        if not right and face_settles(said, best, 0.0)
+    ]
     face_level = max(agreeing_wrong) + _FACE_LEVEL_STEP if agreeing_wrong else 0.0
     kept = confirmed = vetoed = 0
     for score, right, answers, best, said in outcomes:
@@ -391,9 +411,7 @@ def _calibrate(
         if face_names_other_suit(said, best):
             vetoed += 1  # an answer the suit veto turns away
     settled = [
-        right
-        for score, right, best, said in suit_disputes
-        if score >= threshold and face_names_clearly(said, best, face_level)
+        right for _score, right, best, said in disputes if face_settles(said, best, face_level)
     ]
     return _Calibration(
         threshold,
@@ -408,8 +426,8 @@ def _calibrate(
             "calibration_correct_with_face": (kept + confirmed - vetoed + sum(settled))
             / max(len(pictures), 1),
             "calibration_vetoed_right": vetoed,
-            # Of the readings whose corners disagreed on the suit alone, those the face
-            # settled, right and wrong (wrong ones stay under the face level by its making).
+            # Of the readings whose corners disagreed, those the face settled, right and
+            # wrong (wrong ones stay under the face level by its making).
             "calibration_face_settled_right": sum(settled),
             "calibration_face_settled_wrong": len(settled) - sum(settled),
             "calibration_suspect_labels": [

@@ -22,6 +22,7 @@ Pure image code: numpy and OpenCV, no I/O.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, NamedTuple
 
@@ -42,6 +43,16 @@ FACE_HEIGHT: Final = round(FACE_WIDTH * CARD_ASPECT)
 # a corner of the card is taken as that corner: the frame's estimate of the far corners errs
 # by the perspective and the card's own aspect, a found corner hardly at all.
 _SNAP: Final = 0.2
+# The card's other index corner (opposite_index_corner): a found corner whose frame is
+# turned from the index corner's by at least this cosine on both axes (the locator's edges
+# are straight to a few degrees), ...
+_OPPOSITE_TURN: Final = 0.9
+# ... this many estimated card widths along the index corner's short edge (the estimate
+# errs by half when a cover cuts an edge short, or by the cover's length beyond the card)...
+_OPPOSITE_WIDTH: Final = (0.4, 2.5)
+# ... and this share of the nominal aspect down its long edge (designs run 1.33-1.44 against
+# the nominal 1.45, and perspective stretches a card by a few per cent).
+_OPPOSITE_ASPECT: Final = (0.85, 1.12)
 # Redness (R - (G + B) / 2) beside the grey values, times this: hearts and diamonds against
 # spades and clubs in the pips. Chosen on the enrolment pictures of bellot (1 and 2 against
 # 0 and 0.5), the weight of 2 by a hair.
@@ -68,8 +79,10 @@ SUIT_SHARPEN_SIGMA: Final = 3.0
 SUIT_SEARCH_PIXELS: Final = 3
 # How a face is compared, recorded in each deck at enrolment: the face check's level was
 # calibrated with one comparison, and a deck calibrated with another is read with a warning
-# to enrol it again. 1: the suit compared in place; 2: at the best of small shifts.
-FACE_REVISION: Final = 2
+# to enrol it again. 1: the suit compared in place; 2: at the best of small shifts; 3: the
+# card's far end placed by its other index corner where one is found, an alignment that
+# matches worse than none not kept, and rank disputes settled by the whole face.
+FACE_REVISION: Final = 3
 
 
 @dataclass(frozen=True)
@@ -91,22 +104,86 @@ class Face:
         return np.asarray(cv2.cvtColor(self.bgr, cv2.COLOR_BGR2GRAY), np.float32)
 
 
-def card_quad(candidate: CornerCandidate, candidates: list[CornerCandidate]) -> np.ndarray:
-    """The card's corners (index corner, then round the card) if ``candidate`` is its index
-    corner: from the corner's frame and the estimated width, each snapped to a found corner
-    nearby."""
+def opposite_index_corner(
+    candidate: CornerCandidate, candidates: list[CornerCandidate]
+) -> CornerCandidate | None:
+    """The found corner that would be the card's other index corner if ``candidate`` is
+    one: its frame turned half a turn from the candidate's, and lying along the candidate's
+    diagonal where a card of a plausible width and aspect would end. The best placed of
+    several; None when no corner fits."""
     import numpy as np
 
     origin = np.array(candidate.point)
-    across = np.array(candidate.x_axis) * candidate.card_width
-    down = np.array(candidate.y_axis) * candidate.card_width * CARD_ASPECT
+    axes = np.array([candidate.x_axis, candidate.y_axis]).T  # columns x, y
+    best: tuple[float, CornerCandidate] | None = None
+    for other in candidates:
+        turned = -float(np.dot(other.x_axis, candidate.x_axis)) - float(
+            np.dot(other.y_axis, candidate.y_axis)
+        )
+        if turned < 2 * _OPPOSITE_TURN:
+            continue
+        across, down = np.linalg.solve(axes, np.array(other.point) - origin)
+        if (
+            not _OPPOSITE_WIDTH[0] * candidate.card_width
+            <= across
+            <= (_OPPOSITE_WIDTH[1] * candidate.card_width)
+        ):
+            continue
+        aspect = down / across / CARD_ASPECT
+        if not _OPPOSITE_ASPECT[0] <= aspect <= _OPPOSITE_ASPECT[1]:
+            continue
+        misfit = abs(math.log(aspect)) + (2.0 - turned)
+        if best is None or misfit < best[0]:
+            best = (misfit, other)
+    return best[1] if best is not None else None
+
+
+def _meeting(
+    point: np.ndarray, direction: np.ndarray, other: np.ndarray, other_direction: np.ndarray
+) -> np.ndarray | None:
+    """Where the line through ``point`` along ``direction`` meets the one through ``other``
+    along ``other_direction``; None when they are nearly parallel."""
+    import numpy as np
+
+    system = np.array([direction, -other_direction]).T
+    if abs(float(np.linalg.det(system))) < 0.2:
+        return None
+    along, _ = np.linalg.solve(system, other - point)
+    return point + along * direction
+
+
+def card_quad(candidate: CornerCandidate, candidates: list[CornerCandidate]) -> np.ndarray:
+    """The card's corners (index corner, then round the card) if ``candidate`` is its index
+    corner. With the card's other index corner found (:func:`opposite_index_corner`), the
+    two give the far end and, where their frames' edges meet, the two remaining corners:
+    the locator's width estimate errs when a cover cuts an edge short, two corners do not.
+    Otherwise from the corner's frame and the estimated width. Corners not found are
+    snapped to a found corner nearby."""
+    import numpy as np
+
+    origin = np.array(candidate.point)
+    x_axis, y_axis = np.array(candidate.x_axis), np.array(candidate.y_axis)
+    width = candidate.card_width
+    predicted = [
+        origin + x_axis * width,
+        origin + (x_axis + y_axis * CARD_ASPECT) * width,
+        origin + y_axis * width * CARD_ASPECT,
+    ]
+    opposite = opposite_index_corner(candidate, candidates)
+    if opposite is not None:
+        far = np.array(opposite.point)
+        right = _meeting(origin, x_axis, far, np.array(opposite.y_axis))
+        left = _meeting(origin, y_axis, far, np.array(opposite.x_axis))
+        if right is not None and left is not None:
+            predicted = [right, far, left]
+            width = float(np.linalg.norm(right - origin))
     points = np.array([other.point for other in candidates])
     quad = [origin]
-    for predicted in (origin + across, origin + across + down, origin + down):
-        distances = np.linalg.norm(points - predicted, axis=1)
+    for estimate in predicted:
+        distances = np.linalg.norm(points - estimate, axis=1)
         nearest = int(np.argmin(distances))
-        snapped = distances[nearest] < _SNAP * candidate.card_width
-        quad.append(points[nearest] if snapped else predicted)
+        snapped = distances[nearest] < _SNAP * width
+        quad.append(points[nearest] if snapped else estimate)
     return np.array(quad, np.float32)
 
 
@@ -206,7 +283,29 @@ def align(face: Face, reference: np.ndarray) -> Face:
     valid = cv2.warpAffine(
         face.valid.astype(np.uint8), warp, size, flags=cv2.INTER_NEAREST | inverse
     )
-    return Face(bgr, valid > 0)
+    aligned = Face(bgr, valid > 0)
+    # ECC climbs from where the warp put the face and may climb the wrong way: a pip row
+    # away, where a face of rows of pips matches its mean nearly as well, or turned by a
+    # cover's edge. An alignment that matches the reference worse than the face as warped
+    # is not kept.
+    if _match(aligned, reference) < _match(face, reference):
+        return face
+    return aligned
+
+
+def _match(face: Face, reference: np.ndarray) -> float:
+    """Normalised correlation of a face's grey values with a grey reference over the face's
+    valid pixels (-1 with too few)."""
+    import numpy as np
+
+    if int(face.valid.sum()) < 10:
+        return -1.0
+    seen = face.grey()[face.valid].astype(np.float64)
+    expected = reference[face.valid].astype(np.float64)
+    seen -= seen.mean()
+    expected -= expected.mean()
+    norm = float(np.linalg.norm(seen) * np.linalg.norm(expected))
+    return float(seen @ expected) / norm if norm > 1e-9 else -1.0
 
 
 def rank_reference(templates: np.ndarray, face_index: int) -> np.ndarray:
@@ -354,6 +453,9 @@ class FaceReading(NamedTuple):
     # How well the named face matches, as a correlation: a face mostly covered, or a suit's
     # pips mostly hidden, matches every face poorly.
     match: float
+    # The reading's rank over the rival ranks asked about (rank_margin, the least of them);
+    # infinite when none was asked.
+    rank_margin: float = math.inf
 
 
 def reading(
@@ -385,3 +487,20 @@ def reading(
     position = part.faces.index(face_index)
     margin = float(suits[position] - np.delete(suits, position).max())
     return FaceReading(part.faces[int(np.argmax(suits))], margin, float(suits.max()))
+
+
+def rank_margin(templates: np.ndarray, face: Face, rank: str, rival: str) -> float:
+    """How much better the whole face matches ``rank``'s faces than ``rival``'s: the best
+    correlation of a face of each, differenced, aligned to each rank's mean face in turn, and
+    the lesser of the two. Aligned to one rank's mean face alone, an affine map stretches a
+    face towards it (a two of hearts aligned to the threes' mean face matched a three better
+    than a two by 0.2); aligned to both, a face that still prefers one rank shows it."""
+    import numpy as np
+
+    ours, theirs = list(FACES_OF_RANK[rank]), list(FACES_OF_RANK[rival])
+    margins = []
+    for reference in (rank, rival):
+        aligned = align(face, templates[list(FACES_OF_RANK[reference]), 0].mean(axis=0))
+        scores = correlations(templates, *features(aligned))
+        margins.append(float(scores[ours].max() - scores[theirs].max()))
+    return float(np.min(margins))

@@ -149,17 +149,19 @@ def is_standoff(probabilities: np.ndarray, best: int) -> bool:
     return bool(standoff_faces(probabilities, best))
 
 
-def is_suit_dispute(scores: np.ndarray, frames: list[np.ndarray], best: int) -> bool:
-    """The corners disagree (:func:`ambiguous_faces` of the (52,) ``scores``, or
-    :func:`standoff_faces` of any frame's (candidates, 52) probabilities), and only over the
-    suit: every face they set against ``best`` is of its rank. The face may settle such a
-    dispute (:meth:`vision.deck.FaceCheck.names_clearly`); the recogniser and the
-    enrolment's calibration ask it here alike."""
-    rivals = set(ambiguous_faces(scores, best)).union(
+def dispute_rivals(scores: np.ndarray, frames: list[np.ndarray], best: int) -> set[int]:
+    """The faces the corners set against ``best``: :func:`ambiguous_faces` of the (52,)
+    ``scores`` and :func:`standoff_faces` of any frame's (candidates, 52) probabilities.
+    The face may settle such a dispute (:meth:`vision.deck.FaceCheck.settles`); the
+    recogniser and the enrolment's calibration ask it here alike."""
+    return set(ambiguous_faces(scores, best)).union(
         *(standoff_faces(frame, best) for frame in frames)
     )
-    rank = ALL_FACES[best].rank
-    return bool(rivals) and all(ALL_FACES[face].rank == rank for face in rivals)
+
+
+def rival_ranks(rivals: set[int], best: int) -> frozenset[str]:
+    """The ranks other than ``best``'s among the faces ``rivals``."""
+    return frozenset(ALL_FACES[face].rank for face in rivals) - {ALL_FACES[best].rank}
 
 
 def face_probabilities_from(rank: np.ndarray, suit: np.ndarray) -> np.ndarray:
@@ -286,10 +288,10 @@ class Recogniser:
         ``standoff`` (see :func:`is_standoff`): the corners disagree, no answer.
         ``face_confirmed``: the face named the best face too in every frame it was
         looked at (:meth:`face_readings`), which stands in for the threshold (never for the
-        other rules). ``face_settled``: the corners' disagreement (ambiguous, or a standoff)
-        is between suits of the best face's rank and the face named the best face clearly in
-        every frame (:meth:`vision.deck.FaceCheck.names_clearly`); the score must still
-        reach the threshold."""
+        other rules). ``face_settled``: the corners disagree (ambiguous, or a standoff) and
+        the face settled it for the best face in every frame
+        (:meth:`vision.deck.FaceCheck.settles`): named it clearly, and its rank over any
+        rival rank; that stands in for the threshold too."""
         import numpy as np
 
         order = np.argsort(scores)[::-1]
@@ -298,8 +300,7 @@ class Recogniser:
         best_card = ALL_FACES[best]
         single = self.single_corner_threshold
         ambiguous = is_ambiguous(confidence, float(scores[runner_up]))
-        # The face settles a dispute over the suit only for a score at the threshold.
-        settles = face_settled and confidence >= self.threshold
+        settles = face_settled
         if not math.isfinite(confidence) or confidence <= 0.0:
             # Not finite only from broken heads: every comparison below would be false.
             reason = "no card found"
@@ -307,7 +308,7 @@ class Recogniser:
             reason = "ambiguous"
         elif standoff and not settles:
             reason = "corners disagree"
-        elif confidence < self.threshold and not face_confirmed:
+        elif confidence < self.threshold and not (face_confirmed or settles):
             reason = "below threshold"
         elif (
             single is not None
@@ -317,8 +318,8 @@ class Recogniser:
         ):
             reason = "below threshold for one corner"
         else:
-            confirmed = face_confirmed and confidence < self.threshold
             settled = settles and (standoff or ambiguous)
+            confirmed = face_confirmed and confidence < self.threshold and not settled
             return Recognition(
                 best_card, confidence, "recognised", best_card, corners, scores, confirmed, settled
             )
@@ -332,15 +333,17 @@ class Recogniser:
         self,
         frames: list[tuple[np.ndarray, CornerReadings]],
         best: int,
+        rival_ranks: frozenset[str] = frozenset(),
     ) -> list[FaceReading]:
         """What the face says of face ``best`` (:func:`vision.face.reading`) in each frame
         (image and its corner readings) where a corner reads it at 0.5 or more, warped from
-        the corner that reads it most surely; none without a face check. Warping and
-        aligning cost a few milliseconds: done once for both the confirmation and the
-        veto."""
+        the corner that reads it most surely; none without a face check. With
+        ``rival_ranks``, also its rank's least margin over them
+        (:func:`vision.face.rank_margin`). Warping and aligning cost a few milliseconds:
+        done once for the confirmation, the settling and the veto."""
         import numpy as np
 
-        from vision.face import reading, warp_face
+        from vision.face import rank_margin, reading, warp_face
 
         check = self.face_check
         if check is None:
@@ -352,7 +355,14 @@ class Recogniser:
                 continue
             corner = corners.candidates[int(np.argmax(probabilities[:, best]))]
             face = warp_face(image, corner, corners.found)
-            said.append(reading(check.templates, face, best, check.parts))
+            one = reading(check.templates, face, best, check.parts)
+            rank = ALL_FACES[best].rank
+            if rival_ranks and ALL_FACES[one.named].rank == rank:
+                margins = (rank_margin(check.templates, face, rank, rival) for rival in rival_ranks)
+                one = one._replace(rank_margin=min(margins))
+            elif rival_ranks:
+                one = one._replace(rank_margin=-math.inf)  # it names another rank
+            said.append(one)
         return said
 
     def recognise_frames(self, images: list[np.ndarray]) -> Recognition:
@@ -396,10 +406,15 @@ class Recogniser:
             # in the range where the calibrations' wrong readings lie.
             said = self.face_readings(read, best)
             face_confirmed = bool(said) and all(check.names_clearly(one, best) for one in said)
-        # Corners that read the best face's rank in another suit: the face may say which.
-        if confidence >= self.threshold and is_suit_dispute(combined / count, per_frame, best):
-            said = self.face_readings(read, best) if said is None else said
-            face_settled = bool(said) and all(check.names_clearly(one, best) for one in said)
+        # Corners that read another face against the best one: the face may say which, at
+        # any score where a corner reads the best face at even odds (below the floor the
+        # face lifts a reading only so clearly, too).
+        rivals = dispute_rivals(combined / count, per_frame, best)
+        if rivals and confidence >= CONFLICT_SCORE:
+            ranks = rival_ranks(rivals, best)
+            if said is None or ranks:
+                said = self.face_readings(read, best, ranks)
+            face_settled = bool(said) and all(check.settles(one, best) for one in said)
         answer = self.decide(
             combined / count,
             corners,

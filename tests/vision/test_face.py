@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -17,7 +19,7 @@ from vision.face import (
     reading,
     warp_face,
 )
-from vision.locate import find_corners
+from vision.locate import CornerCandidate, find_corners
 from vision.recognise import CornerReadings, Recogniser
 from vision.synth import SOURCE_HEIGHT_PX, SceneOptions, render_scene
 
@@ -82,7 +84,7 @@ def test_the_face_names_cards_whose_index_corners_are_hidden(templates: np.ndarr
             face = _index_face(scene.image, scene.corners)
             check = FaceCheck(templates, floor=0.95, level=0.0)
             said = reading(templates, face, truth, check.parts)
-            best, margin, match = said
+            best, margin, match = said.named, said.margin, said.match
             assert check.agrees(said, truth) == (best == truth and match >= FACE_CONFIRM_MATCH)
             if best == truth:
                 named += 1
@@ -118,10 +120,12 @@ class _FaceSays(Recogniser):
         threshold: float = 0.995,
         match: float = 0.9,
         margin: float = 1.0,
+        rank_margin: float = 0.5,
     ) -> None:
         super().__init__(threshold=threshold)
         self.match = match
         self.margin = margin
+        self.rank_margin = rank_margin
         zeros = np.zeros((52, 2, FACE_HEIGHT, FACE_WIDTH), np.float32)
         self.face_check = FaceCheck(zeros, floor=0.95, level=0.0)
         self.face = parse_card(face)
@@ -132,12 +136,18 @@ class _FaceSays(Recogniser):
     def read_corners(self, image: np.ndarray) -> CornerReadings:
         return CornerReadings(self.read, [], [])
 
-    def face_readings(self, frames: object, best: int) -> list[FaceReading]:  # type: ignore[override]
+    def face_readings(  # type: ignore[override]
+        self, frames: object, best: int, rival_ranks: frozenset[str] = frozenset()
+    ) -> list[FaceReading]:
         # The face names ``face`` by ``margin`` over the others, and the corners' best
-        # face by as wide a one below it when another; matching it by ``match``.
+        # face by as wide a one below it when another; matching it by ``match``; the face's
+        # rank over the rival ranks by ``rank_margin`` (its own rank's, negated, otherwise).
         named = ALL_FACES.index(self.face)
         margin = self.margin if named == best else -self.margin
-        return [FaceReading(named, margin, self.match)]
+        rank_margin = self.rank_margin
+        if ALL_FACES[named].rank != ALL_FACES[best].rank:
+            rank_margin = -rank_margin
+        return [FaceReading(named, margin, self.match, rank_margin if rival_ranks else math.inf)]
 
 
 IMAGE = np.zeros((8, 8, 3), np.uint8)
@@ -216,8 +226,10 @@ def test_below_the_floor_only_a_face_naming_the_card_clearly_lifts_it() -> None:
     # Between the floor and the threshold the face need not be as clear.
     unclear_above_floor = _FaceSays("KC", ("KC", 0.97), match=SUIT_VETO_MATCH - 0.01)
     assert unclear_above_floor.recognise(IMAGE).card == parse_card("KC")
-    disagree = _FaceSays("2S", ("2S", 0.97), ("2C", 0.93)).recognise(IMAGE)
-    assert disagree.card is None and disagree.reason in ("ambiguous", "corners disagree")
+    # Corners that disagree are settled only by a face naming the card clearly.
+    disagree = _FaceSays("2S", ("2S", 0.97), ("2C", 0.93), match=SUIT_VETO_MATCH - 0.01)
+    unsettled = disagree.recognise(IMAGE)
+    assert unsettled.card is None and unsettled.reason in ("ambiguous", "corners disagree")
     below_floor_disagree = _FaceSays("2S", ("2S", 0.9), ("2C", 0.92)).recognise(IMAGE)
     assert below_floor_disagree.card is None
 
@@ -226,8 +238,8 @@ def test_the_face_names_clearly_which_suit_when_two_corners_read_one_rank_in_two
     """Plastic's five of clubs: one index corner reads it at 0.999, the other the five of
     spades at 0.908 (the network's clubs and spades look alike on that design). The corners
     alone cannot say which; the face's pips can, and where it names the corners' best face as
-    clearly as it must to veto an answer, the best face is answered. Its score must still
-    reach the threshold: the face settles a disagreement, it lifts nothing."""
+    clearly as it must to veto an answer, the best face is answered, at any score where a
+    corner reads it at even odds at least (as the face lifts a reading below the floor)."""
     from vision.deck import SUIT_VETO_MARGIN, SUIT_VETO_MATCH
 
     settled = _FaceSays("5C", ("5C", 0.999), ("5S", 0.908)).recognise(IMAGE)
@@ -253,18 +265,44 @@ def test_the_face_names_clearly_which_suit_when_two_corners_read_one_rank_in_two
         "5C", ("5C", 0.999), ("5S", 0.908), match=SUIT_VETO_MATCH, margin=SUIT_VETO_MARGIN
     )
     assert edge.recognise(IMAGE).card == parse_card("5C")
-    # Two ranks: the face's suit parts compare suits of one rank, they settle no rank.
-    ranks = _FaceSays("QD", ("QD", 0.9997), ("KD", 0.953)).recognise(IMAGE)
-    assert (ranks.card, ranks.reason) == (None, "corners disagree")
-    # A third face in the disagreement, of another rank, leaves it unsettled too.
-    third = _FaceSays("5C", ("5C", 0.999), ("5S", 0.95), ("6C", 0.95)).recognise(IMAGE)
-    assert third.card is None
-    # Below the threshold: no answer, whatever the face says.
+    # Below the threshold, the face naming the card clearly settles it too (plastic's KC
+    # read at 0.853 by two corners, one of them reading KS at 0.49, the face naming KC
+    # by 0.70 matching it at 0.92).
     below = _FaceSays("5C", ("5C", 0.99), ("5S", 0.908)).recognise(IMAGE)
-    assert below.card is None
+    assert (below.card, below.face_settled) == (parse_card("5C"), True)
     # The face must settle it in every frame that shows the card.
     frames = _FaceSays("5C", ("5C", 0.999), ("5S", 0.908)).recognise_frames([IMAGE, IMAGE])
     assert frames.card == parse_card("5C")
+
+
+def test_the_whole_face_settles_corners_that_read_two_ranks_when_it_names_one_clearly() -> None:
+    """Neoclassical's five of hearts: one index corner reads it at 0.997, the other the six
+    at 0.942. The suit parts compare suits of one rank; the whole face compares ranks (a six
+    has a row of pips more), aligned to each rank's mean face in turn so that neither is
+    favoured. It settles the dispute when the best face's rank wins by RANK_SETTLE_MARGIN in
+    both alignments and the face names the card clearly."""
+    from vision.deck import RANK_SETTLE_MARGIN, SUIT_VETO_MATCH
+
+    settled = _FaceSays("5H", ("5H", 0.997), ("6H", 0.942)).recognise(IMAGE)
+    assert (settled.card, settled.reason, settled.face_settled) == (
+        parse_card("5H"),
+        "recognised",
+        True,
+    )
+    edge = _FaceSays("5H", ("5H", 0.997), ("6H", 0.942), rank_margin=RANK_SETTLE_MARGIN)
+    assert edge.recognise(IMAGE).card == parse_card("5H")
+    for unsettled in (
+        _FaceSays("5H", ("5H", 0.997), ("6H", 0.942), rank_margin=RANK_SETTLE_MARGIN - 0.01),
+        _FaceSays("6H", ("5H", 0.997), ("6H", 0.942)),  # the face names the other rank
+        _FaceSays("5H", ("5H", 0.997), ("6H", 0.942), match=SUIT_VETO_MATCH - 0.01),
+    ):
+        result = unsettled.recognise(IMAGE)
+        assert result.card is None and result.reason in ("ambiguous", "corners disagree")
+    # A third face of another rank and suit: both must be beaten.
+    third = _FaceSays("5C", ("5C", 0.999), ("5S", 0.95), ("6C", 0.95)).recognise(IMAGE)
+    assert (third.card, third.face_settled) == (parse_card("5C"), True)
+    narrow = _FaceSays("5C", ("5C", 0.999), ("5S", 0.95), ("6C", 0.95), rank_margin=0.1)
+    assert narrow.recognise(IMAGE).card is None
 
 
 def test_the_correlations_are_the_masked_normalised_correlations() -> None:
@@ -406,3 +444,58 @@ def test_the_suit_correlations_are_the_best_masked_correlations_over_the_shifts(
     turned = direct(sharpened[:, ::-1, ::-1], mask[0, ::-1, ::-1] > 0)
     expected = upright if upright.max() >= turned.max() else turned
     assert np.allclose(suit_correlations(part, values, mask), expected, atol=1e-4)
+
+
+def _corner(point: tuple[float, float], x_axis: np.ndarray, width: float) -> CornerCandidate:
+    """A found corner with its right-handed frame (y is x turned a quarter clockwise)."""
+    y_axis = np.array([-x_axis[1], x_axis[0]])
+    return CornerCandidate(
+        point, (float(x_axis[0]), float(x_axis[1])), (float(y_axis[0]), float(y_axis[1])), width
+    )
+
+
+def test_the_cards_other_index_corner_places_its_far_end_when_the_width_is_misjudged() -> None:
+    """A cover over an edge leaves the locator's width estimate of a corner short (a plastic
+    ace of clubs warped from a corner judged half its width showed a quarter of the card).
+    The card's other index corner, turned half a turn and lying along its diagonal, gives
+    the far end; the two remaining corners lie where the two frames' edges meet."""
+    from vision.face import card_quad
+    from vision.locate import CARD_ASPECT
+
+    angle = 0.3
+    x_axis = np.array([np.cos(angle), np.sin(angle)])
+    y_axis = np.array([-x_axis[1], x_axis[0]])
+    width, height = 100.0, 100.0 * 1.4
+    origin = np.array([50.0, 40.0])
+    truth = np.array(
+        [
+            origin,
+            origin + width * x_axis,
+            origin + width * x_axis + height * y_axis,
+            origin + height * y_axis,
+        ]
+    )
+    index = _corner(tuple(origin), x_axis, width * 0.5)  # judged half its width
+    opposite = _corner(tuple(truth[2]), -x_axis, width * 0.9)
+    # Another card's corner, turned a quarter, near where the misjudged width puts a corner.
+    stranger = _corner(tuple(origin + 0.5 * width * x_axis + 5), y_axis, width)
+    quad = card_quad(index, [index, stranger, opposite])
+    assert np.abs(quad - truth).max() < 0.5
+    # Without the other index corner the estimate stands as it was (a quarter of the card).
+    alone = card_quad(index, [index, stranger])
+    far_end = origin + 0.5 * width * (x_axis + CARD_ASPECT * y_axis)
+    assert np.abs(alone[2] - far_end).max() < 0.5
+
+
+def test_a_corner_turned_half_a_turn_off_the_diagonal_is_not_taken_for_the_other_index() -> None:
+    """Another card's corner, turned half a turn but where no card of this corner's shape
+    could end (the wrong aspect), leaves the estimate as it was."""
+    from vision.face import card_quad
+
+    x_axis = np.array([1.0, 0.0])
+    origin = np.array([50.0, 40.0])
+    index = _corner(tuple(origin), x_axis, 100.0)
+    # 100 across but only 90 down: the aspect of no card.
+    elsewhere = _corner(tuple(origin + np.array([100.0, 90.0])), -x_axis, 100.0)
+    quad = card_quad(index, [index, elsewhere])
+    assert np.abs(quad[2] - (origin + np.array([100.0, 145.0]))).max() < 0.5
