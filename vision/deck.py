@@ -333,8 +333,8 @@ class EnrolledDeck:
                 f"reading; the suit veto turned away {info.get('calibration_vetoed_right', 0)} "
                 "right reading(s)"
                 + (
-                    f"; it settled the suit of {info['calibration_face_settled_right']} "
-                    "reading(s) whose corners disagreed on it "
+                    f"; it settled {info['calibration_face_settled_right']} "
+                    "reading(s) whose corners disagreed "
                     f"({info.get('calibration_face_settled_wrong', 0)} wrong)"
                     if "calibration_face_settled_right" in info
                     else ""

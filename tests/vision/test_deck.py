@@ -380,7 +380,7 @@ def test_the_calibration_summary_says_what_the_face_settled() -> None:
         "calibration_face_settled_wrong": 0,
     }
     summary = EnrolledDeck(_zero_heads(), "abc", 0.998, info).calibration_summary()
-    assert "it settled the suit of 4 reading(s) whose corners disagreed on it (0 wrong)" in summary
+    assert "it settled 4 reading(s) whose corners disagreed (0 wrong)" in summary
     # A deck calibrated before the face settled anything says nothing of it.
     del info["calibration_face_settled_right"], info["calibration_face_settled_wrong"]
     older = EnrolledDeck(_zero_heads(), "abc", 0.998, info).calibration_summary()
