@@ -33,6 +33,7 @@ from vision.deck import (
     Heads,
     face_agrees,
     face_names_clearly,
+    face_names_other_rank,
     face_names_other_suit,
     face_settles,
     heads_input,
@@ -42,10 +43,10 @@ from vision.face import (
     Face,
     FaceReading,
     build_templates,
-    rank_margin,
     reading,
     suit_parts,
     warp_face,
+    with_rank_margins,
 )
 from vision.locate import LOCATOR_REVISION, cut_patch, find_corners, normalise_patches
 from vision.model import CornerClassifier
@@ -360,22 +361,19 @@ def _calibrate(
             # The face as the recogniser warps it: from the corner that reads the best face
             # most surely.
             face = picture.faces[int(np.argmax(probabilities[:, best]))]
-            said = reading(templates, face, best, parts)
+            rivals = dispute_rivals(scores, [probabilities], best)
+            disputed = bool(rivals) and scores[best] >= CONFLICT_SCORE
+            said = with_rank_margins(
+                templates,
+                face,
+                reading(templates, face, best, parts),
+                best,
+                rival_ranks(rivals, best) if disputed else frozenset(),
+            )
             if read_as != picture.card and face_agrees(said, best, level=0.0):
                 agreeing_wrong.append(said.margin)
-            rivals = dispute_rivals(scores, [probabilities], best)
-            if rivals and scores[best] >= CONFLICT_SCORE:
-                ranks = rival_ranks(rivals, best)
-                word = said
-                if ranks and ALL_FACES[said.named].rank == read_as.rank:
-                    word = said._replace(
-                        rank_margin=min(
-                            rank_margin(templates, face, read_as.rank, rival) for rival in ranks
-                        )
-                    )
-                elif ranks:
-                    word = said._replace(rank_margin=-math.inf)
-                disputes.append((float(scores[best]), read_as == picture.card, best, word))
+            if disputed:
+                disputes.append((float(scores[best]), read_as == picture.card, best, said))
             if is_ambiguous(float(scores[best]), float(scores[order[1]])):
                 continue  # abstains whatever the threshold
             # A reading whose corners disagree (is_standoff) abstains too, but is not
@@ -408,8 +406,8 @@ def _calibrate(
             confirmed += 1  # below the floor, the face naming it clearly
         else:
             continue
-        if face_names_other_suit(said, best):
-            vetoed += 1  # an answer the suit veto turns away
+        if face_names_other_suit(said, best) or face_names_other_rank(said, best):
+            vetoed += 1  # an answer the veto turns away
     settled = [
         right for _score, right, best, said in disputes if face_settles(said, best, face_level)
     ]

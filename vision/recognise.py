@@ -176,7 +176,7 @@ class Recognition:
     card: Card | None
     confidence: float  # the best face's score, 0..1 (also when abstaining)
     # "recognised", "no card found", "ambiguous", "corners disagree", "below threshold",
-    # "below threshold for one corner"
+    # "below threshold for one corner", "face names another suit", "face names another rank"
     reason: str
     best: Card | None = None  # the best face even when abstaining, for diagnostics
     corners: int = 0
@@ -338,12 +338,13 @@ class Recogniser:
         """What the face says of face ``best`` (:func:`vision.face.reading`) in each frame
         (image and its corner readings) where a corner reads it at 0.5 or more, warped from
         the corner that reads it most surely; none without a face check. With
-        ``rival_ranks``, also its rank's least margin over them
-        (:func:`vision.face.rank_margin`). Warping and aligning cost a few milliseconds:
-        done once for the confirmation, the settling and the veto."""
+        ``rival_ranks``, and where the face names another rank, also the best face's rank's
+        least margin over them (:func:`vision.face.with_rank_margins`). Warping and
+        aligning cost a few milliseconds: done once for the confirmation, the settling and
+        the veto."""
         import numpy as np
 
-        from vision.face import rank_margin, reading, warp_face
+        from vision.face import reading, warp_face, with_rank_margins
 
         check = self.face_check
         if check is None:
@@ -356,13 +357,7 @@ class Recogniser:
             corner = corners.candidates[int(np.argmax(probabilities[:, best]))]
             face = warp_face(image, corner, corners.found)
             one = reading(check.templates, face, best, check.parts)
-            rank = ALL_FACES[best].rank
-            if rival_ranks and ALL_FACES[one.named].rank == rank:
-                margins = (rank_margin(check.templates, face, rank, rival) for rival in rival_ranks)
-                one = one._replace(rank_margin=min(margins))
-            elif rival_ranks:
-                one = one._replace(rank_margin=-math.inf)  # it names another rank
-            said.append(one)
+            said.append(with_rank_margins(check.templates, face, one, best, rival_ranks))
         return said
 
     def recognise_frames(self, images: list[np.ndarray]) -> Recognition:
@@ -431,5 +426,9 @@ class Recogniser:
         if any(check.names_other_suit(one, best) for one in said):
             return replace(
                 answer, card=None, reason="face names another suit", face_confirmed=False
+            )
+        if any(check.names_other_rank(one, best) for one in said):
+            return replace(
+                answer, card=None, reason="face names another rank", face_confirmed=False
             )
         return answer

@@ -141,14 +141,17 @@ class _FaceSays(Recogniser):
         self, frames: object, best: int, rival_ranks: frozenset[str] = frozenset()
     ) -> list[FaceReading]:
         # The face names ``face`` by ``margin`` over the others, and the corners' best
-        # face by as wide a one below it when another; matching it by ``match``; the face's
-        # rank over the rival ranks by ``rank_margin`` (its own rank's, negated, otherwise).
+        # face by as wide a one below it when another; matching it by ``match``; the best
+        # face's rank over the rival ranks, and the face's own when another, by
+        # ``rank_margin`` (negated when the face names another rank).
         named = ALL_FACES.index(self.face)
         margin = self.margin if named == best else -self.margin
         rank_margin = self.rank_margin
-        if ALL_FACES[named].rank != ALL_FACES[best].rank:
+        other_rank = ALL_FACES[named].rank != ALL_FACES[best].rank
+        if other_rank:
             rank_margin = -rank_margin
-        return [FaceReading(named, margin, self.match, rank_margin if rival_ranks else math.inf)]
+        asked = rival_ranks or other_rank
+        return [FaceReading(named, margin, self.match, rank_margin if asked else math.inf)]
 
 
 IMAGE = np.zeros((8, 8, 3), np.uint8)
@@ -167,8 +170,9 @@ def test_a_face_naming_another_card_leaves_the_threshold_as_it_was() -> None:
     result = _FaceSays("2C", ("2S", 0.97)).recognise(IMAGE)
     assert (result.card, result.reason) == (None, "below threshold")
     # Above the threshold the corner reading needs no face, and a face naming another
-    # rank does not stop it.
-    above = _FaceSays("3C", ("2S", 0.999)).recognise(IMAGE)
+    # rank without preferring it clearly (rank margin under RANK_VETO_MARGIN) does not
+    # stop it.
+    above = _FaceSays("3C", ("2S", 0.999), rank_margin=0.05).recognise(IMAGE)
     assert (above.card, above.face_confirmed) == (parse_card("2S"), False)
 
 
@@ -523,3 +527,25 @@ def test_an_alignment_that_matches_worse_than_the_face_as_warped_is_not_kept() -
     as_warped = max(match(face), match(face.turned()))
     assert as_warped > 0.45
     assert match(align(face, reference)) >= as_warped - 1e-6
+
+
+def test_a_face_naming_another_rank_clearly_vetoes_an_answer() -> None:
+    """Tango's five of spades, its index corner washed out by glare, read as the three of
+    spades at 0.985 by its one corner in view (tango's threshold is the floor, 0.95): the face
+    named the five, the whole face preferring it by 0.18. As a face naming another suit of the
+    rank clearly vetoes an answer, so does one preferring another rank by RANK_VETO_MARGIN in
+    both alignments (vision.face.rank_margin), matching it at SUIT_VETO_MATCH."""
+    from vision.deck import RANK_VETO_MARGIN, SUIT_VETO_MATCH
+
+    vetoed = _FaceSays("5S", ("3S", 0.985), threshold=0.95, rank_margin=0.18).recognise(IMAGE)
+    assert (vetoed.card, vetoed.reason) == (None, "face names another rank")
+    edge = _FaceSays(
+        "5S", ("3S", 0.985), threshold=0.95, rank_margin=RANK_VETO_MARGIN, match=SUIT_VETO_MATCH
+    )
+    assert edge.recognise(IMAGE).card is None
+    for kept in (
+        _FaceSays("5S", ("3S", 0.985), threshold=0.95, rank_margin=RANK_VETO_MARGIN - 0.01),
+        _FaceSays("5S", ("3S", 0.985), threshold=0.95, match=SUIT_VETO_MATCH - 0.01),
+        _FaceSays("3S", ("3S", 0.985), threshold=0.95),  # the face names the corners' card
+    ):
+        assert kept.recognise(IMAGE).card == parse_card("3S")
