@@ -183,7 +183,8 @@ class Recognition:
     scores: np.ndarray | None = field(default=None, repr=False)  # (52,) per face
     # Answered below the deck's threshold because the face named the same card.
     face_confirmed: bool = False
-    # Answered although corners read the same rank in another suit: the face named this one.
+    # Answered although corners read another face against it: the face settled which (the
+    # suit, and the rank where a corner read another).
     face_settled: bool = False
 
 
