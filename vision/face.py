@@ -138,27 +138,14 @@ def opposite_index_corner(
     return best[1] if best is not None else None
 
 
-def _meeting(
-    point: np.ndarray, direction: np.ndarray, other: np.ndarray, other_direction: np.ndarray
-) -> np.ndarray | None:
-    """Where the line through ``point`` along ``direction`` meets the one through ``other``
-    along ``other_direction``; None when they are nearly parallel."""
-    import numpy as np
-
-    system = np.array([direction, -other_direction]).T
-    if abs(float(np.linalg.det(system))) < 0.2:
-        return None
-    along, _ = np.linalg.solve(system, other - point)
-    return point + along * direction
-
-
 def card_quad(candidate: CornerCandidate, candidates: list[CornerCandidate]) -> np.ndarray:
     """The card's corners (index corner, then round the card) if ``candidate`` is its index
-    corner. With the card's other index corner found (:func:`opposite_index_corner`), the
-    two give the far end and, where their frames' edges meet, the two remaining corners:
-    the locator's width estimate errs when a cover cuts an edge short, two corners do not.
-    Otherwise from the corner's frame and the estimated width. Corners not found are
-    snapped to a found corner nearby."""
+    corner: from the corner's frame and the estimated width, each snapped to a found corner
+    nearby. Where the card's other index corner is found (:func:`opposite_index_corner`) but
+    not where the estimated width puts the far end, the width was misjudged (a cover cuts
+    an edge short, and the locator's estimate with it): the two index corners then give the
+    far end, and each of the two remaining corners is the mean of where the two corners'
+    frames put it."""
     import numpy as np
 
     origin = np.array(candidate.point)
@@ -172,11 +159,13 @@ def card_quad(candidate: CornerCandidate, candidates: list[CornerCandidate]) -> 
     opposite = opposite_index_corner(candidate, candidates)
     if opposite is not None:
         far = np.array(opposite.point)
-        right = _meeting(origin, x_axis, far, np.array(opposite.y_axis))
-        left = _meeting(origin, y_axis, far, np.array(opposite.x_axis))
-        if right is not None and left is not None:
+        if np.linalg.norm(far - predicted[1]) >= _SNAP * width:
+            across, down = np.linalg.solve(np.array([x_axis, y_axis]).T, far - origin)
+            far_x, far_y = np.array(opposite.x_axis), np.array(opposite.y_axis)
+            right = (origin + across * x_axis + far + down * far_y) / 2
+            left = (origin + down * y_axis + far + across * far_x) / 2
             predicted = [right, far, left]
-            width = float(np.linalg.norm(right - origin))
+            width = float(across)
     points = np.array([other.point for other in candidates])
     quad = [origin]
     for estimate in predicted:

@@ -549,3 +549,30 @@ def test_a_face_naming_another_rank_clearly_vetoes_an_answer() -> None:
         _FaceSays("3S", ("3S", 0.985), threshold=0.95),  # the face names the corners' card
     ):
         assert kept.recognise(IMAGE).card == parse_card("3S")
+
+
+def test_where_the_width_is_judged_right_the_other_index_corner_changes_nothing() -> None:
+    """The frames' edge directions err by a few degrees, and where two lines from the far
+    corner meet is no better than the index corner's own frame: with the far end where the
+    estimate puts it, the quad is the frame's, snapped (the far end to the other index)."""
+    from vision.face import card_quad
+    from vision.locate import CARD_ASPECT
+
+    x_axis = np.array([1.0, 0.0])
+    origin = np.array([50.0, 40.0])
+    index = _corner(tuple(origin), x_axis, 100.0)
+    far = origin + np.array([103.0, 100.0 * CARD_ASPECT - 4.0])
+    # Its frame a little off, as a corner found from a short edge is.
+    tilted = np.array([-np.cos(0.08), -np.sin(0.08)])
+    opposite = _corner(tuple(far), tilted, 100.0)
+    quad = card_quad(index, [index, opposite])
+    expected = np.array(
+        [
+            origin,
+            origin + np.array([100.0, 0.0]),
+            far,
+            origin + np.array([0.0, 100.0 * CARD_ASPECT]),
+        ],
+        np.float32,
+    )
+    assert np.abs(quad - expected).max() < 1e-3
