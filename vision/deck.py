@@ -340,8 +340,8 @@ class EnrolledDeck:
                 f", {float(info.get('calibration_correct_with_face', 0.0)):.2%} with the face "
                 f"check (level {float(info.get('calibration_face_level', 0.0)):.3f}, "
                 f"{info.get('calibration_face_agreed_with_wrong')} face(s) agreed with a wrong "
-                f"reading; the suit veto turned away {info.get('calibration_vetoed_right', 0)} "
-                "right reading(s)"
+                "reading; the vetoes (suit, rank) turned away "
+                f"{info.get('calibration_vetoed_right', 0)} right reading(s)"
                 + (
                     f"; it settled {info['calibration_face_settled_right']} "
                     "reading(s) whose corners disagreed "

@@ -363,7 +363,7 @@ def test_the_calibration_summary_says_what_the_suit_veto_cost() -> None:
     }
     summary = EnrolledDeck(_zero_heads(), "abc", 0.997, info).calibration_summary()
     assert "98.85% with the face check" in summary
-    assert "the suit veto turned away 3 right reading(s)" in summary
+    assert "the vetoes (suit, rank) turned away 3 right reading(s)" in summary
 
 
 def test_the_calibration_summary_says_what_the_face_settled() -> None:
