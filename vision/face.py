@@ -30,6 +30,8 @@ from controller.kernel.cards import ALL_FACES, RANKS
 from vision.locate import CARD_ASPECT, CornerCandidate
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     import numpy as np
 
 # 80 pixels across: a pip is 12-16 pixels, enough to tell a spade's point from a club's three
@@ -299,7 +301,12 @@ def _match(face: Face, reference: np.ndarray) -> float:
 
 def rank_reference(templates: np.ndarray, face_index: int) -> np.ndarray:
     """The grey mean face of the rank of face ``face_index`` over its four suits."""
-    return templates[list(FACES_OF_RANK[ALL_FACES[face_index].rank]), 0].mean(axis=0)
+    return _rank_mean(templates, ALL_FACES[face_index].rank)
+
+
+def _rank_mean(templates: np.ndarray, rank: str) -> np.ndarray:
+    """The grey mean face of ``rank`` over its four suits."""
+    return templates[list(FACES_OF_RANK[rank]), 0].mean(axis=0)
 
 
 def mean_faces(samples: list[tuple[int, Face]]) -> np.ndarray:
@@ -478,21 +485,26 @@ def reading(
     return FaceReading(part.faces[int(np.argmax(suits))], margin, float(suits.max()))
 
 
-def rank_margin(templates: np.ndarray, face: Face, rank: str, rival: str) -> float:
-    """How much better the whole face matches ``rank``'s faces than ``rival``'s: the best
-    correlation of a face of each, differenced, aligned to each rank's mean face in turn, and
-    the lesser of the two. Aligned to one rank's mean face alone, an affine map stretches a
-    face towards it (a two of hearts aligned to the threes' mean face matched a three better
-    than a two by 0.2); aligned to both, a face that still prefers one rank shows it."""
-    import numpy as np
+def rank_margin(templates: np.ndarray, face: Face, rank: str, rivals: Iterable[str]) -> float:
+    """How much better the whole face matches ``rank``'s faces than the faces of the rank in
+    ``rivals`` it matches best: for each rival, the best correlation of a face of each rank,
+    differenced, aligned to each rank's mean face in turn, and the least of them all. Aligned
+    to one rank's mean face alone, an affine map stretches a face towards it (a two of hearts
+    aligned to the threes' mean face matched a three better than a two by 0.2); aligned to
+    both, a face that still prefers one rank shows it. The face is aligned to ``rank`` once,
+    however many rivals."""
+    ours = list(FACES_OF_RANK[rank])
 
-    ours, theirs = list(FACES_OF_RANK[rank]), list(FACES_OF_RANK[rival])
+    def scores_aligned_to(reference: str) -> np.ndarray:
+        return correlations(templates, *features(align(face, _rank_mean(templates, reference))))
+
+    own = scores_aligned_to(rank)
     margins = []
-    for reference in (rank, rival):
-        aligned = align(face, templates[list(FACES_OF_RANK[reference]), 0].mean(axis=0))
-        scores = correlations(templates, *features(aligned))
-        margins.append(float(scores[ours].max() - scores[theirs].max()))
-    return float(np.min(margins))
+    for rival in rivals:
+        theirs = list(FACES_OF_RANK[rival])
+        for scores in (own, scores_aligned_to(rival)):
+            margins.append(float(scores[ours].max() - scores[theirs].max()))
+    return min(margins, default=math.inf)
 
 
 def with_rank_margins(
@@ -512,5 +524,4 @@ def with_rank_margins(
     asked.discard(rank)
     if not asked:
         return said
-    margin = min(rank_margin(templates, face, rank, rival) for rival in sorted(asked))
-    return said._replace(rank_margin=margin)
+    return said._replace(rank_margin=rank_margin(templates, face, rank, sorted(asked)))
