@@ -335,8 +335,9 @@ def _calibrate(
     for picture in pictures:
         folds.append(seen.get(picture.card, 0) % _CALIBRATION_FOLDS)
         seen[picture.card] = seen.get(picture.card, 0) + 1
-    # score, right, answered at a threshold, the best face, what the face said of it
-    outcomes: list[tuple[float, bool, bool, int, FaceReading]] = []
+    # score, right, answered at a threshold, the best face, what the face said of it, the
+    # best face's strongest corner and how many corners read it (at even odds at least)
+    outcomes: list[tuple[float, bool, bool, int, FaceReading, float, int]] = []
     agreeing_wrong: list[float] = []  # the face's margin where it agreed with a wrong reading
     # Readings whose corners disagree (score, right, best face, the face's word with its
     # rank's margin over the rival ranks): the face may settle them (vision.deck.face_settles).
@@ -380,7 +381,17 @@ def _calibrate(
             # skipped: when the face it scores best is wrong, a corner read a wrong card
             # confidently, and with the other corner hidden the deck would answer it.
             answers = not is_standoff(probabilities, best)
-            outcomes.append((float(scores[best]), read_as == picture.card, answers, best, said))
+            outcomes.append(
+                (
+                    float(scores[best]),
+                    read_as == picture.card,
+                    answers,
+                    best,
+                    said,
+                    float(probabilities[:, best].max()),
+                    int((probabilities[:, best] >= CONFLICT_SCORE).sum()),
+                )
+            )
             if read_as != picture.card and scores[best] >= SUSPECT_LABEL_SCORE:
                 suspects.append((float(scores[best]), picture.card, read_as))
     wrong = [score for score, right, *_ in outcomes if not right]
@@ -395,10 +406,12 @@ def _calibrate(
     ]
     face_level = max(agreeing_wrong) + _FACE_LEVEL_STEP if agreeing_wrong else 0.0
     kept = confirmed = vetoed = 0
-    for score, right, answers, best, said in outcomes:
+    for score, right, answers, best, said, strongest, corners in outcomes:
         if not (right and answers):
             continue
-        if score >= threshold:
+        # A score that no corner reaches the floor of alone needs the face, as one below
+        # the threshold does (Recogniser.decide).
+        if score >= threshold and strongest >= minimum:
             kept += 1
         elif score >= minimum and face_agrees(said, best, face_level):
             confirmed += 1
@@ -406,7 +419,7 @@ def _calibrate(
             confirmed += 1  # below the floor, the face naming it clearly
         else:
             continue
-        if face_names_other_suit(said, best) or face_names_other_rank(said, best):
+        if face_names_other_suit(said, best) or face_names_other_rank(said, best, corners):
             vetoed += 1  # an answer the veto turns away
     settled = [
         right for _score, right, best, said in disputes if face_settles(said, best, face_level)

@@ -176,7 +176,8 @@ class Recognition:
     card: Card | None
     confidence: float  # the best face's score, 0..1 (also when abstaining)
     # "recognised", "no card found", "ambiguous", "corners disagree", "below threshold",
-    # "below threshold for one corner", "face names another suit", "face names another rank"
+    # "below threshold for one corner", "corners weak alone", "face names another suit",
+    # "face names another rank"
     reason: str
     best: Card | None = None  # the best face even when abstaining, for diagnostics
     corners: int = 0
@@ -300,6 +301,13 @@ class Recogniser:
         confidence = float(scores[best])
         best_card = ALL_FACES[best]
         single = self.single_corner_threshold
+        # Noisy-OR takes the corners for independent witnesses, and they are not when the
+        # deck's network misreads a design the same way in both (a jolly-royal 3C read as 3S
+        # at 0.84 and 0.81 scored 0.971, over its deck's threshold). With a face check, a
+        # score no corner reaches the floor of alone stands for the threshold only as a
+        # reading below it does: with the face agreeing.
+        check = self.face_check
+        weak = check is not None and strongest is not None and strongest < check.floor
         ambiguous = is_ambiguous(confidence, float(scores[runner_up]))
         settles = face_settled
         if not math.isfinite(confidence) or confidence <= 0.0:
@@ -311,6 +319,8 @@ class Recogniser:
             reason = "corners disagree"
         elif confidence < self.threshold and not (face_confirmed or settles):
             reason = "below threshold"
+        elif weak and not (face_confirmed or settles):
+            reason = "corners weak alone"
         elif (
             single is not None
             and supporting is not None
@@ -320,7 +330,7 @@ class Recogniser:
             reason = "below threshold for one corner"
         else:
             settled = settles and (standoff or ambiguous)
-            confirmed = face_confirmed and confidence < self.threshold and not settled
+            confirmed = face_confirmed and (confidence < self.threshold or weak) and not settled
             return Recognition(
                 best_card, confidence, "recognised", best_card, corners, scores, confirmed, settled
             )
@@ -394,7 +404,9 @@ class Recogniser:
         # below the threshold, to settle a dispute over the suit, and to veto an answer.
         said: list[FaceReading] | None = None
         face_confirmed = face_settled = False
-        if check.floor <= confidence < self.threshold and not standoff:
+        weak_corners = strongest / count < check.floor  # as decide() judges them
+        needs_face = confidence < self.threshold or weak_corners
+        if check.floor <= confidence and needs_face and not standoff:
             said = self.face_readings(read, best)
             face_confirmed = bool(said) and all(check.agrees(one, best) for one in said)
         elif CONFLICT_SCORE <= confidence < check.floor and not standoff:
@@ -428,7 +440,7 @@ class Recogniser:
             return replace(
                 answer, card=None, reason="face names another suit", face_confirmed=False
             )
-        if any(check.names_other_rank(one, best) for one in said):
+        if any(check.names_other_rank(one, best, supporting) for one in said):
             return replace(
                 answer, card=None, reason="face names another rank", face_confirmed=False
             )

@@ -576,3 +576,43 @@ def test_where_the_width_is_judged_right_the_other_index_corner_changes_nothing(
         np.float32,
     )
     assert np.abs(quad - expected).max() < 1e-3
+
+
+def test_two_weak_corners_reaching_the_threshold_together_need_the_face_to_agree() -> None:
+    """Noisy-OR takes two corners for independent witnesses, and they are not when the
+    deck's network misreads a design the same way in both: a jolly-royal three of clubs,
+    read as the three of spades at 0.84 and 0.81 by its two corners, scored 0.971 and passed
+    the deck's threshold (the floor, 0.95: its calibration met no wrong reading), the face
+    naming the club by 0.236, under the suit veto. When no corner reaches the face check's
+    floor alone, the score stands for the threshold only as a reading below it does: with
+    the face agreeing."""
+    weak = (("3S", 0.84), ("3S", 0.81))
+    refused = _FaceSays("3C", *weak, threshold=0.95, margin=0.236, match=0.786).recognise(IMAGE)
+    assert (refused.card, refused.reason) == (None, "corners weak alone")
+    assert refused.confidence >= 0.95
+    confirmed = _FaceSays("3S", *weak, threshold=0.95).recognise(IMAGE)
+    assert (confirmed.card, confirmed.face_confirmed) == (parse_card("3S"), True)
+    # One corner at the floor is the reading a threshold was calibrated on: no face needed.
+    for strong in ((("3S", 0.95), ("3S", 0.5)), (("3S", 0.97),)):
+        kept = _FaceSays("3C", *strong, threshold=0.95, margin=0.2).recognise(IMAGE)
+        assert (kept.card, kept.face_confirmed) == (parse_card("3S"), False)
+
+
+def test_the_face_must_prefer_another_rank_by_the_settling_margin_against_two_corners() -> None:
+    """The rank veto was chosen on one corner's answer (tango's five of spades); against two
+    index corners agreeing on a rank, the face overturns two witnesses and must prefer
+    another rank as clearly as it must to settle a dispute (RANK_SETTLE_MARGIN): a
+    neoclassical six of clubs read at 0.998 and 0.993 by its two corners was turned away
+    because its face preferred a four by 0.102."""
+    from vision.deck import RANK_SETTLE_MARGIN, RANK_VETO_MARGIN
+
+    two = (("6C", 0.9981), ("6C", 0.9926))
+    kept = _FaceSays("4C", *two, threshold=0.95, rank_margin=0.102).recognise(IMAGE)
+    assert kept.card == parse_card("6C")
+    vetoed = _FaceSays("4C", *two, threshold=0.95, rank_margin=RANK_SETTLE_MARGIN)
+    assert (vetoed.recognise(IMAGE).card, vetoed.recognise(IMAGE).reason) == (
+        None,
+        "face names another rank",
+    )
+    one = _FaceSays("4C", ("6C", 0.9981), threshold=0.95, rank_margin=RANK_VETO_MARGIN)
+    assert one.recognise(IMAGE).card is None
