@@ -83,8 +83,10 @@ SUIT_SEARCH_PIXELS: Final = 3
 # calibrated with one comparison, and a deck calibrated with another is read with a warning
 # to enrol it again. 1: the suit compared in place; 2: at the best of small shifts; 3: the
 # card's far end placed by its other index corner where one is found, an alignment that
-# matches worse than none not kept, and rank disputes settled by the whole face.
-FACE_REVISION: Final = 3
+# matches worse than none not kept, and rank disputes settled by the whole face; 4: rank
+# disputes settled by a narrower rank margin (vision.deck.RANK_SETTLE_MARGIN), which the
+# level must stay above where a face would settle a wrong reading.
+FACE_REVISION: Final = 4
 
 
 @dataclass(frozen=True)
