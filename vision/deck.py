@@ -72,10 +72,10 @@ RANK_SETTLE_MARGIN: Final = 0.12
 # preferred the five by 0.18.
 RANK_VETO_MARGIN: Final = 0.1
 # Against two index corners that agree on the rank, the face overturns two witnesses: it must
-# prefer another rank by more. On the fifth and sixth
-# fresh sets (32,000 pictures of eight designs) the veto at RANK_VETO_MARGIN turned away five
-# right answers of two agreeing corners (the face preferring another rank by 0.10 to 0.16)
-# and stopped no wrong one: the one wrong rank it stopped came from one corner.
+# prefer another rank by more. On the fifth and sixth fresh sets (32,000 pictures of eight
+# designs) the veto at RANK_VETO_MARGIN turned away five right answers of two agreeing
+# corners (the face preferring another rank by 0.10 to 0.13, and one by 0.25) and stopped no
+# wrong one: the one wrong rank it stopped came from one corner.
 RANK_VETO_MARGIN_TWO_CORNERS: Final = 0.2
 _READABLE_FORMATS: Final = frozenset({2, 3, 4, 5})
 # Decks from this format on carry mean faces this reader compares.
