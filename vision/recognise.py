@@ -11,11 +11,12 @@ two index corners that disagree mean a neighbouring card's index is in view, or 
 and a wrong card is far worse than none.
 With an enrolled deck that has mean faces (:mod:`vision.face`), a reading below the deck's
 threshold but above its floor is answered when the whole face, warped from the corner that
-read it, names the same card: two independent looks agreeing; below the floor (a corner
-reading it at even odds at least) when the face names it clearly; a reading at the threshold
-whose corners disagree only on the suit when the face clearly names the best one; and any
-answer is withdrawn when the face clearly names the same rank in another suit (the suit
-veto).
+read it, names the same card: two independent looks agreeing (so is one over the threshold
+that no corner reads at the floor alone, two weak corners lifting it together); below the
+floor (a corner reading it at even odds at least) when the face names it clearly; a reading
+whose corners disagree when the face clearly names the best one (and its rank over a rival
+rank); and any answer is withdrawn when the face clearly names the same rank in another
+suit (the suit veto), or prefers another rank (the rank veto).
 Across consecutive frames of the same position, :meth:`Recogniser.recognise_frames` combines
 the per-frame scores by their mean.
 """
@@ -293,7 +294,10 @@ class Recogniser:
         other rules). ``face_settled``: the corners disagree (ambiguous, or a standoff) and
         the face settled it for the best face in every frame
         (:meth:`vision.deck.FaceCheck.settles`): named it clearly, and its rank over any
-        rival rank; that stands in for the threshold too."""
+        rival rank; that stands in for the threshold too. With a face check, a score over
+        the threshold that no corner reaches the check's floor of alone (``strongest``)
+        needs ``face_confirmed`` (or ``face_settled``) as one below it does: "corners weak
+        alone"."""
         import numpy as np
 
         order = np.argsort(scores)[::-1]
