@@ -75,7 +75,7 @@ def _cards_drawn(state: dict[str, Any]) -> Any:
     return (state.get("shoe") or {}).get("cards_drawn")
 
 
-def _progress(state: dict[str, Any]) -> tuple[Any, ...]:
+def progress(state: dict[str, Any]) -> tuple[Any, ...]:
     """What must change before the bots act on a table again: its events, phase, what it
     awaits, the cards out of the shoe, the pause. Not the journal's head alone: the shoe's
     lock confirmations move it without asking for anything, and a dealer who drew again on
@@ -289,7 +289,7 @@ class TableBots:
             return
         self._follow_events()
         phase = state["phase"]
-        key = _progress(state)
+        key = progress(state)
         if key == self._acted_on:
             return
         if self.dealer is not None:

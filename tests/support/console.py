@@ -71,7 +71,7 @@ import paho.mqtt.client as mqtt
 
 from controller.client.api_client import Account, StudioClient
 from simulators.broker import BrokerProcess, free_port, start_broker
-from simulators.mqtt_bots import decision
+from simulators.mqtt_bots import decision, progress
 from simulators.shoe.simulator import ShoeSimulator
 from tests.support.broker import write_password_file
 from tests.support.daemon import REPO_ROOT, DaemonProcess, write_config
@@ -376,7 +376,9 @@ class ConsoleStudio:
         if feed is None or feed.state is None or feed.availability != "online":
             return
         state = feed.state
-        key = (state["epoch"], state["seq"], state["journal"]["seq"])
+        # Not the journal's head: a lock confirmation moves it and asks nothing, and a dealer
+        # who drew again on it drew a card out of turn (simulators.mqtt_bots.progress).
+        key = (state["epoch"], progress(state))
         if key == self._acted.get(table_id):
             return
         phase = state["phase"]
