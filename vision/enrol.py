@@ -177,7 +177,12 @@ def _read_picture(
         ranks[i] = RANKS.index(card.rank)
         suits[i] = SUITS.index(card.suit)
     features = heads_input(prediction.embedding, patches, appearance_weight)
-    faces = [warp_face(image, candidate, candidates) for candidate in candidates]
+    # The card's other index corner is looked for among its labelled index corners, as the
+    # recogniser looks among the corners reading the card's rank (the faces the calibration
+    # compares are these: for a misread card the recogniser's may differ, where a corner
+    # reading the wrong rank lies where the card's other index would).
+    labelled = [candidates[i] for i in sorted(index_corners)]
+    faces = [warp_face(image, candidate, candidates, labelled) for candidate in candidates]
     return _Picture(card, features, ranks, suits, faces)
 
 

@@ -160,6 +160,18 @@ def dispute_rivals(scores: np.ndarray, frames: list[np.ndarray], best: int) -> s
     )
 
 
+def index_corners_of(corners: CornerReadings, face: int) -> list[CornerCandidate]:
+    """The corners of ``corners`` that read the rank of face ``face`` at even odds or more,
+    in any suit (a corner misreading the suit is still the card's index): those that may be
+    the card's other index corner when its face is warped (:func:`vision.face.card_quad`)."""
+    rank = ALL_FACES[face].rank
+    of_rank = [i for i, card in enumerate(ALL_FACES) if card.rank == rank]
+    reads_rank = corners.probabilities[:, of_rank].sum(axis=1) >= CONFLICT_SCORE
+    return [
+        candidate for candidate, reads in zip(corners.candidates, reads_rank, strict=True) if reads
+    ]
+
+
 def rival_ranks(rivals: set[int], best: int) -> frozenset[str]:
     """The ranks other than ``best``'s among the faces ``rivals``."""
     return frozenset(ALL_FACES[face].rank for face in rivals) - {ALL_FACES[best].rank}
@@ -370,7 +382,7 @@ class Recogniser:
             if not len(probabilities) or probabilities[:, best].max() < CONFLICT_SCORE:
                 continue
             corner = corners.candidates[int(np.argmax(probabilities[:, best]))]
-            face = warp_face(image, corner, corners.found)
+            face = warp_face(image, corner, corners.found, index_corners_of(corners, best))
             one = reading(check.templates, face, best, check.parts)
             said.append(with_rank_margins(check.templates, face, one, best, rival_ranks))
         return said
