@@ -96,9 +96,8 @@ SUIT_SEARCH_PIXELS: Final = 3
 # matches worse than none not kept, and rank disputes settled by the whole face; 4: rank
 # disputes settled by a narrower rank margin (vision.deck.RANK_SETTLE_MARGIN), which the
 # level must stay above where a face would settle a wrong reading; 5: the card's other index
-# corner only among corners reading its rank, and an alignment that folds the face not kept;
-# 6: the two index corners found from either end.
-FACE_REVISION: Final = 6
+# corner only among corners reading its rank, and an alignment that folds the face not kept.
+FACE_REVISION: Final = 5
 
 
 @dataclass(frozen=True)
@@ -124,47 +123,34 @@ def opposite_index_corner(
     candidate: CornerCandidate, candidates: list[CornerCandidate]
 ) -> CornerCandidate | None:
     """The found corner that would be the card's other index corner if ``candidate`` is
-    one: its frame turned half a turn from the candidate's, and lying along the diagonal
-    where a card of a plausible width and aspect would end, seen from either corner (the two
-    index corners of one card find each other from either end: perspective shortens the far
-    edge, and from the nearer corner the other lies too far down for the width across). The
-    best placed of several; None when no corner fits."""
-    best: tuple[float, CornerCandidate] | None = None
-    for other in candidates:
-        fits = [
-            misfit
-            for misfit in (_diagonal_misfit(candidate, other), _diagonal_misfit(other, candidate))
-            if misfit is not None
-        ]
-        if fits and (best is None or min(fits) < best[0]):
-            best = (min(fits), other)
-    return best[1] if best is not None else None
-
-
-def _diagonal_misfit(corner: CornerCandidate, other: CornerCandidate) -> float | None:
-    """How far ``other`` is from where the card's other index corner would be, seen from
-    ``corner``'s frame (0: turned exactly half a turn, at the nominal aspect); None when it
-    cannot be that corner (:data:`_OPPOSITE_TURN`, :data:`_OPPOSITE_WIDTH`,
-    :data:`_OPPOSITE_ASPECT`)."""
+    one: its frame turned half a turn from the candidate's, and lying along the candidate's
+    diagonal where a card of a plausible width and aspect would end. The best placed of
+    several; None when no corner fits."""
     import numpy as np
 
-    turned = -float(np.dot(other.x_axis, corner.x_axis)) - float(
-        np.dot(other.y_axis, corner.y_axis)
-    )
-    if turned < 2 * _OPPOSITE_TURN:
-        return None
-    axes = np.array([corner.x_axis, corner.y_axis]).T  # columns x, y
-    across, down = np.linalg.solve(axes, np.array(other.point) - np.array(corner.point))
-    if (
-        not _OPPOSITE_WIDTH[0] * corner.card_width
-        <= across
-        <= _OPPOSITE_WIDTH[1] * corner.card_width
-    ):
-        return None
-    aspect = down / across / CARD_ASPECT
-    if not _OPPOSITE_ASPECT[0] <= aspect <= _OPPOSITE_ASPECT[1]:
-        return None
-    return abs(math.log(aspect)) + (2.0 - turned)
+    origin = np.array(candidate.point)
+    axes = np.array([candidate.x_axis, candidate.y_axis]).T  # columns x, y
+    best: tuple[float, CornerCandidate] | None = None
+    for other in candidates:
+        turned = -float(np.dot(other.x_axis, candidate.x_axis)) - float(
+            np.dot(other.y_axis, candidate.y_axis)
+        )
+        if turned < 2 * _OPPOSITE_TURN:
+            continue
+        across, down = np.linalg.solve(axes, np.array(other.point) - origin)
+        if (
+            not _OPPOSITE_WIDTH[0] * candidate.card_width
+            <= across
+            <= (_OPPOSITE_WIDTH[1] * candidate.card_width)
+        ):
+            continue
+        aspect = down / across / CARD_ASPECT
+        if not _OPPOSITE_ASPECT[0] <= aspect <= _OPPOSITE_ASPECT[1]:
+            continue
+        misfit = abs(math.log(aspect)) + (2.0 - turned)
+        if best is None or misfit < best[0]:
+            best = (misfit, other)
+    return best[1] if best is not None else None
 
 
 def card_quad(

@@ -737,27 +737,3 @@ def test_what_is_a_fold() -> None:
         [[1.93, -7.73], [-6.7, 0.55]],  # the seven of hearts' fold into a corner
     ):
         assert is_fold(warp(fold)), fold
-
-
-def test_the_cards_two_index_corners_find_each_other_from_either_end() -> None:
-    """Perspective shortens a card's far edge: from the nearer index corner, the other one
-    lies too far down for the width across (a neoclassical ten of diamonds, both index
-    corners reading it at 1.0: from the upper one the lower was found and the face warped
-    cleanly; from the lower one, 99 pixels across and 186 down, the upper one was not, its
-    far end was misplaced by 29 pixels, and the face, named an eight, vetoed the ten). The
-    corners and frames are the locator's, from that picture."""
-    from vision.face import card_quad, opposite_index_corner
-
-    upper = CornerCandidate(
-        (53.46492, 190.0328), (0.8320065, -0.5547659), (0.5047601, 0.8632596), 127.79724
-    )
-    lower = CornerCandidate(
-        (249.7457, 282.91077), (-0.8373078, 0.5467318), (-0.6096036, -0.7927064), 128.68248
-    )
-    right, left = (139.17108, 132.86148), (143.87814, 352.78638)
-    found = [upper, _corner(right, np.array([1.0, 0.0]), 100.0), lower]
-    found.append(_corner(left, np.array([0.0, 1.0]), 100.0))
-    assert opposite_index_corner(upper, found) == lower
-    assert opposite_index_corner(lower, found) == upper
-    quad = card_quad(lower, found, index_corners=[upper, lower])
-    assert np.abs(quad[2] - np.array(upper.point)).max() < 1e-3
