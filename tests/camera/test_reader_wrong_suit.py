@@ -8,7 +8,7 @@ the reader abstains when the face clearly names the corners' rank in another sui
 locator revision 4 the card's other index corner is found as well and reads the club, so the
 corners disagree and abstain before the face is asked. The regions are kept as files so that
 the case stays exactly this one; the deck is the demo's as ``livetable demo`` enrols it today
-(deck format 5, locator revision 4, face revision 6), enrolled again when any of them changes.
+(deck format 5, locator revision 4, face revision 5), enrolled again when any of them changes.
 Since the face may settle which suit two corners read lies there, these regions also say it
 settles none of them for the spade: the face warped from the spade's corner names the club."""
 
