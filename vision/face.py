@@ -65,8 +65,8 @@ _ECC_STEPS: Final = 30
 # does). An alignment beyond these bounds is a fold, not kept (is_fold). On 500 right
 # readings each of a neoclassical and a plastic fresh set, the 842 alignments within them
 # raised the face's margin for its card by 0.036 and 0.118 on average; all 7 beyond them
-# (scaling 2.1-8.6 times, or stretching 1.8-14 times more one way than the other) lowered
-# it, by 0.05-0.70. Stretches of 1.3-1.46 (a design's own aspect, perspective) mostly
+# (stretching 1.8-14 times more one way than the other, three also scaling 2.5-8.9 times)
+# lowered it, by 0.05-0.70. Stretches of 1.3-1.46 (a design's own aspect, perspective) mostly
 # raised it.
 _ECC_SCALE: Final = 2.0
 _ECC_SHEAR: Final = 1.5
