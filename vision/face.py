@@ -293,6 +293,8 @@ def align(face: Face, reference: np.ndarray) -> Face:
         )
     except cv2.error:
         return face  # no convergence (a face mostly covered): compared as warped
+    if is_fold(warp):
+        return face
     size = (FACE_WIDTH, FACE_HEIGHT)
     inverse = cv2.WARP_INVERSE_MAP
     bgr = cv2.warpAffine(face.bgr, warp, size, flags=cv2.INTER_LINEAR | inverse)
@@ -300,8 +302,6 @@ def align(face: Face, reference: np.ndarray) -> Face:
         face.valid.astype(np.uint8), warp, size, flags=cv2.INTER_NEAREST | inverse
     )
     aligned = Face(bgr, valid > 0)
-    if is_fold(warp):
-        return face
     # ECC climbs from where the warp put the face and may climb the wrong way: a pip row
     # away, where a face of rows of pips matches its mean nearly as well, or turned by a
     # cover's edge. An alignment that matches the reference worse than the face as warped

@@ -164,8 +164,9 @@ def index_corners_of(corners: CornerReadings, face: int) -> list[CornerCandidate
     """The corners of ``corners`` that read the rank of face ``face`` at even odds or more,
     in any suit (a corner misreading the suit is still the card's index): those that may be
     the card's other index corner when its face is warped (:func:`vision.face.card_quad`)."""
-    rank = ALL_FACES[face].rank
-    of_rank = [i for i, card in enumerate(ALL_FACES) if card.rank == rank]
+    from vision.face import FACES_OF_RANK
+
+    of_rank = list(FACES_OF_RANK[ALL_FACES[face].rank])
     reads_rank = corners.probabilities[:, of_rank].sum(axis=1) >= CONFLICT_SCORE
     return [
         candidate for candidate, reads in zip(corners.candidates, reads_rank, strict=True) if reads

@@ -520,19 +520,25 @@ def test_a_corner_turned_half_a_turn_off_the_diagonal_is_not_taken_for_the_other
     assert np.abs(quad[2] - (origin + np.array([100.0, 145.0]))).max() < 0.5
 
 
+def _fixture_face(name: str) -> tuple[Face, np.ndarray]:
+    """A face as the recogniser warped it (alpha: its valid pixels) and its rank's grey mean
+    face, kept as fixtures."""
+    import cv2
+
+    folder = Path(__file__).parent.parent / "fixtures" / "vision"
+    bgra = cv2.imread(str(folder / f"{name}-face.png"), cv2.IMREAD_UNCHANGED)
+    face = Face(np.ascontiguousarray(bgra[:, :, :3]), bgra[:, :, 3] > 0)
+    return face, np.load(folder / f"{name}-reference.npy").astype(np.float32)
+
+
 def test_an_alignment_that_matches_worse_than_the_face_as_warped_is_not_kept() -> None:
     """ECC climbs from where the warp put the face, and may climb the wrong way: this two of
     clubs (kde-standard, a picture of a fresh evaluation set, warped as the recogniser warps
     it) matched its rank's mean face at 0.47 as warped and at 0.35 after ECC. Its warped face
     and the mean face are kept as fixtures."""
-    import cv2
-
     from vision.face import align
 
-    folder = Path(__file__).parent.parent / "fixtures" / "vision"
-    bgra = cv2.imread(str(folder / "kde-standard-2C-face.png"), cv2.IMREAD_UNCHANGED)
-    face = Face(np.ascontiguousarray(bgra[:, :, :3]), bgra[:, :, 3] > 0)
-    reference = np.load(folder / "kde-standard-2C-reference.npy").astype(np.float32)
+    face, reference = _fixture_face("kde-standard-2C")
 
     def match(one: Face) -> float:
         seen, expected = one.grey()[one.valid], reference[one.valid]
@@ -673,15 +679,6 @@ def test_the_corners_that_may_be_a_cards_other_index_read_its_rank() -> None:
     probabilities[3, ALL_FACES.index(parse_card("4S"))] = 0.99  # another rank
     readings = CornerReadings(probabilities, corners, corners)
     assert index_corners_of(readings, six_of_spades) == corners[:3]
-
-
-def _fixture_face(name: str) -> tuple[Face, np.ndarray]:
-    import cv2
-
-    folder = Path(__file__).parent.parent / "fixtures" / "vision"
-    bgra = cv2.imread(str(folder / f"{name}-face.png"), cv2.IMREAD_UNCHANGED)
-    face = Face(np.ascontiguousarray(bgra[:, :, :3]), bgra[:, :, 3] > 0)
-    return face, np.load(folder / f"{name}-reference.npy").astype(np.float32)
 
 
 @pytest.mark.parametrize(
