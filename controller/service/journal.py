@@ -8,7 +8,10 @@ machine rebuilds the exact state (see :mod:`controller.service.journaled_table`)
 
 Row hash: ``sha256(f"{seq}\\n{kind}\\n{body}\\n{prev_hash}")`` where ``body`` is the event's
 fields as canonical JSON (sorted keys, no spaces) and the first row's ``prev_hash`` is 64
-zeros.
+zeros. From event encoding 4 on, the body of every row that can hold a card also holds a
+``salt``, 128 random bits drawn when the row is written: the daemon publishes every row's
+hash, which without it would give away a hole or burn card to anyone trying the 52 faces
+(see :data:`controller.table.events.SALTED_KINDS`).
 
 Every journal has an **epoch**, an id given when it is created and stored in its ``meta``
 table: the daemon publishes it with its state, so that a consumer who stored a ``seq`` or a
@@ -17,9 +20,10 @@ before epochs existed gets one at its first writable open, derived from its firs
 the table it was bound to (:func:`derived_epoch`), so that read-only tools give the same one
 before it is stored, and it never changes afterwards.
 
-A daemon holds its journal with :class:`JournalLock` (an ``flock`` on ``<journal>.lock``,
-which the kernel releases when the holder dies, however it dies): a second daemon on the
-same journal is refused at once, naming the holder's pid. Read-only tools take no lock.
+A daemon holds its journal with :class:`JournalLock` (an ``flock`` on the journal file
+itself and on ``<journal>.lock`` beside it, which the kernel releases when the holder dies,
+however it dies): a second daemon on the same journal, by any path to it, is refused at
+once, naming the holder's pid. Read-only tools take no lock.
 
 A write that fails (a full disk, an I/O error) raises :class:`JournalWriteError`, whose one
 line names the file, SQLite's words and the free space left where the file lives.
@@ -47,7 +51,15 @@ from pathlib import Path
 from typing import Any, Final
 
 from controller.kernel.errors import JournalError
-from controller.table.events import ENCODINGS, EVENT_ENCODING, decode_event, encode_event
+from controller.table.events import (
+    ENCODINGS,
+    EVENT_ENCODING,
+    SALT_FIELD,
+    SALTED_KINDS,
+    decode_event,
+    encode_event,
+    new_salt,
+)
 
 SCHEMA_VERSION: Final = 1
 GENESIS_HASH: Final = "0" * 64
@@ -60,7 +72,8 @@ _CONFIG_META_KEY: Final = "table_config"
 # the current one reads every old row alike (it only adds kinds, or a field whose default
 # is what an old row meant: encoding 3's ``ControllerStarted.gaps_visible``, which machine
 # revisions before 4 do not read): (old, new) pairs.
-_ENCODING_UPGRADES: Final = frozenset({(1, 2), (1, 3), (2, 3)})
+# Encoding 4 only adds a salt to the rows that can hold a card, which replay never reads.
+_ENCODING_UPGRADES: Final = frozenset({(1, 2), (1, 3), (2, 3), (1, 4), (2, 4), (3, 4)})
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -112,65 +125,100 @@ def _size(count: int) -> str:
 
 
 def lock_path(journal_path: Path) -> Path:
-    """The lock file beside a journal: ``t1.journal`` → ``t1.journal.lock``."""
-    path = Path(journal_path)
+    """The lock file beside a journal, named after the file the path leads to (a symlink
+    followed): ``t1.journal`` → ``t1.journal.lock``."""
+    path = Path(os.path.realpath(journal_path))
     return path.with_name(path.name + ".lock")
 
 
 class JournalLock:
-    """One process holds a journal: an exclusive ``flock`` on the file beside it.
+    """One process holds a journal: an exclusive ``flock`` on the journal file itself, and on
+    the lock file beside it that names the holder.
 
-    The kernel releases it when the holder's file is closed, or when the holder dies
-    however it dies (a SIGKILL, a power cut's reboot), so a lock is never stale; the file
-    stays behind holding the last holder's pid, which a refused process names. Locks are per
-    open file: a second :meth:`acquire` of the same journal is refused in the same process
-    too.
+    The lock follows the file, not the name it was given: the journal's own inode is
+    locked, so a second daemon reaching it through a symlink, a hard link or another mount
+    is refused like one given the same path (the lock file beside the file the path leads
+    to holds the holder's pid for the message). The kernel releases both when the holder's
+    files are closed, or when the holder dies however it dies (a SIGKILL, a power cut's
+    reboot), so a lock is never stale; the lock file stays behind holding the last holder's
+    pid. Locks are per open file: a second :meth:`acquire` of the same journal is refused
+    in the same process too. ``flock`` locks are apart from the POSIX locks SQLite takes on
+    the same file.
     """
 
-    def __init__(self, path: Path, fd: int) -> None:
+    def __init__(self, path: Path, fd: int, journal_fd: int | None = None) -> None:
         self.path = path
         self._fd: int | None = fd
+        self._journal_fd = journal_fd
 
     @classmethod
     def acquire(cls, journal_path: Path) -> JournalLock:
         """Hold ``journal_path``'s lock, or JournalError naming the process that holds it."""
         path = lock_path(journal_path)
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o640)
-        except OSError as error:
-            raise JournalError(
-                f"cannot open the lock {path} of the journal {journal_path}: "
-                f"{error.strerror or error}"
-            ) from error
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as error:
+        fd = _open_for_lock(path, f"the lock {path} of the journal {journal_path}")
+        if not _flock(fd, journal_path, path):
             holder = _holder(fd)
             os.close(fd)
-            if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise JournalError(
-                    f"cannot lock the journal {journal_path} ({path}): {error.strerror or error}"
-                ) from error
             raise JournalError(
                 f"the journal {journal_path} is held by another livetable process ({holder}, "
                 f"lock {path}): one daemon per journal; stop that one first"
-            ) from None
+            )
+        # The journal file itself (created empty when new, which SQLite reads as an empty
+        # database): the one thing every path to it shares.
+        real = Path(os.path.realpath(journal_path))
+        try:
+            journal_fd = _open_for_lock(real, f"the journal {journal_path}")
+        except JournalError:
+            os.close(fd)
+            raise
+        if not _flock(journal_fd, journal_path, real):
+            os.close(journal_fd)
+            os.close(fd)
+            raise JournalError(
+                f"the journal {journal_path} ({real}) is held by another livetable process "
+                "that reached it by another path (a hard link or another mount): one daemon "
+                "per journal; stop that one first"
+            )
         # Who holds it, for the next one refused. Best effort: a full disk may refuse even
         # these few bytes, and the lock holds without them.
         with contextlib.suppress(OSError):
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        return cls(path, fd)
+        return cls(path, fd, journal_fd)
 
     @property
     def held(self) -> bool:
         return self._fd is not None
 
     def release(self) -> None:
-        """Let the journal go (closing the file releases the lock); again is a no-op."""
+        """Let the journal go (closing the files releases the locks); again is a no-op."""
         fd, self._fd = self._fd, None
+        journal_fd, self._journal_fd = self._journal_fd, None
+        if journal_fd is not None:
+            os.close(journal_fd)
         if fd is not None:
             os.close(fd)
+
+
+def _open_for_lock(path: Path, what: str) -> int:
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o640)
+    except OSError as error:
+        raise JournalError(f"cannot open {what}: {error.strerror or error}") from error
+
+
+def _flock(fd: int, journal_path: Path, path: Path) -> bool:
+    """Take ``fd``'s exclusive lock: False when another holds it, JournalError on failure."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as error:
+        if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return False
+        os.close(fd)
+        raise JournalError(
+            f"cannot lock the journal {journal_path} ({path}): {error.strerror or error}"
+        ) from error
+    return True
 
 
 def _holder(fd: int) -> str:
@@ -261,7 +309,14 @@ class JournalEntry:
 
     @property
     def fields(self) -> dict[str, Any]:
+        """The row's body as stored: the event's fields, and its salt where it has one."""
         return json.loads(self.body)
+
+    @property
+    def salt(self) -> str | None:
+        """The row's salt (see :data:`controller.table.events.SALTED_KINDS`), or None."""
+        salt = self.fields.get(SALT_FIELD) if self.kind in SALTED_KINDS[self.encoding] else None
+        return salt if isinstance(salt, str) else None
 
     def event(self) -> object:
         return decode_event(self.kind, self.fields, self.encoding)
@@ -338,6 +393,8 @@ class Journal:
                 raise JournalWriteError("open the journal", self.path, error) from error
             raise JournalError(f"cannot open the journal {self.path}: {error}") from error
         self._last_seq, self._last_hash = (0, GENESIS_HASH) if last is None else last
+        self.last_entry: JournalEntry | None = None
+        """The row :meth:`append` wrote last in this process (None before the first)."""
 
     def _open_epoch(self) -> str:
         """The journal's epoch: stored, else derived from its first row (an old journal) or
@@ -427,6 +484,9 @@ class Journal:
         if self.read_only:
             raise JournalError(f"{self.path} is open read-only")
         kind, fields = encode_event(event)
+        if kind in SALTED_KINDS[self.event_encoding]:
+            # Inside the hashed body: the published head must not open to a guessed card.
+            fields[SALT_FIELD] = new_salt()
         body = canonical_json(fields)
         seq = self._last_seq + 1
         digest = row_hash(seq, kind, body, self._last_hash)
@@ -435,10 +495,21 @@ class Journal:
                 "INSERT INTO events (seq, kind, body, prev_hash, hash) VALUES (?, ?, ?, ?, ?)",
                 (seq, kind, body, self._last_hash, digest),
             )
+        except sqlite3.IntegrityError as error:
+            # Row seq was written by someone else since this journal was opened: no disk
+            # is at fault, and freeing space would not help.
+            raise JournalError(
+                f"cannot append row {seq} to the journal {self.path}: another process wrote "
+                f"that row ({error}); one daemon per journal: stop the other one (the lock "
+                f"{lock_path(self.path)} names its pid), then start this table again"
+            ) from error
         except sqlite3.Error as error:
-            raise JournalWriteError("append to the journal", self.path, error) from error
+            if is_write_failure(error):
+                raise JournalWriteError("append to the journal", self.path, error) from error
+            raise JournalError(f"cannot append to the journal {self.path}: {error}") from error
         entry = JournalEntry(seq, kind, body, self._last_hash, digest, self.event_encoding)
         self._last_seq, self._last_hash = seq, digest
+        self.last_entry = entry
         return entry
 
     def entries(self, after: int = 0) -> Iterator[JournalEntry]:

@@ -12,10 +12,20 @@ It also remembers what the request handlers need: the latest state message, the 
 the table awaits (by the ``seq`` of its ``decision_requested`` event), and the answers to
 requests already taken (by key), so that a repeated request is answered again and never
 executed twice.
+
+**Commitments to face-down cards.** A face-down ``card_dealt`` (the dealer's hole card) and a
+``hole_card_read`` that does not show its card carry ``commitment``: the hash of the journal
+row that holds the card, which the state published with it carries as its journal head too.
+The row's body holds a salt (:data:`controller.table.events.SALTED_KINDS`), so the hash
+gives nothing away. When the round settles, its ``round_settled`` carries ``reveals``: each
+such row whole (seq, kind, body with the card and its salt, prev_hash, hash), so that anyone
+can check that the card the result shows is the one committed to when it was dealt.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import threading
 from collections.abc import Callable
@@ -53,7 +63,13 @@ def split_command_key(key: str) -> tuple[str, str]:
 
 def replayed_batch(entry: JournalEntry, effects: list[Effect]) -> EffectBatch:
     """The batch of a replayed journal row: its effects, its seq and hash, its time."""
-    return EffectBatch(tuple(effects), entry.seq, entry.hash, entry.fields.get("at"))
+    return EffectBatch(
+        tuple(effects),
+        entry.seq,
+        entry.hash,
+        entry.fields.get("at"),
+        (entry.kind, entry.body, entry.prev_hash),
+    )
 
 
 class ChangeSignal(threading.Condition):
@@ -100,6 +116,9 @@ class Publications:
         self._journal_head: tuple[int, str] = (0, "")
         self._writing = True
         self._sender: Callable[[], bool] | None = None
+        # The rows holding the face-down cards of the round in play, revealed at its
+        # settlement: (round_id, position, the row as published).
+        self._committed: list[tuple[Any, Any, dict[str, Any]]] = []
 
     def send_with(self, sender: Callable[[], bool]) -> None:
         """Call ``sender()`` on the recording thread right after each :meth:`record`: the
@@ -135,7 +154,7 @@ class Publications:
                     # numbered record, which replay must rebuild exactly.
                     logger.warning("not journaled, not published: %s", effect)
                     continue
-                self._event(effect, journal_seq, at)
+                self._event(self._with_commitments(effect, batch), journal_seq, at)
             elif isinstance(effect, PublishState):
                 state = effect.state
             elif isinstance(effect, CommandAnswered):
@@ -159,6 +178,46 @@ class Publications:
             with self._lock:
                 self.changed.notify_all()
         return answers
+
+    def _with_commitments(
+        self, effect: PublishEvent | EventRejected, batch: EffectBatch
+    ) -> PublishEvent | EventRejected:
+        """The effect as published: a face-down card with the commitment of the row that
+        holds it (remembered for the settlement), a settlement with the rows it reveals."""
+        if not isinstance(effect, PublishEvent):
+            return effect
+        payload = effect.payload
+        if effect.name in ("card_dealt", "hole_card_read") and "card" not in payload:
+            if effect.name == "card_dealt" and not payload.get("face_down"):
+                return effect
+            row = _card_row(batch)
+            if row is None:
+                # No card in this row: a stand-in for an unread hole card (read later, in a
+                # row of its own), or a card held earlier and accepted now.
+                return effect
+            self._committed.append((payload.get("round_id"), payload.get("position"), row))
+            return PublishEvent(effect.name, {**payload, "commitment": row["hash"]})
+        if effect.name == "round_voided":
+            self._committed = []  # never revealed: the round ended without its result
+        elif effect.name == "round_settled":
+            reveals = self._reveals(payload)
+            if reveals:
+                return PublishEvent(effect.name, {**payload, "reveals": reveals})
+        return effect
+
+    def _reveals(self, settlement: dict[str, Any]) -> list[dict[str, Any]]:
+        """The rows of the settled round's face-down cards whose card its result shows."""
+        committed, self._committed = self._committed, []
+        result = settlement.get("result")
+        reveals = []
+        for round_id, position, row in committed:
+            if round_id != settlement.get("round_id") or not isinstance(result, dict):
+                continue
+            hand = result.get(position)
+            card = json.loads(row["body"]).get("card")
+            if isinstance(hand, dict) and card in (hand.get("cards") or ()):
+                reveals.append({"position": position, "card": card, "journal": row})
+        return reveals
 
     def _event(
         self, effect: PublishEvent | EventRejected, journal_seq: int, at: float | None
@@ -188,6 +247,31 @@ class Publications:
     def state_snapshot(self) -> tuple[int, dict[str, Any] | None]:
         with self._lock:
             return self.state_version, self.state
+
+
+def _card_row(batch: EffectBatch) -> dict[str, Any] | None:
+    """The batch's journal row as a commitment, when the row holds a card."""
+    if batch.journal_row is None or batch.journal_seq is None or batch.journal_hash is None:
+        return None
+    kind, body, prev_hash = batch.journal_row
+    try:
+        card = json.loads(body).get("card")
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(card, str):
+        return None
+    row = {"seq": batch.journal_seq, "kind": kind, "body": body, "prev_hash": prev_hash}
+    if commitment(row) != batch.journal_hash:
+        return None  # not the row the batch's hash names: nothing that could be checked
+    return {**row, "hash": batch.journal_hash}
+
+
+def commitment(row: dict[str, Any]) -> str:
+    """The hash a published row must have: the journal's row hash of its seq, kind, body
+    and prev_hash (``sha256(f"{seq}\\n{kind}\\n{body}\\n{prev_hash}")``), what a
+    platform computes to check a revealed card."""
+    text = f"{row['seq']}\n{row['kind']}\n{row['body']}\n{row['prev_hash']}"
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _head(head: tuple[int, str]) -> dict[str, Any]:

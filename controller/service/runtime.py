@@ -121,7 +121,14 @@ class TableRuntime:
         if journal.last_seq != before:
             # Journaled, so a table event: every one carries its time.
             at = cast(TableEvent, event).at
-            batch = EffectBatch(tuple(effects), journal.last_seq, journal.last_hash, at)
+            row = journal.last_entry
+            batch = EffectBatch(
+                tuple(effects),
+                journal.last_seq,
+                journal.last_hash,
+                at,
+                None if row is None else (row.kind, row.body, row.prev_hash),
+            )
         else:
             batch = EffectBatch(tuple(effects), None, None, None)
         self.events_handled += 1

@@ -156,9 +156,15 @@ class EffectBatch:
     time, which every message it causes carries; all three are None for an event refused
     before the journal (its effects are refusals, never a numbered message). The runtime
     makes one for every event it takes, the daemon one for every row it replays.
+
+    ``journal_row`` is the rest of that row, ``(kind, body, prev_hash)``, where whoever made
+    the batch had it: the publisher keeps the rows of face-down cards, to publish them with
+    the round's settlement (a commitment anyone can check against the heads published when
+    the cards were dealt).
     """
 
     effects: tuple[Effect, ...]
     journal_seq: int | None
     journal_hash: str | None
     at: float | None
+    journal_row: tuple[str, str, str] | None = None

@@ -19,6 +19,7 @@ for each version under ``tests/fixtures/event_encoding/``).
 from __future__ import annotations
 
 import math
+import secrets
 import types
 import typing
 from dataclasses import dataclass
@@ -29,6 +30,8 @@ from controller.kernel.errors import JournalError, TableError
 
 __all__ = [
     "EVENT_ENCODING",
+    "SALTED_KINDS",
+    "SALT_FIELD",
     "SUPERVISOR_COMMANDS",
     "CameraEvent",
     "CameraOffline",
@@ -55,6 +58,7 @@ __all__ = [
     "encode_event",
     "encoding_schema",
     "event_name",
+    "new_salt",
 ]
 
 
@@ -367,12 +371,42 @@ _V3: Final[dict[str, tuple[type, tuple[str, ...]]]] = {
     **_V2,
     "ControllerStarted": (ControllerStarted, ("at", "gaps_visible")),
 }
-ENCODINGS: Final[dict[int, dict[str, tuple[type, tuple[str, ...]]]]] = {1: _V1, 2: _V2, 3: _V3}
+# Version 4: the kinds that can hold a card carry a salt (``SALTED_KINDS``): the same
+# events as version 3, each such row with 128 random bits of its own beside its fields.
+_V4: Final[dict[str, tuple[type, tuple[str, ...]]]] = dict(_V3)
+ENCODINGS: Final[dict[int, dict[str, tuple[type, tuple[str, ...]]]]] = {
+    1: _V1,
+    2: _V2,
+    3: _V3,
+    4: _V4,
+}
 EVENT_ENCODING: Final = max(ENCODINGS)
 """The encoding version new journal rows are written with."""
 
-_KIND_OF: Final[dict[type, str]] = {cls: kind for kind, (cls, _) in _V3.items()}
-EVENT_KINDS: Final[dict[str, type]] = {kind: cls for kind, (cls, _) in _V3.items()}
+SALT_FIELD: Final = "salt"
+SALTED_KINDS: Final[dict[int, frozenset[str]]] = {
+    1: frozenset(),
+    2: frozenset(),
+    3: frozenset(),
+    4: frozenset({"CardDrawn", "CameraRead", "SupervisorCommanded"}),
+}
+"""Per encoding, the kinds whose rows carry a :data:`SALT_FIELD` beside the event's fields.
+
+A row's hash covers its body, and the daemon publishes every row's hash (the journal's head,
+in its state): without a secret of its own in the body, a card row's hash would be a
+commitment anyone could open by trying the 52 faces, since every other field of it (the
+time, the shoe's sequence number and position) is public or guessable. The salt is 128 bits
+from the operating system's generator (:func:`secrets.token_hex`), written by the journal
+(:class:`controller.service.journal.Journal`), not by whoever made the event: the table only
+learns after the row is written whether its card is a hole card, a burn card or a card held
+during a pause, so every row that can hold a card gets one. The salt is never published
+while its card is secret; the round's settlement publishes the rows of the hole cards it
+reveals, salt included, so that anyone can check them against the heads published when they
+were dealt. The salt is not an event field: replay never sees it."""
+SALT_BYTES: Final = 16
+
+_KIND_OF: Final[dict[type, str]] = {cls: kind for kind, (cls, _) in _V4.items()}
+EVENT_KINDS: Final[dict[str, type]] = {kind: cls for kind, (cls, _) in _V4.items()}
 """Every kind of input the table takes and journals (``CardDrawn``...), with its class.
 Not the API's event types (:data:`controller.service.wire.EVENT_TYPES`, ``card_dealt``...):
 those are what the table publishes, these what it is fed."""
@@ -385,12 +419,26 @@ def event_name(event: object) -> str:
 
 
 def encoding_schema(version: int = EVENT_ENCODING) -> dict[str, dict[str, str]]:
-    """What encoding ``version`` writes: each kind's fields with their types, as text."""
+    """What encoding ``version`` writes: each kind's fields with their types, as text (the
+    salt of a salted kind as ``salt``, hexadecimal text)."""
     schema: dict[str, dict[str, str]] = {}
     for kind, (cls, names) in sorted(ENCODINGS[version].items()):
         hints = typing.get_type_hints(cls)
         schema[kind] = {name: _type_text(hints[name]) for name in names}
+        if kind in SALTED_KINDS[version]:
+            schema[kind][SALT_FIELD] = "salt"
     return schema
+
+
+def new_salt() -> str:
+    """A row's salt: :data:`SALT_BYTES` random bytes from the OS's generator, in hex."""
+    return secrets.token_hex(SALT_BYTES)
+
+
+def _is_salt(value: object) -> bool:
+    if not isinstance(value, str) or len(value) != 2 * SALT_BYTES:
+        return False
+    return all(char in "0123456789abcdef" for char in value)
 
 
 def _type_text(hint: object) -> str:
@@ -474,6 +522,12 @@ def decode_event(kind: str, fields: dict[str, Any], version: int = EVENT_ENCODIN
     if kind not in encoding:
         raise JournalError(f"unknown event kind {kind!r} in event encoding {version}")
     cls, names = encoding[kind]
+    if kind in SALTED_KINDS[version]:
+        fields = dict(fields)
+        salt = fields.pop(SALT_FIELD, None)
+        # An older journal's rows carried none before it was extended with this encoding.
+        if salt is not None and not _is_salt(salt):
+            raise JournalError(f"a {kind} has a malformed salt")
     unknown = sorted(set(fields) - set(names))
     if unknown:
         raise JournalError(f"a {kind} has unknown fields {unknown}")

@@ -3,8 +3,9 @@ an encoding never changes without a new version number.
 
 ``tests/fixtures/journals/`` holds journals of every event encoding with what replaying them
 gave when they were written (see its README): livetable 0.1.0's of encoding 1 at the top,
-encoding 2's in ``v2/``, encoding 3's in ``v3/``. ``tests/fixtures/event_encoding/vN.json``
-holds the schema of each encoding version as it was released.
+encoding 2's in ``v2/``, encoding 3's in ``v3/``, encoding 4's in ``v4/``.
+``tests/fixtures/event_encoding/vN.json`` holds the schema of each encoding version as it
+was released.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ FIXTURE_SETS: dict[int, tuple[Path, int]] = {
     1: (FIXTURES / "journals", 1),
     2: (FIXTURES / "journals" / "v2", 2),
     3: (FIXTURES / "journals" / "v3", 4),
+    4: (FIXTURES / "journals" / "v4", 4),
 }
 OLD_JOURNALS = [
     pytest.param(encoding, path, revision, id=f"v{encoding}-{path.stem}")

@@ -6,8 +6,9 @@ consumer who stored a ``seq`` or a ``round.id`` sees when a table started a new 
 open, derived from what it already holds, so that read-only tools and the daemon agree and
 it never changes afterwards.
 
-A daemon holds its journal with a lock beside it (``<journal>.lock``, an ``flock`` the kernel
-releases when the holder dies): a second holder is refused at once, naming the first.
+A daemon holds its journal with locks (``flock``, which the kernel releases when the holder
+dies) on the journal file itself and beside it (``<journal>.lock``): a second holder is
+refused at once, naming the first, by whatever path it reaches the file.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from pathlib import Path
 
 import pytest
 
+from controller.kernel.cards import parse_card
 from controller.kernel.errors import JournalError
 from controller.service.journal import Journal, JournalLock, lock_path
-from controller.table.events import ControllerStarted
+from controller.table.events import CardDrawn, ControllerStarted
 from tests.support.wait import wait_until
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "journals"
@@ -139,3 +141,40 @@ def _free(path: Path) -> bool:
     except JournalError:
         return False
     return True
+
+
+@pytest.mark.parametrize("link", ["symlink", "hardlink", "dotted"])
+def test_a_journal_reached_by_another_path_is_held_all_the_same(tmp_path: Path, link: str) -> None:
+    path = tmp_path / "t1.journal"
+    Journal(path).close()
+    if link == "symlink":
+        other = tmp_path / "alias.journal"
+        other.symlink_to(path)
+    elif link == "hardlink":
+        other = tmp_path / "hard.journal"
+        os.link(path, other)
+    else:
+        (tmp_path / "sub").mkdir()
+        other = tmp_path / "sub" / ".." / "t1.journal"
+    lock = JournalLock.acquire(path)
+    try:
+        with pytest.raises(JournalError, match="held by another livetable process") as refused:
+            JournalLock.acquire(other)
+        if link != "hardlink":  # a hard link has another name beside it: no pid to read
+            assert f"pid {os.getpid()}" in str(refused.value)
+    finally:
+        lock.release()
+    JournalLock.acquire(other).release()  # the first let go: the other path is free too
+
+
+def test_rows_written_by_another_process_are_named_as_such_not_as_a_full_disk(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "t1.journal"
+    with Journal(path) as first, Journal(path) as second:
+        first.append(ControllerStarted(1.0))
+        with pytest.raises(JournalError) as refused:
+            second.append(CardDrawn(parse_card("AS"), 1, 2.0))
+    message = str(refused.value)
+    assert "another process wrote that row" in message and "one daemon per journal" in message
+    assert "free space" not in message, message
