@@ -17,6 +17,7 @@ import ipaddress
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -367,6 +368,40 @@ def test_no_account_resumes_another_accounts_session(clients: Clients) -> None:
         )["messages"]
         clients.remote.call("close", "victim")
         assert got == [[topic, queued], [topic, later]], f"{victim} on {clients.port}"
+
+
+@needs_namespace
+def test_a_reload_with_a_new_account_keeps_the_client_ids(clients: Clients) -> None:
+    """docs/install.md 3.5: a new supervisor's account and ACL block, then `systemctl reload
+    mosquitto` (SIGHUP). The new account connects, and neither it nor another account takes
+    the table's client id afterwards."""
+    etc = clients.broker.root / "etc/mosquitto"
+    carol = f"carol-{uuid.uuid4().hex[:12]}"
+    write_password_file(etc / "livetable.passwd", {"carol": ("carol", carol)})
+    alice_block = (SHIPPED / "livetable.acl").read_text().split("\nuser alice\n")[1]
+    alice_block = alice_block.split("\n\n")[0]
+    with (etc / "livetable.acl").open("a") as acl:
+        acl.write("\nuser carol\n" + alice_block.replace("/alice/", "/carol/") + "\n")
+    clients.broker.passwords["carol"] = carol
+    clients.broker.process.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while "Reloading config." not in clients.broker.log():
+        assert time.monotonic() < deadline, clients.broker.log()
+        time.sleep(0.05)
+    clients.connect("table", "livetable-t1", "livetable-t1", clean=True, protocol="5")
+    assert clients.remote.call("subscribe", "table", topic="livetable/t1/request/#")["granted"]
+    for impostor in ("carol", "viewer", "platform"):
+        clients.connect("impostor", impostor, "livetable-t1", clean=True, protocol="5")
+        clients.remote.call("close", "impostor")
+    topic, payload = "livetable/t1/request/supervisor/carol/pause", "carol's pause"
+    clients.publish_once("carol", topic, payload)
+    got = clients.remote.call(
+        "messages", "table", until=payload, timeout=MESSAGE_TIMEOUT_S, quiet=QUIET_S
+    )["messages"]
+    reasons = clients.remote.call("disconnects", "table")["reasons"]
+    clients.remote.call("close", "table")
+    assert reasons == [], clients.broker.log()
+    assert got == [[topic, payload]]
 
 
 DEBIAN_CONF = Path("/etc/mosquitto/mosquitto.conf")
