@@ -274,8 +274,9 @@ class Clients:
 
     def publish_once(self, account: str, topic: str, payload: str) -> None:
         self.connect("publisher", account, account, clean=True)
-        self.remote.call("publish", "publisher", topic=topic, payload=payload)
+        answer = self.remote.call("publish", "publisher", topic=topic, payload=payload)
         self.remote.call("close", "publisher")
+        assert answer["acknowledged"], f"{account} could not publish on {topic}"
 
     def close(self) -> None:
         self.remote.close()
