@@ -1,5 +1,6 @@
 """The studio broker configuration (systemd/mosquitto/livetable.conf and livetable.acl) on a
-real mosquitto: the file as shipped, with only its ports, paths and certificates replaced."""
+real mosquitto: the file as shipped, with only its ports, paths and certificates replaced
+(tests/test_broker_shipped.py runs it on its own ports, in a network namespace)."""
 
 from __future__ import annotations
 
@@ -96,7 +97,10 @@ def adapt_config(text: str, *, workdir: Path, password_file: Path, tls_port: int
         if directive in ("pid_file", "log_dest", "log_timestamp", "include_dir"):
             replacement = None
         elif directive == "listener" and words[1:] == ["1883", "127.0.0.1"]:
-            replacement = None  # start_broker's own listener on a free port
+            # start_broker's own listener on a free port, the first in its file, takes the
+            # settings that follow this line: so this has to be the first listener here too.
+            assert "listener" not in replaced, "the loopback listener is not the first"
+            replacement = None
         elif directive == "listener" and words[1:] == ["8883"]:
             in_tls_listener = True
             replacement = None if tls_port is None else f"listener {tls_port} 127.0.0.1"
