@@ -68,7 +68,7 @@ def pause(
     # A resolution given within a supervisor's pause cleared the pause it resolved: the
     # supervisors' pauses are still in effect, and the table has been paused since then.
     earlier = previous.causes if previous is not None else state.holds
-    causes = (*earlier, Cause(reason, message, by, at))
+    causes = _with_cause(earlier, Cause(reason, message, by, at))
     if previous is None and state.holds:
         since = state.holds[0].since
     offline_gap = offline_gap or (
@@ -127,6 +127,16 @@ def pause(
     effects.append(TellDealer("stop", f"stop: {message}; call the supervisor"))
     effects.append(machine._publish(state))
     return effects
+
+
+def _with_cause(causes: tuple[Cause, ...], cause: Cause) -> tuple[Cause, ...]:
+    """``causes`` with ``cause`` last. The same reason from the same source again (a second
+    card out of turn, a supervisor pausing again) is one pause in effect, with its latest
+    message and its first ``since``: the list stays as short as the reasons and people."""
+    same = [c for c in causes if (c.reason, c.by) == (cause.reason, cause.by)]
+    if same:
+        cause = Cause(cause.reason, cause.message, cause.by, same[0].since)
+    return (*(c for c in causes if (c.reason, c.by) != (cause.reason, cause.by)), cause)
 
 
 def on_shoe_offline(machine: TableMachine, state: TableState, event: ShoeOffline) -> list[Effect]:
@@ -221,7 +231,8 @@ def on_pause_command(
         raise TransitionError("the table is already paused")
     effects = pause(machine, state, PauseReason.SUPERVISOR, event.at, reason, by=event.by)
     if machine.revision >= 5:
-        state.holds += (state.pause.causes[-1],)  # type: ignore[union-attr]
+        # A supervisor who pauses again keeps one pause, with the reason given last.
+        state.holds = _with_cause(state.holds, state.pause.causes[-1])  # type: ignore[union-attr]
     return [machine._answer(event, True, "paused"), *effects]
 
 

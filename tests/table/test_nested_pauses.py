@@ -116,12 +116,26 @@ def test_two_supervisors_pauses_nest_and_one_resume_lifts_them(dealing: Driver) 
     assert dealing.phase is Phase.DEALING and pauses(dealing) == []
 
 
-def test_a_pause_asked_twice_is_taken_and_its_reason_kept(dealing: Driver) -> None:
+def test_a_supervisor_who_pauses_again_keeps_one_pause_with_the_reason_given_last(
+    dealing: Driver,
+) -> None:
     assert dealing.command("pause", reason="player dispute at box 3").ok
-    again = dealing.command("pause", reason="again")
+    since = dealing.machine.state.pause.since
+    again = dealing.command("pause", reason="dispute at box 3 and 4")
     assert again.ok and any(isinstance(e, LockShoe) for e in dealing.last)
-    reasons = [p["message"] for p in dealing.machine.public_state()["paused"]["pauses"]]
-    assert any("player dispute" in m for m in reasons) and any("again" in m for m in reasons)
+    [listed] = dealing.machine.public_state()["paused"]["pauses"]
+    assert (listed["by"], listed["since"]) == ("sam", since)
+    assert listed["message"].endswith("dispute at box 3 and 4")
+    assert len(dealing.machine.state.holds) == 1
+
+
+def test_many_cards_and_pauses_keep_the_list_as_short_as_the_reasons(dealing: Driver) -> None:
+    faces = [rank + suit for suit in "SHDC" for rank in "A23456789TJQK"][:30]
+    for number, face in enumerate(faces):
+        assert dealing.command("pause", who=ALICE, reason=f"check {number}").ok
+        dealing.draw(face)
+    assert pauses(dealing) == [("supervisor", "alice"), ("card_out_of_turn", None)]
+    assert len(dealing.machine.state.pause.held) == 30  # every card is still held
 
 
 @pytest.mark.parametrize("ending", ["cancel", "end_shoe"])
