@@ -186,6 +186,10 @@ def state_message(
             "offline_gap": pause["offline_gap"],
             "idle_gap": pause["idle_gap"],
         },
+        # Every pause in effect, in the order they came (``pause`` above is the last
+        # one's, with what the table needs to resume): a supervisor's stays until a
+        # supervisor lifts it, whatever is resolved within it.
+        "pauses": [] if pause is None else [dict(cause) for cause in pause["pauses"]],
         "devices": {
             "shoe_online": public["shoe_online"],
             "camera_online": public["camera_online"],

@@ -167,6 +167,11 @@ def enter(machine: TableMachine, state: TableState, phase: Phase, at: float) -> 
     state.deadline = None
     if phase in (P.SHOE_READY, P.AWAITING_SHUFFLE) and state.pending_settings is not None:
         state.settings, state.pending_settings = state.pending_settings, None
+    if state.holds:
+        # A resolution given within a supervisor's pause led here: the pause holds the
+        # table (``pausing.hold``), so nothing of this phase is said or started. Its lift
+        # enters it again.
+        return []
     effects: list[Effect] = lock_shoe(state, phase not in DRAWING_PHASES)
     if phase is P.BURN_REVEAL:
         effects.append(TellDealer("reveal", "draw the first card of the shoe and reveal it"))
@@ -250,6 +255,18 @@ def advance(machine: TableMachine, state: TableState, at: float) -> list[Effect]
             )
     step = state.round.next_step()  # type: ignore[union-attr]
     if isinstance(step, CardNeeded):
+        if machine.revision >= 5 and state.count is not None and state.count.cards_left == 0:
+            # No card can come: waiting would be for ever. The round cannot be completed
+            # from this shoe; a supervisor decides (cancel).
+            state.phase = P.DEALING  # the phase paused (not betting, not a decision)
+            return pausing.pause(
+                machine,
+                state,
+                PauseReason.SHOE_EMPTY,
+                at,
+                f"every card is out and {step.position} needs one",
+                shoe_empty=True,
+            )
         return enter(machine, state, P.DEALING, at)
     if isinstance(step, DecisionNeeded):
         return enter(machine, state, P.DECIDING, at)
@@ -287,6 +304,8 @@ def close_round(machine: TableMachine, state: TableState, at: float) -> list[Eff
     _forget_round(state)
     if state.final_round is not None and state.round_number >= state.final_round:
         return end_shoe(machine, state, at, "the final round after the cut card was played")
+    if machine.revision >= 5 and state.count is not None and state.count.cards_left == 0:
+        return end_shoe(machine, state, at, "every card of the shoe is out")
     return enter(machine, state, P.SHOE_READY, at)
 
 

@@ -226,8 +226,6 @@ class TableMachine:
     def _refuse(self, state: TableState, event: object, kind: str) -> Effect:
         where = state.phase.name
         if isinstance(event, SupervisorCommanded):
-            if kind == "command.pause":
-                return self._answer(event, False, "the table is already paused")
             if kind == "command.resume":
                 return self._answer(event, False, f"the table is not paused (it is {where})")
             if kind == "command.cancel":
@@ -337,6 +335,7 @@ class TableMachine:
             raise TransitionError("a round is in progress: cancel it before ending the shoe")
         if state.shoe_id is None:
             raise TransitionError("no shoe is in play")
+        state.holds = ()  # a supervisor ended what was paused: the pauses go with it
         return [
             self._answer(event, True, f"shoe {state.shoe_id} ended"),
             *dealing.end_shoe(self, state, event.at, f"ended by {event.by}"),
@@ -394,6 +393,7 @@ class TableMachine:
             raise TransitionError("no round in progress to cancel")
         discarded = len(state.round_log)
         held = len(state.pause.held) if state.pause is not None else 0
+        state.holds = ()  # a supervisor ended what was paused: the pauses go with it
         voided = PublishEvent(
             "round_voided",
             {

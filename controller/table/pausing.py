@@ -30,6 +30,7 @@ from controller.table.state import (
     ACTIVE_PHASES,
     DRAWING_PHASES,
     PAUSE_MESSAGES,
+    Cause,
     Pause,
     PauseReason,
     Phase,
@@ -56,6 +57,7 @@ def pause(
     by: str | None = None,
     uncounted: tuple[int, ...] = (),
     offline_gap: bool = False,
+    shoe_empty: bool = False,
 ) -> list[Effect]:
     """Pause (or add ``reason`` to the pause in effect). ``offline_gap``: cards may have
     left the shoe unseen (besides a shoe outage while cards are due, which always is)."""
@@ -63,6 +65,12 @@ def pause(
     resume_to = previous.resume_to if previous is not None else state.phase
     message = PAUSE_MESSAGES[reason] + (f": {detail}" if detail else "")
     since = at
+    # A resolution given within a supervisor's pause cleared the pause it resolved: the
+    # supervisors' pauses are still in effect, and the table has been paused since then.
+    earlier = previous.causes if previous is not None else state.holds
+    causes = _with_cause(earlier, Cause(reason, message, by, at))
+    if previous is None and state.holds:
+        since = state.holds[0].since
     offline_gap = offline_gap or (
         machine.revision >= 2 and reason is PauseReason.SHOE_OFFLINE and resume_to in DRAWING_PHASES
     )
@@ -81,6 +89,7 @@ def pause(
         since = previous.since if previous.since is not None else at
         offline_gap = offline_gap or previous.offline_gap
         idle_gap = idle_gap or previous.idle_gap
+        shoe_empty = shoe_empty or previous.shoe_empty
     state.pause = Pause(
         reason,
         message,
@@ -93,6 +102,8 @@ def pause(
         idle_gap,
         uncounted,
         gap_before_held,
+        causes,
+        shoe_empty,
     )
     state.reading = None
     state.phase = P.PAUSED
@@ -116,6 +127,16 @@ def pause(
     effects.append(TellDealer("stop", f"stop: {message}; call the supervisor"))
     effects.append(machine._publish(state))
     return effects
+
+
+def _with_cause(causes: tuple[Cause, ...], cause: Cause) -> tuple[Cause, ...]:
+    """``causes`` with ``cause`` last. The same reason from the same source again (a second
+    card out of turn, a supervisor pausing again) is one pause in effect, with its latest
+    message and its first ``since``: the list stays as short as the reasons and people."""
+    same = [c for c in causes if (c.reason, c.by) == (cause.reason, cause.by)]
+    if same:
+        cause = Cause(cause.reason, cause.message, cause.by, same[0].since)
+    return (*(c for c in causes if (c.reason, c.by) != (cause.reason, cause.by)), cause)
 
 
 def on_shoe_offline(machine: TableMachine, state: TableState, event: ShoeOffline) -> list[Effect]:
@@ -206,10 +227,55 @@ def on_pause_command(
     reason = str(event.reason).strip()
     if not reason:
         raise TransitionError("pause needs a reason")
+    if state.phase is P.PAUSED and machine.revision < 5:
+        raise TransitionError("the table is already paused")
+    effects = pause(machine, state, PauseReason.SUPERVISOR, event.at, reason, by=event.by)
+    if machine.revision >= 5:
+        # A supervisor who pauses again keeps one pause, with the reason given last.
+        state.holds = _with_cause(state.holds, state.pause.causes[-1])  # type: ignore[union-attr]
+    return [machine._answer(event, True, "paused"), *effects]
+
+
+def held_by(holds: tuple[Cause, ...]) -> str:
+    """Who holds the table paused, and why, in a supervisor's words."""
+    return "; ".join(f"{hold.by}: {hold.detail()}" for hold in holds)
+
+
+def hold(machine: TableMachine, state: TableState, since: float | None) -> list[Effect]:
+    """Keep the table paused by the supervisors' pauses in effect (``state.holds``) where a
+    resolution given within them led it (the phase it would be in now becomes the phase
+    to resume to). The shoe stays locked and the dealer stopped; nothing of that phase was
+    said (``dealing.enter`` says nothing while a supervisor's pause holds the table)."""
+    last = state.holds[-1]
+    state.pause = Pause(
+        PauseReason.SUPERVISOR,
+        last.message,
+        state.phase,
+        by=last.by,
+        since=since,
+        causes=state.holds,
+    )
+    state.phase = P.PAUSED
+    state.reading = None
+    state.timers = {}
+    state.deadline = None
+    state.shoe_locked = True
     return [
-        machine._answer(event, True, "paused"),
-        *pause(machine, state, PauseReason.SUPERVISOR, event.at, reason, by=event.by),
+        LockShoe(),
+        TellDealer("stop", f"stop: {last.message}; call the supervisor"),
+        machine._publish(state),
     ]
+
+
+def anomaly_of(machine: TableMachine, pause_: Pause) -> tuple[PauseReason, str | None]:
+    """The reason and ``by`` a pause keeps when it is paused again after a resolution that
+    leaves it needing more: its own (revision 4); from revision 5 its latest anomaly's,
+    since the supervisors' pauses among its causes are still in effect by themselves."""
+    if machine.revision >= 5:
+        for cause in reversed(pause_.causes):
+            if cause.reason is not PauseReason.SUPERVISOR:
+                return cause.reason, cause.by
+    return pause_.reason, pause_.by
 
 
 def on_card_out_of_turn(

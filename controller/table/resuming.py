@@ -51,6 +51,11 @@ def on_resume(machine: TableMachine, state: TableState, event: SupervisorCommand
     resume = RESUMES[machine.revision][pause_kind(pause), resolution]
     if resume.handler is None:
         raise TransitionError(resume.refusal)
+    if not resolution:
+        # A plain resume lifts the supervisors' pauses too (it is refused, and lifts
+        # nothing, while anything else is still needed). A resolution alone resolves an
+        # anomaly, within the supervisors' pauses, which hold.
+        state.holds = ()
     handler: Resolution = _HANDLERS[resume.handler]
     effects = handler(machine, state, event, pause, resume)
     if state.phase not in resume.leads_to(pause.resume_to):  # a bug here, not in the input
@@ -58,7 +63,31 @@ def on_resume(machine: TableMachine, state: TableState, event: SupervisorCommand
             f"{resume.handler} led a pause of {pause.resume_to.name} to {state.phase.name}, "
             "which the resume table does not list"
         )
+    if state.holds and state.phase is not P.PAUSED:
+        effects += pausing.hold(machine, state, pause.since)
     return effects
+
+
+def still_held(state: TableState) -> str:
+    """What the answer to a resolution given within supervisors' pauses adds."""
+    return f"the table stays paused by {pausing.held_by(state.holds)} (resume to lift it)"
+
+
+def _resumed(
+    machine: TableMachine,
+    state: TableState,
+    event: SupervisorCommanded,
+    pause: Pause,
+    resolution: str,
+    done: str | None = None,
+) -> list[Effect]:
+    """The answer to a resolution that leaves nothing of the pause it resolved, and the
+    ``table_resumed`` event, unless a supervisor's pause still holds the table."""
+    if state.holds:
+        what = done or f"{resolution} done"
+        return [machine._answer(event, True, f"{what}; {still_held(state)}")]
+    said = done or f"resumed ({resolution or 'nothing to resolve'})"
+    return [machine._answer(event, True, said), resumed_event(state, event, pause, resolution)]
 
 
 # -- the resolutions the resume table names -------------------------------------------------
@@ -179,10 +208,9 @@ def _applied(
     if rest is not None:
         return rest
     state.pause = None
-    answer = machine._answer(event, True, f"resumed ({resolution or 'nothing to resolve'})")
-    resumed = resumed_event(state, event, pause, resolution)
+    said = _resumed(machine, state, event, pause, resolution)
     effects += resume_into(machine, state, pause.resume_to, event.at)
-    return [answer, resumed, *effects]
+    return [*said, *effects]
 
 
 def _still_needed(
@@ -234,8 +262,7 @@ def _dealt(
     """Resume with ``card`` dealt where the pause left off (``entered``: by hand, counted
     now; a card accepted was counted when it came)."""
     state.pause = None
-    answer = machine._answer(event, True, f"resumed ({resolution})")
-    resumed = resumed_event(state, event, pause, resolution)
+    said = _resumed(machine, state, event, pause, resolution)
     effects: list[Effect]
     if pause.resume_to is P.BURN_REVEAL:
         count_entered(state, card)
@@ -249,7 +276,7 @@ def _dealt(
             count_entered(state, card)
         state.phase = P.DEALING
         effects = dealing.deal(machine, state, card, event.at, "supervisor")
-    return [answer, resumed, *effects]
+    return [*said, *effects]
 
 
 def enter_offline_card(
@@ -282,7 +309,8 @@ def enter_offline_card(
         # The card finished the round or asks for a decision: nothing more can be due;
         # cards held after it came out of turn.
         if not pause.held and state.phase is not P.PAUSED:
-            answer = machine._answer(event, True, "card entered; the round goes on")
+            goes_on = f"; {still_held(state)}" if state.holds else ""
+            answer = machine._answer(event, True, f"card entered; the round goes on{goes_on}")
         if pause.held:
             effects += pausing.pause(
                 machine,
@@ -296,14 +324,18 @@ def enter_offline_card(
         return [answer, *effects]
     # Revision 4: the pause stays the table's (its reason and who made it, if anyone);
     # the supervisor who entered the card did not pause the table.
-    reason = pause.reason if machine.revision >= 4 else PauseReason.SHOE_OFFLINE
+    reason, by = (
+        pausing.anomaly_of(machine, pause)
+        if machine.revision >= 4
+        else (PauseReason.SHOE_OFFLINE, event.by)
+    )
     effects += pausing.pause(
         machine,
         state,
         reason,
         event.at,
         "cards entered by hand; confirm no other card left the shoe",
-        by=pause.by if machine.revision >= 4 else event.by,
+        by=by,
         held=pause.held,
         uncounted=pause.uncounted,
         offline_gap=True,
@@ -337,8 +369,7 @@ def accept_held(
         )
     if pause.resume_to is not P.DEALING:
         raise TransitionError("the round expects no card now: burn it instead")
-    answer = machine._answer(event, True, f"accepted {len(held)} card(s)")
-    resumed = resumed_event(state, event, pause, "accept")
+    said = _resumed(machine, state, event, pause, "accept", f"accepted {len(held)} card(s)")
     state.pause = None
     state.phase = P.DEALING
     effects: list[Effect] = []
@@ -352,17 +383,18 @@ def accept_held(
         effects += dealing.deal(machine, state, card, event.at, "supervisor")  # type: ignore[arg-type]
     if pause.offline_gap and state.phase is P.DEALING:
         # Held cards that came before the gap: dealt; the gap's cards are still to come.
+        reason, by = pausing.anomaly_of(machine, pause)
         effects += pausing.pause(
             machine,
             state,
-            pause.reason,
+            reason,
             event.at,
             "cards accepted; confirm no other card left the shoe",
-            by=pause.by,
+            by=by,
             offline_gap=True,
         )
-        return [answer, *effects]
-    return [answer, resumed, *effects]
+        return [said[0], *effects]
+    return [*said, *effects]
 
 
 def resumed_event(

@@ -63,6 +63,7 @@ class PauseReason(enum.Enum):
     RULES_REFUSED = "rules_refused"  # the rules refused a card the table expected
     RECOVERED = "recovered"  # the controller restarted in the middle of a round or burn
     PLATFORM_SILENT = "platform_silent"  # Boundless: no "more cards?" answer in time
+    SHOE_EMPTY = "shoe_empty"  # the round needs a card and every card of the shoe is out
 
 
 PAUSE_MESSAGES: Final[Mapping[PauseReason, str]] = {
@@ -79,7 +80,23 @@ PAUSE_MESSAGES: Final[Mapping[PauseReason, str]] = {
     PauseReason.RULES_REFUSED: "the rules refused a card",
     PauseReason.RECOVERED: "the controller restarted during a round or a burn",
     PauseReason.PLATFORM_SILENT: "the game platform did not say whether players want a card",
+    PauseReason.SHOE_EMPTY: "the round needs a card and the shoe has none left",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """One pause in effect: its reason, plain message, who set it (a supervisor; None for
+    an anomaly the table noticed) and since when."""
+
+    reason: PauseReason
+    message: str
+    by: str | None
+    since: float
+
+    def detail(self) -> str:
+        """The message without the reason's own words (a supervisor's reason, as given)."""
+        return self.message.removeprefix(PAUSE_MESSAGES[self.reason] + ": ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,9 +130,19 @@ class Pause:
     # held ones came after a restart or a reconnect): they are entered first, and a held
     # card is not accepted into a place that one of them may have taken.
     gap_before_held: bool = False
+    # Every pause in effect, in the order they came (the last one's reason, message and
+    # ``by`` are the pause's own): a supervisor's pause, anomalies during it, another
+    # supervisor's. From machine revision 5 a supervisor's stays until a supervisor lifts it
+    # (``TableState.holds``); the anomalies go when they are resolved.
+    causes: tuple[Cause, ...] = ()
+    # The round needs a card and every card of the shoe is out (revision 5): it cannot be
+    # completed from this shoe, and only a supervisor's cancel ends the pause.
+    shoe_empty: bool = False
 
     def needs(self) -> list[str]:
         needs = []
+        if self.shoe_empty:
+            needs.append("cancel the round: the shoe has no card left for it")
         if self.offline_gap:
             while_ = (
                 "the table was down" if self.reason is PauseReason.RECOVERED else "it was offline"
@@ -155,6 +182,11 @@ class TableState:
     reading: str | None = None  # position whose misread card the camera is asked for
     hole_unread: int | None = None  # index in round_log of a misread hole card's stand-in
     pause: Pause | None = None
+    # The supervisors' pauses in effect (machine revision 5), in the order they came: each
+    # holds the table until a supervisor lifts it (a plain ``resume``, or ``cancel`` or
+    # ``end_shoe``, which end what was paused); resolving an anomaly during them does not.
+    # Never empty unless the table is paused.
+    holds: tuple[Cause, ...] = ()
     shoe_online: bool = True
     shoe_locked: bool = True  # what the machine asked of the shoe
     shoe_reports_locked: bool | None = None  # what the shoe last confirmed

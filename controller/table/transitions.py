@@ -42,7 +42,7 @@ from controller.table.state import RESOLUTIONS, Pause, Phase, TableState
 
 P = Phase
 
-MACHINE_REVISION: Final = 4
+MACHINE_REVISION: Final = 5
 """How the machine reads events, recorded in each journal so that a journal replays under
 the rules it was written with. 2: a shoe that goes offline while cards are due needs the
 supervisor's confirmation (``no_cards_drawn``) or the missing cards (``enter_card``).
@@ -51,7 +51,11 @@ and a gap in the shoe's numbering that cards entered by hand account for pauses 
 4: a restart during a round or a burn needs the same confirmation unless the shoe accounts
 for every card (``ControllerStarted.gaps_visible``); cards held after such a gap are not
 accepted before the gap's cards are entered (or none confirmed), and ``accept`` deals every
-card held, in the order they came."""
+card held, in the order they came. 5: pauses nest: a supervisor's pause holds until a
+supervisor lifts it (a plain ``resume``, ``cancel`` or ``end_shoe``), an anomaly during it is
+resolved within it, and a supervisor may pause a table that is already paused; a round
+that needs a card from a shoe with none left pauses (``shoe_empty``), and a round that
+leaves the shoe empty ends it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +84,7 @@ _ALWAYS: Final[dict[str, Callable[[Phase], Transition]]] = {
     "camera_status": lambda phase: _t("on_camera_status", phase),
     "settings": lambda phase: _t("on_settings", phase),
     "timer.stale": lambda phase: _t("on_stale_timer", phase),
+    # In PAUSED too: refused before machine revision 5 ("already paused"), nested since.
     "command.pause": lambda phase: _t("on_pause_command", P.PAUSED),
 }
 
@@ -93,6 +98,8 @@ _ALWAYS: Final[dict[str, Callable[[Phase], Transition]]] = {
 # given) or the refusal, and the phases it may lead to.
 
 PAUSE_KINDS: Final[dict[str, str]] = {
+    "shoe_empty": "the round needs a card and every card of the shoe is out "
+    "(`Pause.shoe_empty`, revision 5)",
     "unread": "a card left the shoe unread and its place is known (`Pause.unread`)",
     "shoe_gap": "none unread, but cards may have left the shoe unseen while it was offline "
     "or the table was down (`Pause.offline_gap`)",
@@ -104,6 +111,8 @@ PAUSE_KINDS: Final[dict[str, str]] = {
 
 def pause_kind(pause: Pause) -> str:
     """The kind under which :data:`RESUMES` files ``pause`` (the first that fits)."""
+    if pause.shoe_empty:
+        return "shoe_empty"
     if pause.unread is not None:
         return "unread"
     if pause.offline_gap:
@@ -169,8 +178,12 @@ _ENTER_IDLE: Final = _r("enter_idle_card", *_ADVANCE, P.PAUSED)
 # ended the round's need for cards.
 _ENTER_OFFLINE: Final = _r("enter_offline_card", P.PAUSED, P.DECIDING, P.READING, *_AFTER_ROUND)
 _NOT_OFFLINE: Final = _refused("the shoe was not offline while cards were due")
+# The round cannot be completed from this shoe: a supervisor cancels it. (No pause of an
+# older revision is of this kind: its rows are the same in every revision.)
+_SHOE_EMPTY: Final = _refused("no card is left in the shoe for this round: cancel it")
 
 _RESUMES_1: Final[dict[tuple[str, str], Resume]] = {
+    **{("shoe_empty", resolution): _SHOE_EMPTY for resolution in RESOLUTIONS},
     ("unread", ""): _NOTHING,
     ("unread", "accept"): _ACCEPT_ONE,
     ("unread", "burn"): _BURN,
@@ -202,7 +215,11 @@ _RESUMES_3: Final = {
 # Revision 4: accept deals every card held, in the order they came.
 _RESUMES_4: Final = {
     **_RESUMES_3,
-    **{(kind, "accept"): _r("accept_held", *_ADVANCE, P.PAUSED) for kind in PAUSE_KINDS},
+    **{
+        (kind, "accept"): _r("accept_held", *_ADVANCE, P.PAUSED)
+        for kind in PAUSE_KINDS
+        if kind != "shoe_empty"
+    },
 }
 
 RESUMES: Final[dict[int, dict[tuple[str, str], Resume]]] = {
@@ -212,6 +229,9 @@ RESUMES: Final[dict[int, dict[tuple[str, str], Resume]]] = {
     2: _RESUMES_1,
     3: _RESUMES_3,
     4: _RESUMES_4,
+    # Revision 5 resolves the same way; a supervisor's pause that outlasts the resolution
+    # keeps the table paused (``resuming.on_resume``).
+    5: _RESUMES_4,
 }
 RESUME_TARGETS: Final = frozenset(
     phase
@@ -273,7 +293,7 @@ _BY_PHASE: Final[dict[Phase, dict[str, Transition]]] = {
         "cards_lost": _t("on_cards_lost", P.BETTING, P.PAUSED),
         "shoe_fault": _t("on_shoe_fault", P.PAUSED),
         "shoe_offline": _t("on_shoe_offline", P.PAUSED),
-        "timer.betting": _t("on_betting_closed", P.DEALING, P.DECIDING),
+        "timer.betting": _t("on_betting_closed", P.DEALING, P.DECIDING, P.PAUSED),
         "started": _t("on_started", P.PAUSED),
         "command.cancel": _t("on_cancel", *_AFTER_ROUND),
     },
@@ -338,8 +358,6 @@ def _build_transitions() -> dict[Phase, dict[str, Transition]]:
         row = {kind: make(phase) for kind, make in _ALWAYS.items()}
         row.update(_BY_PHASE[phase])
         table[phase] = row
-    # A supervisor pause while paused is refused ("already paused"), not a transition.
-    del table[P.PAUSED]["command.pause"]
     return table
 
 

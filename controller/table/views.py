@@ -17,6 +17,7 @@ from controller.table import games
 from controller.table.config import TableConfig
 from controller.table.state import (
     ROUND_PHASES,
+    Cause,
     Phase,
     TableState,
     hole_card_number,
@@ -53,6 +54,7 @@ def public_state(config: TableConfig, state: TableState) -> dict[str, Any]:
             "since": pause.since,
             "offline_gap": pause.offline_gap,
             "idle_gap": pause.idle_gap,
+            "pauses": [_cause(cause) for cause in pause.causes],
         },
         "round": None if state.round is None else _without_stand_in(state),
         "awaiting": _awaiting(state),
@@ -147,7 +149,10 @@ def snapshot(state: TableState) -> dict[str, Any]:
             "idle_gap": pause.idle_gap,
             "uncounted": list(pause.uncounted),
             "gap_before_held": pause.gap_before_held,
+            "causes": [_cause(cause) for cause in pause.causes],
+            "shoe_empty": pause.shoe_empty,
         },
+        "holds": [_cause(hold) for hold in state.holds],
         "unannounced_entered": [str(card) for card in state.unannounced_entered],
         "unannounced_gaps": state.unannounced_gaps,
         "shoe_online": state.shoe_online,
@@ -177,6 +182,15 @@ def step_data(step: object) -> dict[str, Any] | None:
             "default": step.default,
         }
     return None
+
+
+def _cause(cause: Cause) -> dict[str, Any]:
+    return {
+        "reason": cause.reason.value,
+        "message": cause.message,
+        "by": cause.by,
+        "since": cause.since,
+    }
 
 
 def _card_text(card: Card | None) -> str | None:

@@ -559,12 +559,25 @@ def test_accept_and_burn_resolve_the_cards_drawn_out_of_turn(
     assert choices(alice, "t1") == ["resolve-accept", "resolve-burn"]
     before = last_seq(studio, "t1")
     hand.go()
+    # Both pauses are listed, each with who set it.
+    listed = alice.tile("t1").locator(by_id("pauses-item"))
+    expect(listed).to_have_count(2)
+    expect(listed.first.locator(by_id("pauses-by"))).to_have_text("paused by alice")
+    expect(listed.last.locator(by_id("pauses-by"))).to_have_text("the table (an anomaly)")
     page.keyboard.press("a")  # the shortcut for accept, on the selected (only) pause
-    resumed = next_event(studio, "t1", "table_resumed", after=before)
-    assert (resumed["data"]["resolution"], resumed["data"]["by"]) == ("accept", "alice")
     dealt = next_event(studio, "t1", "card_dealt", after=before)
     assert (dealt["data"]["round_id"], dealt["data"]["position"]) == (round_id, position)
     assert dealt["data"]["card"] == emitted.card, (dealt, emitted)
+    # The card is dealt within alice's pause, which holds: the queue names whose pause a
+    # plain resume lifts.
+    paused(studio, "t1", "supervisor")
+    expect(alice.tile("t1").locator(by_id("pause-by"))).to_have_text("alice")
+    expect(item.locator(by_id("queue-needs"))).to_contain_text("lifts the pause of alice")
+    assert choices(alice, "t1") == ["resolve-resume"]
+    page.keyboard.press("r")
+    resumed = next_event(studio, "t1", "table_resumed", after=before)
+    assert (resumed["data"]["resolution"], resumed["data"]["by"]) == ("", "alice")
+    assert resumed["data"]["reason"] == "supervisor"
     # The round plays on to its result.
     settled = next_event(studio, "t1", "round_settled", after=before)
     assert settled["data"]["round_id"] == round_id
@@ -586,7 +599,13 @@ def test_accept_and_burn_resolve_the_cards_drawn_out_of_turn(
     history.locator(by_id("history-close")).click()
     # Under alice's name, in the order she acted: the refused accept is journaled too.
     done = [(r["command"], r["resolution"]) for r in commands_by(studio.tables["t1"], "alice")]
-    assert done == [("resume", "accept"), ("resume", "burn"), ("pause", ""), ("resume", "accept")]
+    assert done == [
+        ("resume", "accept"),
+        ("resume", "burn"),
+        ("pause", ""),
+        ("resume", "accept"),
+        ("resume", ""),
+    ]
     alice.check_clean()
 
 

@@ -93,7 +93,7 @@ def test_the_audit_lists_each_command_with_its_outcome_and_hides_the_card(
         assert command("new_shoe")["ok"]
         draw_until(studio, ("SHOE_READY",))
         assert command("pause", reason="spilled drink")["ok"]
-        again = command("pause", reason="still wet")
+        again = command("resume", resolution="burn")  # nothing was drawn: nothing to burn
         assert not again["ok"] and again["error"]["code"] == "refused", again
         assert command("resume")["ok"]
         state_of(studio, lambda s: s["phase"] == "SHOE_READY", "resumed")
@@ -119,7 +119,7 @@ def test_the_audit_lists_each_command_with_its_outcome_and_hides_the_card(
         assert [e["command"] for e in entries] == [
             "new_shoe",
             "pause",
-            "pause",
+            "resume",
             "resume",
             "open_round",
             "enter_card",
@@ -139,9 +139,9 @@ def test_the_audit_lists_each_command_with_its_outcome_and_hides_the_card(
             assert isinstance(entry["at"], float)
         assert hers[1]["args"] == {"reason": "spilled drink"}
         refused = hers[2]
-        assert refused["args"] == {"reason": "still wet"}
+        assert refused["args"] == {"resolution": "burn"}
         assert (refused["ok"], refused["code"]) == (False, "refused")
-        assert refused["message"] == "the table is already paused"
+        assert refused["message"] == "no card was drawn out of turn: nothing to burn"
         assert hers[3]["args"] == {}
 
         # The card entered by hand is in the journal, and nowhere in the audit.

@@ -554,20 +554,22 @@ def test_audit_lists_every_command_and_its_csv_runs_nothing_in_a_spreadsheet(
     reason typed as a formula defused); a viewer reads it, the platform may not."""
     ctl = studio.ctl
     ok(ctl("pause", "--reason", '=HYPERLINK("http://x.example","y")'))
-    one_line_error(ctl("pause", "--reason", "again"), "refused pause (refused)", "already paused")
+    one_line_error(
+        ctl("resume", "--resolution", "burn"), "refused resume (refused)", "nothing to burn"
+    )
     ok(ctl("resume"))
 
     text = ok(ctl("audit"))
     lines = text.splitlines()
     assert lines[0].startswith("table t1: 3 supervisor command(s) after journal row 0"), text
-    assert [line.split()[5] for line in lines[1:]] == ["pause", "pause", "resume"], text
-    assert "REFUSED (refused): the table is already paused" in lines[2], text
+    assert [line.split()[5] for line in lines[1:]] == ["pause", "resume", "resume"], text
+    assert "REFUSED (refused): no card was drawn out of turn: nothing to burn" in lines[2], text
     assert all(" alice " in line and " supervisor " in line for line in lines[1:]), text
 
     entries = [json.loads(line) for line in ok(ctl("audit", "--json")).splitlines()]
     assert [(e["command"], e["ok"]) for e in entries] == [
         ("pause", True),
-        ("pause", False),
+        ("resume", False),
         ("resume", True),
     ]
 
@@ -581,7 +583,7 @@ def test_audit_lists_every_command_and_its_csv_runs_nothing_in_a_spreadsheet(
     assert cell["journal_seq"] == str(entries[0]["journal_seq"])
     refused = dict(zip(header, body[1], strict=True))
     assert (refused["ok"], refused["code"]) == ("false", "refused")
-    assert refused["message"] == "the table is already paused"
+    assert refused["message"] == "no card was drawn out of turn: nothing to burn"
     assert not any(value.startswith(("=", "+", "-", "@")) for row in body for value in row)
 
     # From a row on: only what came after it.

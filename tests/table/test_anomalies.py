@@ -91,12 +91,22 @@ def test_card_while_paused_changes_nothing_until_resolved(dealing: Driver, endin
         assert_cancel_refunds(dealing)
     elif ending == "accept":
         assert dealing.command("resume", resolution="accept").ok
+        assert_still_paused_by_the_supervisor(dealing)
         assert dealing.expected_position() == "banker"
         dealing.draw("3H")
         assert dealing.published_events("round_settled")[-1]["result"]["player"] == ["9S", "KC"]
     else:
         assert dealing.command("resume", resolution="burn").ok
+        assert_still_paused_by_the_supervisor(dealing)
         finish_round(dealing)
+
+
+def assert_still_paused_by_the_supervisor(driver: Driver) -> None:
+    """The card is resolved; the supervisor's pause it came in holds until a plain resume."""
+    assert driver.phase is Phase.PAUSED
+    assert driver.machine.state.pause.reason.value == "supervisor"
+    assert "check the layout" in driver.machine.state.pause.message
+    assert driver.command("resume").ok
 
 
 @pytest.mark.parametrize("ending", ["burn", "cancel_refused"])

@@ -96,6 +96,10 @@ def test_a_restart_while_paused_mid_deal_adds_the_confirmation(dealing: Driver) 
     assert pause.reason.value == "recovered" and pause.offline_gap
     assert not dealing.command("resume").ok
     assert dealing.command("resume", resolution="no_cards_drawn").ok
+    # The supervisor's pause the restart came in holds until a supervisor lifts it.
+    assert dealing.phase is Phase.PAUSED
+    assert dealing.machine.state.pause.reason.value == "supervisor"
+    assert dealing.command("resume").ok
     finish_round(dealing)
 
 

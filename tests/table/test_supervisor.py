@@ -52,7 +52,7 @@ def test_invalid_commands_change_nothing(
     assert dealing.machine.snapshot() == before
 
 
-def test_pause_records_who_and_why_and_is_refused_twice(dealing: Driver) -> None:
+def test_pause_records_who_and_why_and_nests_a_second(dealing: Driver) -> None:
     answer = dealing.command("pause", reason="player dispute at box 3")
     assert answer.ok and answer.command == "pause" and answer.by == "sam"
     pause = dealing.machine.state.pause
@@ -60,10 +60,14 @@ def test_pause_records_who_and_why_and_is_refused_twice(dealing: Driver) -> None
     assert pause.resume_to is Phase.DEALING
     state = dealing.machine.public_state()
     assert state["paused"]["by"] == "sam" and state["paused"]["reason"] == "supervisor"
-    before = dealing.machine.snapshot()
-    second = dealing.command("pause", reason="again")
-    assert not second.ok and "already paused" in second.message
-    assert dealing.machine.snapshot() == before
+    second = dealing.command("pause", who=("kim", "supervisor"), reason="again")
+    assert second.ok, second  # nested (refused "already paused" before machine revision 5)
+    listed = dealing.machine.public_state()["paused"]["pauses"]
+    assert [(p["by"], p["reason"]) for p in listed] == [
+        ("sam", "supervisor"),
+        ("kim", "supervisor"),
+    ]
+    assert "player dispute" in listed[0]["message"] and "again" in listed[1]["message"]
 
 
 def test_pause_between_rounds_and_resume(dealing: Driver) -> None:

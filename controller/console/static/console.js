@@ -255,7 +255,9 @@
     }
     switch (command) {
       case "pause":
-        return phase === "PAUSED" ? "the table is already paused" : null;
+        // Pauses nest: a supervisor's pause asked while the table is paused is taken, and
+        // holds until a supervisor lifts it (a table whose journal is older refuses it).
+        return null;
       case "cancel":
         return state.round ? null : "no round is in play";
       case "end_shoe":
@@ -395,7 +397,22 @@
         h("span", { testid: "pause-since", "data-since": String(pause.since ?? "") }, clock(pause.since)),
         h("span", { class: "ago", "data-ago": String(pause.since ?? "") }, ""),
         h("span", { class: "label" }, " by "),
-        h("span", { testid: "pause-by" }, by ? by : "the table (an anomaly)")));
+        h("span", { testid: "pause-by" }, by ? by : "the table (an anomaly)")),
+      pausesInEffect(tile.state));
+  }
+
+  /** Every pause in effect when there are several (a supervisor's, and anomalies during
+   * it): each with its reason, who set it and since when. A supervisor's holds the table
+   * until a plain resume, whatever is resolved within it. */
+  function pausesInEffect(state) {
+    const pauses = (state && state.pauses) || [];
+    if (pauses.length < 2) return null;
+    return h("ul", { class: "pauses", testid: "pauses" }, pauses.map((pause) =>
+      h("li", { testid: "pauses-item", "data-reason": pause.reason, "data-by": pause.by || "" },
+        h("span", { testid: "pauses-reason" }, pause.reason), ": ",
+        h("span", { testid: "pauses-message" }, pause.message), " \u00b7 ",
+        h("span", { testid: "pauses-by" }, pause.by ? `paused by ${pause.by}` : "the table (an anomaly)"),
+        ` since ${clock(pause.since)}`)));
   }
 
   function recentView(tile) {
@@ -561,11 +578,21 @@
       h("span", { class: "ago", "data-ago": String(pause.since ?? "") }, ""),
       ` by ${pause.by || tile.paused_by || "the table (an anomaly)"}`,
       tile.state.round ? ` \u00b7 round ${tile.state.round.id}` : ""),
+    pausesInEffect(tile.state),
     pause.needs && pause.needs.length
       ? h("ul", { class: "needs", testid: "queue-needs" }, pause.needs.map((need) => h("li", { testid: "queue-need" }, need)))
-      : h("p", { class: "needs none", testid: "queue-needs" }, "nothing to resolve: a plain resume will do"),
+      : h("p", { class: "needs none", testid: "queue-needs" }, heldBy(tile.state)
+        ? `nothing to resolve: a plain resume lifts the pause of ${heldBy(tile.state)}`
+        : "nothing to resolve: a plain resume will do"),
     buttons,
     isSupervisor() ? answerLine(tile.table, "queue") : null);
+  }
+
+  /** Who holds the table paused (the supervisors whose pauses are in effect), or "". */
+  function heldBy(state) {
+    const pauses = (state && state.pauses) || [];
+    return pauses.filter((pause) => pause.reason === "supervisor" && pause.by)
+      .map((pause) => pause.by).join(", ");
   }
 
   function resolvedItem(table, entry) {
