@@ -33,7 +33,7 @@ FIXTURE_SETS: dict[int, tuple[Path, int]] = {
     1: (FIXTURES / "journals", 1),
     2: (FIXTURES / "journals" / "v2", 2),
     3: (FIXTURES / "journals" / "v3", 4),
-    4: (FIXTURES / "journals" / "v4", 4),
+    4: (FIXTURES / "journals" / "v4", 5),
 }
 OLD_JOURNALS = [
     pytest.param(encoding, path, revision, id=f"v{encoding}-{path.stem}")
