@@ -57,9 +57,8 @@ MODEL_ENV: Final = "LIVETABLE_VISION_MODEL"
 class ReaderConfig:
     """How the camera reader reads (the ``[vision]`` table of a table's TOML config).
 
-    ``deck``: the studio's enrolled deck (``livetable vision enrol``); without one the
-    generic model reads, and it abstains on almost every design it was not trained on
-    (``docs/vision.md``). ``model``: another corner network than the shipped one.
+    ``deck``: the studio's enrolled deck (``livetable camera enrol``), which a table's
+    camera needs (:func:`require_deck`). ``model``: another corner network than the shipped one.
     ``frames``: consecutive frames voted on per answer. ``deadline_s``: how long a read may
     wait for frames (and for the card to appear in its slot) before abstaining; keep it
     well under the table's camera timer (``dealer_idle_s``).
@@ -113,6 +112,28 @@ class ReaderConfig:
             frames=mapping.get("frames", 3),
             deadline_s=mapping.get("deadline_s", 2.0),
         )
+
+
+def require_deck(config: ReaderConfig | None, *, check_file: bool = True) -> Path:
+    """The enrolled deck a table's camera reads with; ConfigurationError, in one line that
+    names the fix, when none is named or (``check_file``) none is there yet.
+
+    Without a deck the shipped model reads alone, and it is not safe alone: on a design it
+    was not trained on it abstains on most cards, and on one it reads some clubs as spades
+    surely (39 wrong of 2,000 at up to 0.998, docs/vision.md), beyond any threshold's reach.
+    """
+    if config is None or config.deck is None:
+        raise ConfigurationError(
+            "[camera] needs the studio's enrolled deck as [vision] deck (the shipped model "
+            "alone misreads some card designs): make it with livetable camera enrol "
+            "(docs/camera.md)"
+        )
+    if check_file and not config.deck.is_file():
+        raise ConfigurationError(
+            f"[vision] deck {config.deck} is not enrolled yet: make it with livetable camera "
+            f"enrol ... -o {config.deck} (docs/camera.md)"
+        )
+    return config.deck
 
 
 def load_recogniser(config: ReaderConfig) -> Recogniser:
@@ -186,11 +207,13 @@ class CameraReader:
     def start(self) -> None:
         """Load the recogniser (when there is a camera) and start the reading thread.
 
-        A missing or foreign deck is a ConfigurationError here, at start-up, not an
-        abstention on every card later."""
+        No deck, or a missing or foreign one, is a ConfigurationError here, at start-up, not
+        an abstention (or a wrong card) on every card later."""
         if self._thread is not None:
             raise TableError("the camera reader is already started")
         if self.source is not None and self._recogniser is None:
+            # The file itself is checked by loading it, in the loader's words.
+            require_deck(self.config, check_file=False)
             self._recogniser = load_recogniser(self.config)
         self._thread = threading.Thread(target=self._work, name="camera-reader", daemon=True)
         self._thread.start()

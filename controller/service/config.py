@@ -4,7 +4,7 @@
 [table]        # the table, its game and its journal (controller/table/config.py)
 [shoe]         # where the card shoe is and how it talks (drivers/shoe/driver.py ShoeConfig)
 [camera]       # optional: the camera over the table (drivers/camera CameraConfig)
-[vision]       # optional, with [camera]: how it reads cards (drivers/camera_reader.py)
+[vision]       # with [camera]: its enrolled deck and how it reads (drivers/camera_reader.py)
 [mqtt]         # optional for the demo, required by `livetable run`
 host = "localhost"
 port = 1883                      # 8883 is usual with [mqtt.tls]
@@ -266,12 +266,16 @@ def config_from_mapping(
 
         camera = CameraConfig.from_mapping(document["camera"])
     vision = None
-    if "vision" in document:
-        if camera is None:
-            raise ConfigurationError("[vision] needs a [camera] section to read from")
-        from drivers.camera_reader import ReaderConfig
+    if "vision" in document and camera is None:
+        raise ConfigurationError("[vision] needs a [camera] section to read from")
+    if camera is not None:
+        from drivers.camera_reader import ReaderConfig, require_deck
 
-        vision = ReaderConfig.from_mapping(document["vision"], base_dir=base_dir, environ=environ)
+        # Read without a [vision] table too: LIVETABLE_VISION_DECK may name the deck.
+        vision = ReaderConfig.from_mapping(
+            document.get("vision", {}), base_dir=base_dir, environ=environ
+        )
+        require_deck(vision, check_file=check_files)
     mqtt = None
     if "mqtt" in document:
         if not isinstance(document["mqtt"], dict):
@@ -301,8 +305,9 @@ def load_config(
     """Read and validate a table's TOML file; every error names the file and the key.
 
     ``check_files=False`` checks everything the file says but reads nothing it points to:
-    the password file is not read (``password`` stays ``None``) and the TLS files need not
-    exist, for checking a configuration away from the table PC it is written for.
+    the password file is not read (``password`` stays ``None``) and the TLS files and the
+    camera's enrolled deck need not exist, for checking a configuration away from the table
+    PC it is written for. A ``[camera]`` must name its deck either way.
     """
     path = Path(path)
     document = read_toml(path)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -88,13 +89,19 @@ def parse_topic(topic: str, prefix: str, table_id: str) -> tuple[str, str, str]:
         raise RequestError("forbidden", f"unknown role {role[:50]!r}", command[:50])
     if not account:
         raise RequestError("malformed", "the topic names no account", command[:50])
+    # The account is the journal's and the audit's "by" (mosquitto refuses such a topic
+    # itself; another broker may pass it on).
+    if _control_character(account) is not None:
+        raise RequestError(
+            "malformed", "the topic's account holds a control character", _printable(command)
+        )
     return role, account, command
 
 
 def parse_request(topic: str, payload: bytes, prefix: str, table_id: str) -> Request:
     """Validate one request; RequestError names what is wrong (and never echoes much of it)."""
     role, account, command = parse_topic(topic, prefix, table_id)
-    command_name = command[:50]
+    command_name = _printable(command)
     if len(payload) > MAX_REQUEST_BYTES:
         raise RequestError(
             "too_large",
@@ -114,6 +121,12 @@ def parse_request(topic: str, payload: bytes, prefix: str, table_id: str) -> Req
             "malformed",
             f"transaction must be a non-empty string of at most {MAX_TRANSACTION_CHARS} characters",
             command_name,
+        )
+    # Echoed in the answer, part of the command's id in the journal and the audit: it is
+    # never echoed with a control character in it.
+    if (where := _control_character(transaction)) is not None:
+        raise RequestError(
+            "malformed", f"transaction holds a control character ({where})", command_name
         )
     if command not in COMMANDS:
         raise RequestError(
@@ -150,6 +163,13 @@ def parse_request(topic: str, payload: bytes, prefix: str, table_id: str) -> Req
                 command,
                 transaction,
             )
+        if isinstance(value, str) and (where := _control_character(value)) is not None:
+            raise RequestError(
+                "malformed",
+                f"{name} holds a control character ({where})",
+                command,
+                transaction,
+            )
         if isinstance(value, int) and (value < 0 or value > 2**53):
             raise RequestError("malformed", f"{name} is out of range", command, transaction)
     _check_values(command, args, transaction)
@@ -157,9 +177,42 @@ def parse_request(topic: str, payload: bytes, prefix: str, table_id: str) -> Req
 
 
 _KIND_NAMES: Final[dict[type, str]] = {int: "an integer", str: "a string"}
+# Characters no text field may hold: the C0 and C1 controls and DEL (Unicode's Cc: NUL,
+# newline, escape...) and the line and paragraph separators. Each breaks or hides what a
+# person reads of a reason, a transaction or an account in an answer, a log line, the
+# journal's export or the console.
+_CONTROL_CATEGORIES: Final = frozenset({"Cc", "Zl", "Zp"})
 # A JSON string (escapes included), to be skipped when counting how deep brackets nest.
 _JSON_STRING: Final = re.compile(r'"(?:[^"\\]|\\.)*"')
 _BRACKET: Final = re.compile(r"[\[\]{}]")
+
+
+def _control_character(text: str) -> str | None:
+    """Where ``text`` holds its first control character (``U+0000 at 3``), or None."""
+    for index, character in enumerate(text):
+        if unicodedata.category(character) in _CONTROL_CATEGORIES:
+            return f"U+{ord(character):04X} at {index}"
+    return None
+
+
+def _printable(text: str) -> str:
+    """``text`` without its control characters, short: for naming a command in an answer."""
+    return "".join(c for c in text if _control_character(c) is None)[:50]
+
+
+class _RepeatedKey(ValueError):
+    """A JSON object names a key twice (:func:`_unique_keys`)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict; a key given twice is refused, where ``json`` would
+    keep the last one without a word (the sender and the table would read two requests)."""
+    seen: set[str] = set()
+    for key, _value in pairs:
+        if key in seen:
+            raise _RepeatedKey(key)
+        seen.add(key)
+    return dict(pairs)
 
 
 def _decode(payload: bytes, command_name: str) -> Any:
@@ -181,9 +234,13 @@ def _decode(payload: bytes, command_name: str) -> Any:
             command_name,
         )
     try:
-        body = json.loads(text)
+        body = json.loads(text, object_pairs_hook=_unique_keys)
     except RecursionError:  # deep nesting the scan did not see: never a traceback
         raise RequestError("malformed", "the request is nested too deeply", command_name) from None
+    except _RepeatedKey as repeated:
+        raise RequestError(
+            "malformed", f"the request repeats the key {_shown(str(repeated))}", command_name
+        ) from None
     except ValueError as error:
         raise RequestError("malformed", f"not JSON: {error}"[:200], command_name) from None
     try:

@@ -38,6 +38,8 @@ Angel Eye, numbers them; each speaker says them in its protocol's words."""
 EVENTS: Final = frozenset(
     ("card", "cut_card", "misread", "fault", "fault_cleared", "lock", "signal", "result")
 )
+GARBLED: Final = "garbled"
+"""A ``misread``'s detail: the shoe reports the card drawn, but with a face that is no card."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +55,9 @@ class ShoeAction:
     """``card``: the face; ``misread``: the face that could not be read."""
     detail: str | None = None
     """``fault`` and ``fault_cleared``: the code; ``lock``: ``"1"`` locked, ``"0"``;
-    ``signal``: its code; ``result``: what :meth:`ShoeSpeaker.result_detail` made."""
+    ``signal``: its code; ``result``: what :meth:`ShoeSpeaker.result_detail` made;
+    ``misread``: :data:`GARBLED` for a card frame whose face is no card (a protocol
+    without one says its plain misread)."""
     target: str = "player"
     """``card``: where it goes (``player``, ``banker``, ``burn``...), if the protocol says."""
     index: int = 1

@@ -39,7 +39,7 @@ from controller.kernel.errors import ConfigurationError, DeviceError
 from drivers.shoe.registry import protocol as shoe_protocol
 from drivers.shoe.registry import protocol_names
 from drivers.shoe.sessions import HostCommand
-from drivers.shoe.speaker import ShoeAction, ShoeSpeaker
+from drivers.shoe.speaker import GARBLED, ShoeAction, ShoeSpeaker
 
 logger = logging.getLogger(__name__)
 
@@ -270,11 +270,15 @@ class ShoeSimulator:
     def cards_left(self) -> int:
         return len(self._cards) - self._next
 
-    def draw(self, target: str | None = None, index: int | None = None) -> Emitted:
+    def draw(
+        self, target: str | None = None, index: int | None = None, *, garbled: bool = False
+    ) -> Emitted:
         """Take the next thing out of the shoe (a card, or the cut card) and send it.
 
         Without a ``target`` the cards go Player 1, Banker 1, Player 2, Banker 2, Player 1...
         (a protocol that reports where each card goes says so; the others do not).
+        ``garbled``: the card goes out as a misread whose frame names no card (Angel Eye: its
+        ``D`` frame with suit "none"), whatever the fault plan says.
         """
         if target is None:
             target, dealt_index = BACCARAT_DEAL[self._deal % len(BACCARAT_DEAL)]
@@ -304,7 +308,11 @@ class ShoeSimulator:
             card = self._cards[self._next]
             self._next += 1
             self._drawn_faces.append(card)
-            if faults.unreadable_rate and rng.random() < faults.unreadable_rate:
+            if garbled:
+                emitted = self._emit(
+                    "misread", card=card, detail=GARBLED, target=target, index=index
+                )
+            elif faults.unreadable_rate and rng.random() < faults.unreadable_rate:
                 emitted = self._emit("misread", card=card)
             else:
                 emitted = self._emit("card", card=card, target=target, index=index)

@@ -310,6 +310,17 @@ def test_a_missing_deck_fails_at_start_not_at_every_read(tmp_path: Path) -> None
         reader.start()
 
 
+def test_a_camera_without_a_deck_fails_at_start(tmp_path: Path) -> None:
+    # A camera handed to the table directly (as the demo hands its simulator) is held to the
+    # configuration's rule: the shipped model alone reads some designs surely wrong.
+    camera, _ = baccarat_felt()
+    reader = CameraReader(camera, lambda e: None, config=ReaderConfig())
+    with pytest.raises(ConfigurationError, match="livetable camera enrol"):
+        reader.start()
+    with CameraReader(None, lambda e: None):  # no camera at all: every question abstains
+        pass
+
+
 def test_reader_config_from_a_vision_table(tmp_path: Path) -> None:
     config = ReaderConfig.from_mapping(
         {"deck": "decks/studio.npz", "frames": 5, "deadline_s": 1.5}, base_dir=tmp_path, environ={}

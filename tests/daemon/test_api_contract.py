@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from controller.service.mqtt_api import MAX_REQUEST_BYTES, RequestError, parse_request
+from controller.service.mqtt_api import COMMANDS, MAX_REQUEST_BYTES, RequestError, parse_request
 from controller.service.wire import encode, response_message
 from controller.table.games import default_boxes
 from controller.table.state import Phase
@@ -113,6 +113,81 @@ def test_a_lone_surrogate_is_malformed_and_the_answer_still_encodes(payload: byt
 def test_control_characters_in_an_unknown_field_name_are_not_echoed() -> None:
     error = refusal("pause", b'{"transaction": "t", "reason": "x", "\\u001b[2J": 1}')
     assert error.code == "malformed" and "\x1b" not in error.message, error.message
+
+
+# A valid request of each command with text fields: each text field in turn gets a control
+# character.
+VALID_TEXT: dict[str, dict[str, Any]] = {
+    "pause": {"reason": "spill"},
+    "resume": {"resolution": "enter_card", "card": "7H"},
+    "enter_card": {"card": "7H"},
+    "cancel": {"reason": "dispute"},
+    "end_shoe": {"reason": "end of shift"},
+    "decide": {
+        "round_id": 1,
+        "request_seq": 1,
+        "kind": "play",
+        "box": 1,
+        "hand": 1,
+        "decision": "H",
+    },
+}
+ROLE_OF = {"decide": "platform"}
+# C0 and C1 controls, DEL, and the line and paragraph separators: each would break or hide
+# text that is echoed, journaled and shown to people.
+CONTROLS = ["\x00", "\n", "\r", "\t", "\x1b", "\x7f", "\x85", "\x9b", "\u2028", "\u2029"]
+
+
+def test_every_text_field_is_covered() -> None:
+    text = {
+        command
+        for command, (_roles, spec) in COMMANDS.items()
+        if any(kind is str for kind, _required in spec.values())
+    }
+    assert text == set(VALID_TEXT)
+
+
+@pytest.mark.parametrize("char", CONTROLS, ids=[f"U+{ord(c):04X}" for c in CONTROLS])
+def test_a_control_character_in_a_text_field_is_malformed(char: str) -> None:
+    for command, valid in VALID_TEXT.items():
+        _roles, spec = COMMANDS[command]
+        for name in (name for name, (kind, _req) in spec.items() if kind is str):
+            body = {"transaction": "t", **valid, name: valid[name][:1] + char + valid[name][1:]}
+            error = refusal(command, json.dumps(body).encode(), ROLE_OF.get(command, "supervisor"))
+            assert (error.code, error.transaction) == ("malformed", "t"), (command, name, error)
+            assert error.message.startswith(f"{name} "), (command, name, error.message)
+            assert char not in error.message
+
+
+@pytest.mark.parametrize("char", CONTROLS, ids=[f"U+{ord(c):04X}" for c in CONTROLS])
+def test_a_control_character_in_the_transaction_or_the_account_is_malformed(char: str) -> None:
+    error = refusal("pause", json.dumps({"transaction": f"t{char}1", "reason": "x"}).encode())
+    assert (error.code, error.transaction) == ("malformed", None), error
+    assert "transaction" in error.message and "control character" in error.message
+    # Mosquitto refuses such a topic itself; a broker that passes it on must not make the
+    # account (the journal's "by") of it.
+    with pytest.raises(RequestError) as caught:
+        parse_request(
+            f"{BASE}/request/supervisor/al{char}ice/pause",
+            b'{"transaction": "t", "reason": "x"}',
+            PREFIX,
+            TABLE,
+        )
+    assert caught.value.code == "malformed" and "account" in caught.value.message
+    assert char not in caught.value.message
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b'{"transaction": "t", "transaction": "u", "reason": "x"}',
+        b'{"transaction": "t", "reason": "x", "reason": "y"}',
+        b'{"transaction": "t", "reason": {"a": 1, "a": 2}}',
+    ],
+)
+def test_a_key_given_twice_is_malformed(payload: bytes) -> None:
+    error = refusal("pause", payload)
+    assert error.code == "malformed" and "repeats" in error.message, error.message
 
 
 # -- the schemas hold what the prose promises -------------------------------------------------

@@ -485,6 +485,14 @@ def test_every_error_response_fits_the_response_schema() -> None:
         (f"{BASE}/request/supervisor/alice/enter_card", b'{"transaction": "t"}'),
         (f"{BASE}/request/supervisor/alice/cancel", b'{"transaction": "t", "reason": 5}'),
         (f"{BASE}/request/supervisor/alice/new_shoe", b'{"transaction": "t", "decks": 8}'),
+        (f"{BASE}/request/viewer/viewer/status", b'{"transaction": "t\\u0000"}'),
+        (f"{BASE}/request/supervisor/alice/pause", b'{"transaction": "t", "reason": "a\\nb"}'),
+        (f"{BASE}/request/supervisor/alice/cancel", b'{"transaction": "t", "reason": "\\u0085"}'),
+        (
+            f"{BASE}/request/platform/platform/decide",
+            b'{"transaction": "t", "round_id": 1, "request_seq": 1, "kind": "play\\u2028",'
+            b' "box": 1, "hand": 1, "decision": "H"}',
+        ),
     ],
 )
 def test_requests_the_api_refuses_fail_their_schema_too(topic: str, payload: bytes) -> None:

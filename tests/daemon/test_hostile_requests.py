@@ -72,6 +72,57 @@ def test_deep_json_and_broken_utf8_are_answered_malformed_in_one_log_line(
     assert after["phase"] == before["phase"] and after["seq"] == before["seq"]
 
 
+def test_duplicate_keys_and_control_characters_are_answered_malformed_and_change_nothing(
+    mqtt_broker: tuple[str, int],
+    tables: Callable[..., Table],  # noqa: F811 - the fixture imported above
+    peers: Callable[..., Peer],  # noqa: F811
+) -> None:
+    """A key given twice (JSON's last one would win unseen) and a NUL or other control
+    character in a field that is echoed, journaled or shown (the transaction, a reason, the
+    resolution) are refused whole, in the error answer's format; the table is not paused."""
+    _host, port = mqtt_broker
+    table = tables(port)
+    table.daemon.verbose = 1
+    watch = peers(port, subscribe=("livetable/t1/#",)).wait_ready()
+    table.daemon.start()
+    wait_online(table, watch)
+    before = settled(watch, "viewer", "viewer")
+    log_start = len(table.daemon.log())
+
+    cases = [
+        (
+            "pause",
+            b'{"transaction": "t-1", "transaction": "t-2", "reason": "spill"}',
+            None,
+            "repeats",
+        ),
+        ("pause", b'{"transaction": "t-dup", "reason": "spill", "reason": "x"}', None, "repeats"),
+        ("pause", b'{"transaction": "t-\\u0000", "reason": "spill"}', None, "control character"),
+        ("pause", b'{"transaction": "t\\n2", "reason": "spill"}', None, "control character"),
+        ("pause", b'{"transaction": "t-nul", "reason": "sp\\u0000ill"}', "t-nul", "reason"),
+        ("pause", b'{"transaction": "t-esc", "reason": "\\u001b[2Jspill"}', "t-esc", "reason"),
+        ("pause", b'{"transaction": "t-c1", "reason": "spill\\u0085"}', "t-c1", "reason"),
+        ("resume", b'{"transaction": "t-res", "resolution": "burn\\u0000"}', "t-res", "resolution"),
+    ]
+    for command, payload, transaction, words in cases:
+        answer = watch.ask(
+            request_topic("supervisor", "alice", command),
+            payload,
+            answer_on=response_topic("alice"),
+        ).json()
+        assert answer["ok"] is False and answer["error"]["code"] == "malformed", (payload, answer)
+        assert (answer["command"], answer["transaction"]) == (command, transaction), answer
+        assert words in answer["message"], (payload, answer)
+        assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in answer["message"])
+    barrier(watch)
+    assert table.daemon.alive(), table.daemon.log()[-3000:]
+    log = table.daemon.log()[log_start:]
+    refused = [line for line in log.splitlines() if "request refused (malformed)" in line]
+    assert len(refused) == len(cases), log
+    after = status(watch, "viewer", "viewer")
+    assert after["phase"] == before["phase"] and after["seq"] == before["seq"]
+
+
 def test_answers_echo_the_command_as_the_topic_named_it(
     open_table: tuple[Table, Peer],  # noqa: F811 - the fixture imported above
 ) -> None:

@@ -153,10 +153,11 @@ def test_every_section_is_refused_in_one_format(
         "[table]": 'id = "t7"\ngame = "baccarat"\njournal_path = "t7.journal"',
         "[shoe]": 'port = "/dev/ttyUSB0"',
         "[camera]": "source = 0\nresolution = [640, 360]",
-        "[vision]": "",
+        "[vision]": 'deck = "t7.npz"',
         "[mqtt]": 'host = "localhost"',
     }
     sections[section] += f"\n{line}"
+    (tmp_path / "t7.npz").touch()  # a camera table has its deck; only its name is checked
     path = tmp_path / "t7.toml"
     message = _refusal(path, "".join(f"{name}\n{body}\n" for name, body in sections.items()))
     assert message.startswith(f"{path}: ") and message.count(str(path)) == 1, message

@@ -12,7 +12,7 @@ from controller.kernel.errors import ConfigurationError
 from drivers.shoe.protocols.angel_eye import codec as angel_eye
 from drivers.shoe.protocols.angel_eye.session import COMMANDS
 from drivers.shoe.protocols.angel_eye.variants import RULES
-from drivers.shoe.speaker import ShoeAction, ShoeSide, ShoeSpeaker, ShoeVariant
+from drivers.shoe.speaker import GARBLED, ShoeAction, ShoeSide, ShoeSpeaker, ShoeVariant
 
 ANY_SEQ_SYMBOLS: Final = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # what an any-byte shoe sends here
 _ASKED: Final = {wire: command for command, wire in COMMANDS.items()}
@@ -86,6 +86,13 @@ class AngelEyeSpeaker(ShoeSpeaker):
             return angel_eye.EventFrame(symbol, "G", result.to_data())
         if event == "cut_card":
             return angel_eye.EventFrame(symbol, "C")
+        if event == "misread" and detail == GARBLED and action.card is not None:
+            # The card's own frame, its suit "none" (000): the shoe saw a card go out and
+            # could not name its suit.
+            payload = angel_eye.CardPayload(
+                angel_eye.TARGET_CODES[action.target], action.index, 0, action.card.rank_index
+            )
+            return angel_eye.EventFrame(symbol, "D", payload.to_data())
         if event == "misread":
             error = angel_eye.ErrorPayload(angel_eye.UNREADABLE_CARD_ERROR)
             return angel_eye.EventFrame(symbol, "E", error.to_data())
