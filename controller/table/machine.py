@@ -61,6 +61,7 @@ from controller.table.state import (
     TableState,
 )
 from controller.table.transitions import (
+    DISMISSIBLE,
     MACHINE_REVISION,
     SHOE_CARD_KINDS,
     TRANSITIONS,
@@ -247,7 +248,11 @@ class TableMachine:
     def public_state(self, state: TableState | None = None) -> dict[str, Any]:
         """The table as the platform and the supervisors may see it (see
         :func:`controller.table.views.public_state`); ``state`` defaults to the machine's."""
-        return views.public_state(self.config, self.state if state is None else state)
+        return views.public_state(
+            self.config,
+            self.state if state is None else state,
+            dismissible_unread=("unread", "no_cards_drawn") in DISMISSIBLE[self.revision],
+        )
 
     def _publish(self, state: TableState) -> Effect:
         return PublishState(self.public_state(state))

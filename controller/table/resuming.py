@@ -133,6 +133,30 @@ def confirm_no_cards(
     return _applied(machine, state, event, pause, resume, "no_cards_drawn", [], offline_gap=False)
 
 
+def dismiss_unread(
+    machine: TableMachine,
+    state: TableState,
+    event: SupervisorCommanded,
+    pause: Pause,
+    resume: Resume,
+) -> list[Effect]:
+    """No card left the shoe: the frame the scanner could not read was none (the
+    supervisor sees no card on the felt). Nothing is counted, nothing dealt; the round
+    waits for its card from the shoe again (the camera is not asked again: there is
+    nothing for it to see). The same words confirm that none left while the shoe was
+    offline, when the pause also says so. The hole card is on the felt, face down: it is
+    entered."""
+    if pause.unread is None:
+        raise TransitionError("no card is waiting to be entered by hand")
+    if pause.unread == HOLE_UNREAD:
+        raise TransitionError("the hole card is on the felt, face down: enter_card it")
+    dismissed = replace(pause, unread=None, offline_gap=False)
+    if pause.resume_to is P.READING:
+        state.reading = None
+        dismissed = replace(dismissed, resume_to=P.DEALING)
+    return _applied(machine, state, event, dismissed, resume, "no_cards_drawn", [])
+
+
 def accept_one(
     machine: TableMachine,
     state: TableState,
@@ -459,6 +483,7 @@ _HANDLERS: Final[dict[str, Resolution]] = {
         resume_as_paused,
         burn_held,
         confirm_no_cards,
+        dismiss_unread,
         accept_one,
         accept_held,
         enter_unread,

@@ -139,7 +139,10 @@ class Pause:
     # completed from this shoe, and only a supervisor's cancel ends the pause.
     shoe_empty: bool = False
 
-    def needs(self) -> list[str]:
+    def needs(self, dismissible: bool = False) -> list[str]:
+        """What must be resolved before the table may resume, in a supervisor's words.
+        ``dismissible``: an unread card other than the hole card may also be dismissed as
+        no card at all (machine revision 5: ``dismiss_unread``)."""
         needs = []
         if self.shoe_empty:
             needs.append("cancel the round: the shoe has no card left for it")
@@ -152,7 +155,10 @@ class Pause:
                 "enter_card each card that did"
             )
         if self.unread is not None:
-            needs.append(f"enter_card for the unread card at {self.unread}")
+            need = f"enter_card for the unread card at {self.unread}"
+            if dismissible and self.unread != HOLE_UNREAD:
+                need += ", or no_cards_drawn if no card left the shoe (none on the felt)"
+            needs.append(need)
         if self.held:
             needs.append(f"accept or burn the {len(self.held)} card(s) drawn out of turn")
         return needs

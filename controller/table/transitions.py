@@ -222,6 +222,12 @@ _RESUMES_4: Final = {
     },
 }
 
+# Revision 5: a card the shoe reported unread that no card was (nothing on the felt: a
+# glitched or forged frame) is dismissed by ``no_cards_drawn``; the round waits for its card
+# again. Before, only a cancel ended such a pause.
+_DISMISS: Final = _r("dismiss_unread", P.DEALING, returns=True)
+_RESUMES_5: Final = {**_RESUMES_4, ("unread", "no_cards_drawn"): _DISMISS}
+
 RESUMES: Final[dict[int, dict[tuple[str, str], Resume]]] = {
     1: _RESUMES_1,
     # Revision 2 brought shoe gaps (no_cards_drawn, enter_card for a card the shoe never
@@ -229,10 +235,15 @@ RESUMES: Final[dict[int, dict[tuple[str, str], Resume]]] = {
     2: _RESUMES_1,
     3: _RESUMES_3,
     4: _RESUMES_4,
-    # Revision 5 resolves the same way; a supervisor's pause that outlasts the resolution
-    # keeps the table paused (``resuming.on_resume``).
-    5: _RESUMES_4,
+    # Revision 5 also dismisses an unread card that was none; a supervisor's pause that
+    # outlasts the resolution keeps the table paused (``resuming.on_resume``).
+    5: _RESUMES_5,
 }
+DISMISSIBLE: Final[dict[int, frozenset[tuple[str, str]]]] = {
+    revision: frozenset(key for key, resume in table.items() if resume is _DISMISS)
+    for revision, table in RESUMES.items()
+}
+"""Per revision, the resume table's cells that dismiss an unread card as no card."""
 RESUME_TARGETS: Final = frozenset(
     phase
     for table in RESUMES.values()

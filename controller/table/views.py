@@ -25,9 +25,13 @@ from controller.table.state import (
 )
 
 
-def public_state(config: TableConfig, state: TableState) -> dict[str, Any]:
+def public_state(
+    config: TableConfig, state: TableState, dismissible_unread: bool = False
+) -> dict[str, Any]:
     """The table as the platform and the supervisors may see it: no hole card before its
-    reveal (the rules' public view), no burn card, no card held out of turn."""
+    reveal (the rules' public view), no burn card, no card held out of turn.
+    ``dismissible_unread``: whether the machine lets a supervisor dismiss an unread card
+    as no card at all (its pause's ``needs`` then say so)."""
     pause = state.pause
     return {
         "table_id": config.table_id,
@@ -49,7 +53,7 @@ def public_state(config: TableConfig, state: TableState) -> dict[str, Any]:
             "reason": pause.reason.value,
             "message": pause.message,
             "resume_to": pause.resume_to.value,
-            "needs": pause.needs(),
+            "needs": pause.needs(dismissible_unread),
             "by": pause.by,
             "since": pause.since,
             "offline_gap": pause.offline_gap,

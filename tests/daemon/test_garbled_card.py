@@ -76,7 +76,8 @@ def test_a_garbled_card_in_a_round_is_entered_and_the_round_settles(
     assert (garbled.event, garbled.detail) == ("misread", "garbled") and garbled.card
     paused = state_where(table, "the misread pause", phase="PAUSED")
     assert paused["pause"]["reason"] == "misread", paused["pause"]
-    assert paused["pause"]["needs"] == ["enter_card for the unread card at player"], paused
+    (needs,) = paused["pause"]["needs"]
+    assert needs.startswith("enter_card for the unread card at player, or no_cards_drawn"), needs
 
     # The card that left the shoe lies on the felt: the supervisor enters it.
     entered = table.supervisor.request("enter_card", TIMEOUT_S, card=garbled.card)
@@ -98,6 +99,39 @@ def test_a_garbled_card_in_a_round_is_entered_and_the_round_settles(
     assert not events(table, "round_voided")
     # The shoe's frame was logged with why it is no card, and read as a misread.
     assert "impossible card" in table.daemon.log() and "suit code 0" in table.daemon.log()
+
+
+def deal_until_settled(table: SimulatedTable) -> None:
+    while not events(table, "round_settled"):
+        drawn = len(events(table, "card_dealt"))
+        table.shoe.draw()
+        wait_until(
+            lambda drawn=drawn: len(events(table, "card_dealt")) > drawn,  # type: ignore[misc]
+            TIMEOUT_S,
+            "the card dealt",
+        )
+        assert table.platform.state["phase"] != "PAUSED", table.platform.state  # type: ignore[index]
+
+
+def test_a_frame_that_was_no_card_is_dismissed_and_the_round_settles(
+    table: SimulatedTable,
+) -> None:
+    # A forged or glitched frame: on the line it is the garbled card's, but no card lies on
+    # the felt. The supervisor says so; the round waits for its card and goes on.
+    ready_shoe(table)
+    assert table.platform.request("open_round", TIMEOUT_S)["ok"]
+    waiting = state_where(table, "the first card awaited", phase="DEALING")
+    table.shoe.draw("player", 1, garbled=True)
+    state_where(table, "the misread pause", phase="PAUSED")
+    answer = table.supervisor.request("resume", TIMEOUT_S, resolution="no_cards_drawn")
+    assert answer["ok"], answer
+    again = state_where(table, "the first card awaited again", phase="DEALING")
+    assert again["shoe"]["cards_drawn"] == waiting["shoe"]["cards_drawn"]  # nothing counted
+    assert again["awaiting"] == waiting["awaiting"], again["awaiting"]
+    deal_until_settled(table)
+    assert not events(table, "round_voided")
+    resumed = events(table, "table_resumed")[-1]["data"]
+    assert resumed["resolution"] == "no_cards_drawn" and resumed["reason"] == "misread"
 
 
 def test_a_garbled_card_between_rounds_is_burned(table: SimulatedTable) -> None:

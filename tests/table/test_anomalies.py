@@ -17,7 +17,7 @@ from controller.table.events import (
     ShoeOnline,
 )
 from controller.table.state import Phase
-from tests.table.driver import Driver
+from tests.table.driver import Driver, table_for
 
 
 def assert_paused(driver: Driver, reason: str) -> None:
@@ -430,3 +430,37 @@ def test_a_pause_that_needs_two_resolutions_takes_them_one_after_the_other(
     assert not dealing.command("resume").ok  # nothing resolved: refused, as before
     assert dealing.command("resume", resolution="no_cards_drawn").ok
     finish_round(dealing)
+
+
+def test_a_misread_that_was_no_card_is_dismissed_and_the_round_waits_for_its_card(
+    dealing: Driver,
+) -> None:
+    # A frame the scanner could not read that no card sent (a forged or glitched frame):
+    # the supervisor sees no card on the felt and says so, rather than cancel the round.
+    drawn = dealing.machine.state.count.cards_seen
+    dealing.misread()
+    dealing.camera("player", None)
+    assert_paused(dealing, "misread")
+    (needs,) = dealing.machine.public_state()["paused"]["needs"]
+    assert "enter_card" in needs and "no_cards_drawn" in needs, needs
+    answer = dealing.command("resume", resolution="no_cards_drawn")
+    assert answer.ok, answer
+    assert dealing.phase is Phase.DEALING and dealing.expected_position() == "player"
+    assert dealing.machine.state.count.cards_seen == drawn  # nothing counted
+    assert not dealing.machine.state.shoe_locked
+    finish_round(dealing)
+
+
+def test_a_misread_hole_card_cannot_be_dismissed() -> None:
+    # The hole card is on the felt, face down: it is read, never wished away.
+    driver = table_for("blackjack-classic")
+    driver.open_and_close_betting(boxes=1)
+    driver.draw("5S")
+    driver.misread()  # the hole card, dealt second in classic
+    driver.draw("3C", "KH")  # up card K: the rules peek, so the hole matters now
+    assert driver.machine.state.pause.reason.value == "hole_card_misread"
+    (needs,) = driver.machine.public_state()["paused"]["needs"]
+    assert "no_cards_drawn" not in needs, needs
+    refused = driver.command("resume", resolution="no_cards_drawn")
+    assert not refused.ok and "enter_card" in refused.message, refused
+    assert driver.command("resume", resolution="enter_card", card="9D").ok

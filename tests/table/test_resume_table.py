@@ -57,7 +57,8 @@ def test_a_resume_leads_only_to_the_phases_the_resume_table_allows() -> None:
     for table in RESUMES.values():
         for resume in table.values():
             assert resume.returns == (
-                resume.handler in ("resume_as_paused", "burn_held", "confirm_no_cards")
+                resume.handler
+                in ("resume_as_paused", "burn_held", "confirm_no_cards", "dismiss_unread")
             )
 
 
@@ -69,7 +70,8 @@ def test_the_revisions_differ_where_the_machine_revisions_say() -> None:
         for revision in range(2, MACHINE_REVISION + 1)
     }
     # A shoe_empty pause is refused every resolution in every revision (only revision 5
-    # makes one); revision 5 changed how pauses nest, not how a resolution resolves.
+    # makes one); revision 5 changed how pauses nest, and lets no_cards_drawn dismiss an
+    # unread card that was none.
     kinds = set(PAUSE_KINDS) - {"shoe_empty"}
     assert changed[2] == set()
     assert changed[3] == {(k, r) for k in kinds for r in ("burn", "no_cards_drawn")} - {
@@ -77,7 +79,7 @@ def test_the_revisions_differ_where_the_machine_revisions_say() -> None:
         ("other", "no_cards_drawn"),
     }
     assert changed[4] == {(k, "accept") for k in kinds}
-    assert changed[5] == set()
+    assert changed[5] == {("unread", "no_cards_drawn")}
 
 
 @pytest.mark.parametrize(
