@@ -229,7 +229,8 @@ def test_the_audit_lists_each_command_with_its_answer_and_its_csv_runs_no_formul
     alice = signed_in(studio, "alice")
     formula = '=HYPERLINK("http://evil.example","spilled drink")'
     assert alice.act("t1", "pause", reason=formula).json()["ok"]
-    assert alice.act("t1", "pause", reason="again").json()["code"] == "refused"
+    # Refused: nothing was drawn out of turn (a second pause would nest, not be refused).
+    assert alice.act("t1", "resume", resolution="burn").json()["code"] == "refused"
     assert alice.act("t1", "resume").json()["ok"]
 
     viewer = signed_in(studio, "viewer")  # viewers read the audit too
@@ -239,7 +240,7 @@ def test_the_audit_lists_each_command_with_its_answer_and_its_csv_runs_no_formul
     assert entries == [
         ("bob", "new_shoe", True, None),
         ("alice", "pause", True, None),
-        ("alice", "pause", False, "refused"),
+        ("alice", "resume", False, "refused"),
         ("alice", "resume", True, None),
     ], entries
     assert audit["entries"][1]["args"] == {"reason": formula}
