@@ -3,10 +3,9 @@
 The attack: every ``state`` carries the journal's head, ``journal: {seq, hash}``, and a row's
 hash is ``sha256(seq, kind, body, prev_hash)``. A card row's body is the event's fields:
 its time (the state's ``at``), the shoe's sequence number (a little above the state's
-``cards_drawn``),
-the shoe's position word (a handful) and the card. Without a secret in the body, trying the
-52 faces against the published hash opens every hole card, burn card and card held during a
-pause the moment it is dealt. Here a real table (``livetable demo`` against a real
+``cards_drawn``), the shoe's position word (a handful) and the card. Without a secret in the
+body, trying the 52 faces against the published hash opens every hole card, burn card and
+card held during a pause the moment it is dealt. Here a real table (``livetable demo`` against a real
 mosquitto: the real daemon, a shoe simulator on a real pty, a dealer who draws out of turn,
 a shoe that misreads) is watched by a viewer, and the attack is run on every secret row
 from the viewer's messages alone. A control runs the same attack on the same rows hashed as
