@@ -11,10 +11,10 @@ driver, camera) plus an MQTT link:
   (:mod:`controller.service.mqtt_api`), are validated on the MQTT thread, and those that act
   on the table run on the table's thread (a :class:`~controller.service.runtime.RuntimeTask`)
   so that they see and change the state without a race; every answer is kept, so a repeated
-  request is answered again and executed once, across restarts too. ``status`` and
-  ``events`` are answered on the MQTT thread; ``audit`` (every supervisor command journaled,
-  with its answer) on a thread of its own, from the journal read-only
-  (:mod:`controller.service.audit`).
+  request is answered again and executed once, across restarts too. ``status`` is answered
+  on the MQTT thread; ``events`` pages on a thread of their own, the platform's first
+  (:mod:`controller.service.read_lanes`), and ``audit`` (every supervisor command journaled,
+  with its answer) on another, from the journal read-only (:mod:`controller.service.audit`).
 
 The main thread runs the table's loop, feeds systemd's watchdog and stops cleanly on SIGTERM
 (availability ``offline``, journal closed) well within 2 s.
@@ -25,8 +25,9 @@ once naming the first. A journal or outbox that cannot be written (a full disk) 
 table: no further input is taken, the requests that wait are answered ``unavailable``,
 availability goes ``offline``, and ``run`` raises the one-line error (file, SQLite's words,
 free space), so the process exits non-zero; a start on a disk still full fails with the
-same line. Table commands are counted per account (:mod:`controller.service.request_limits`): a
-flood is answered ``rate_limited`` and costs the journal nothing.
+same line. Table commands, and ``events`` and ``audit`` pages, are counted per account
+(:mod:`controller.service.request_limits`): a flood is answered ``rate_limited`` and costs the
+journal nothing, and the answers of pages wait for the broker beyond 1 MiB unacknowledged.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""How many table commands the daemon takes from one account: a flood costs bounded journal.
+"""How many table commands and pages the daemon takes from one account: a flood costs a
+bounded journal, and bounded reading.
 
 Every table command the table takes is a journal row, a refused one too (the refusal is part
 of the record), so an account that sends commands without end would grow the journal, which
