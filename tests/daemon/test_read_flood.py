@@ -29,9 +29,11 @@ BASE = "livetable/t1"
 FLOOD = 10_000
 DECISION_S = 8.0
 # The platform's deadline for each answer: a decision waits decision_s for the platform's
-# `decide`, sent once its `decision_requested` event arrived; an answer that takes half of
-# that leaves the platform too little of it.
-ANSWER_DEADLINE_S = DECISION_S / 2
+# `decide`, sent once its `decision_requested` event arrived; an answer later than this
+# leaves the platform less than 2 s of it. (Measured: 2.8 s at worst on a loaded 2-core
+# machine, the flood's requests ahead of the platform's on the daemon's one connection;
+# before the read budgets most got no answer at all while the flood's 40 s lasted.)
+ANSWER_DEADLINE_S = DECISION_S - 2.0
 # How much the daemon's memory may grow for the flood: it grew by about 23 MiB, each
 # request's answer held by the MQTT client until the broker took it (before the read
 # budgets: by 340 MiB, a catch-up page's answer to each request).
