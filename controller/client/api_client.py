@@ -42,6 +42,10 @@ MAX_UNCLAIMED_ANSWERS = 1000
 CATCH_UP_TIMEOUT_S = 5.0
 # ... and asks again this long after a page that went unanswered.
 CATCH_UP_RETRY_S = 2.0
+# A page answered rate_limited (the account paged faster than the table reads for it) is
+# asked again after this long, at most this many times in a row.
+PAGE_RETRY_S = 0.25
+PAGE_RETRIES = 40
 
 
 class BrokerRefused(Exception):
@@ -264,11 +268,20 @@ def _page_events(
     """Page ``events`` after ``series.last_seq`` until ``more`` is false (see
     :meth:`ApiClient.catch_up`); ``request(command, timeout, **args)`` asks one table."""
     more = True
+    retries = 0
     while more:
         args: dict[str, Any] = {"since": series.last_seq}
         if limit is not None:
             args["limit"] = limit
         answer = request("events", timeout, **args)
+        limited = (answer.get("error") or {}).get("code") == "rate_limited"
+        if limited and retries < PAGE_RETRIES:
+            # A long catch-up pages past the table's budget of pages: it goes on at the
+            # table's pace rather than fail.
+            retries += 1
+            time.sleep(PAGE_RETRY_S)
+            continue
+        retries = 0
         if not answer.get("ok"):
             raise RuntimeError(f"{what}events since {series.last_seq}: {answer.get('message')}")
         data = answer["data"]

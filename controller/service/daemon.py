@@ -11,10 +11,10 @@ driver, camera) plus an MQTT link:
   (:mod:`controller.service.mqtt_api`), are validated on the MQTT thread, and those that act
   on the table run on the table's thread (a :class:`~controller.service.runtime.RuntimeTask`)
   so that they see and change the state without a race; every answer is kept, so a repeated
-  request is answered again and executed once, across restarts too. ``status`` and
-  ``events`` are answered on the MQTT thread; ``audit`` (every supervisor command journaled,
-  with its answer) on a thread of its own, from the journal read-only
-  (:mod:`controller.service.audit`).
+  request is answered again and executed once, across restarts too. ``status`` is answered
+  on the MQTT thread; ``events`` pages on a thread of their own, the platform's first
+  (:mod:`controller.service.read_lanes`), and ``audit`` (every supervisor command journaled,
+  with its answer) on another, from the journal read-only (:mod:`controller.service.audit`).
 
 The main thread runs the table's loop, feeds systemd's watchdog and stops cleanly on SIGTERM
 (availability ``offline``, journal closed) well within 2 s.
@@ -25,8 +25,9 @@ once naming the first. A journal or outbox that cannot be written (a full disk) 
 table: no further input is taken, the requests that wait are answered ``unavailable``,
 availability goes ``offline``, and ``run`` raises the one-line error (file, SQLite's words,
 free space), so the process exits non-zero; a start on a disk still full fails with the
-same line. Table commands are counted per account (:mod:`controller.service.request_limits`): a
-flood is answered ``rate_limited`` and costs the journal nothing.
+same line. Table commands, and ``events`` and ``audit`` pages, are counted per account
+(:mod:`controller.service.request_limits`): a flood is answered ``rate_limited`` and costs the
+journal nothing, and the answers of pages wait for the broker beyond 1 MiB unacknowledged.
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ from controller.service.publishing import (
     decision_key,
     replayed_batch,
 )
-from controller.service.request_limits import CommandLimits
+from controller.service.read_lanes import ReadLanes
+from controller.service.request_limits import CommandLimits, ReadLimits
 from controller.service.runtime import RuntimeTask
 from controller.service.wire import dealer_message, encode, response_message
 from controller.table.effects import CommandAnswered, Effect, EffectBatch, PublishEvent, TellDealer
@@ -88,6 +90,15 @@ PUBLISH_WINDOW = 200
 # Requests waiting for the table's thread beyond this are answered "unavailable" at once: a
 # flood must not grow the queue without bound.
 MAX_QUEUED_REQUESTS = 1000
+# Bytes of answers handed to the MQTT client and not yet acknowledged by the broker beyond
+# which the readers (events and audit pages) wait before they send another: the client
+# keeps every unacknowledged QoS 1 message in memory, and every answer and event queued
+# behind them waits its turn. 1 MiB is 16 full pages, a few milliseconds on the studio's
+# network; the answers of status and of table commands never wait for it.
+READ_ANSWERS_IN_FLIGHT_BYTES = 1 << 20
+# A reader that waits this long for that room answers "unavailable" instead (the broker
+# takes nothing, or slowly): its answer is a few hundred bytes.
+READ_ROOM_WAIT_S = 5.0
 # How long a stop waits for the last messages to reach the broker.
 STOP_FLUSH_S = 1.0
 # An idle table says its retained state again after this long. A broker cluster can hand a
@@ -109,15 +120,18 @@ POISON_MEMORY = 256
 
 
 class Route:
-    """Where a request's answer goes: its response topic and MQTT 5 correlation data, and
-    the command's name as the request gave it (the answer echoes it)."""
+    """Where a request's answer goes: its response topic and MQTT 5 correlation data, the
+    command's name as the request gave it (the answer echoes it), and for a page its role
+    and account (whose read budget its answer frees)."""
 
-    __slots__ = ("command", "correlation", "topic")
+    __slots__ = ("account", "command", "correlation", "role", "topic")
 
     def __init__(self, topic: str, correlation: bytes | None, command: str = "") -> None:
         self.topic = topic
         self.correlation = correlation
         self.command = command
+        self.role = ""
+        self.account = ""
 
 
 class Topics:
@@ -213,6 +227,10 @@ class MqttLink:
         self._inflight: dict[int, int] = {}  # mid -> event seq
         self._early_acks: set[int] = set()
         self._other_mids: set[int] = set()
+        # Answers not yet acknowledged: their message ids and sizes, and the sum.
+        self._answer_bytes: dict[int, int] = {}
+        self._answers_in_flight = 0
+        self._answer_acked = threading.Condition(self._lock)
         self._delivered = outbox.delivered_seq
         self._acked: set[int] = set()
         self._sent_state_version = -1
@@ -252,6 +270,8 @@ class MqttLink:
         while self.connected.is_set() and time.monotonic() < deadline and not self._drained():
             time.sleep(0.02)
         self._stopping.set()
+        with self._answer_acked:
+            self._answer_acked.notify_all()
         with self.publications.changed:
             self.publications.changed.notify_all()
         if self._thread is not None:
@@ -342,6 +362,10 @@ class MqttLink:
         with self._lock:
             seq = self._inflight.pop(mid, None)
             if seq is None:
+                size = self._answer_bytes.pop(mid, None)
+                if size is not None:
+                    self._answers_in_flight -= size
+                    self._answer_acked.notify_all()
                 if mid in self._other_mids:
                     self._other_mids.discard(mid)
                 else:
@@ -357,10 +381,11 @@ class MqttLink:
             with self.publications.changed:
                 self.publications.changed.notify_all()
 
-    def _register(self, mid: int, seq: int | None) -> None:
+    def _register(self, mid: int, seq: int | None, answer_bytes: int = 0) -> None:
         """Note a message id just returned by publish (``seq`` for an event, None for a
-        state, dealer line or answer). Holding our lock across publish() could deadlock
-        with the client's own lock, so an acknowledgement may come first."""
+        state, dealer line or answer: ``answer_bytes``, its size). Holding our lock across
+        publish() could deadlock with the client's own lock, so an acknowledgement may come
+        first."""
         with self._lock:
             if mid in self._early_acks:
                 self._early_acks.discard(mid)
@@ -370,6 +395,18 @@ class MqttLink:
                 self._inflight[mid] = seq
             else:
                 self._other_mids.add(mid)
+                if answer_bytes:
+                    self._answer_bytes[mid] = answer_bytes
+                    self._answers_in_flight += answer_bytes
+
+    def wait_answer_room(self, limit: int, timeout: float) -> bool:
+        """Wait until the answers not yet acknowledged are fewer than ``limit`` bytes (a
+        reader's, before it sends a page); False if they still are not after ``timeout``
+        seconds, or the link stops."""
+        with self._answer_acked:
+            return self._answer_acked.wait_for(
+                lambda: self._answers_in_flight < limit or self._stopping.is_set(), timeout
+            ) and not self._stopping.is_set()
 
     def _ack(self, seq: int) -> None:
         self._acked.add(seq)
@@ -478,7 +515,7 @@ class MqttLink:
                 )
             )
         info = self.client.publish(route.topic, body, qos=1, properties=properties)
-        self._register(info.mid, None)
+        self._register(info.mid, None, len(body))
 
     def _fits(self, what: str, number: int, topic: str, body: bytes) -> bool:
         """Whether a message fits the broker's limit; one that does not is logged once and
@@ -651,14 +688,17 @@ class TableDaemon:
             self.publications = Publications(table_id, self.outbox, epoch)
             self._routes: dict[str, Route] = {}
             self.limits = CommandLimits()
+            self.read_limits = ReadLimits()
             # Answers on the link, which is made last (it needs the replayed table).
             self.audits: AuditReader[Route] = AuditReader(
                 config.table.journal_path,
                 self.outbox,
                 epoch,
                 lambda route: self.link.answer_room(route),
-                lambda route, answer: self.link.respond(route, answer),
+                self._respond_read,
             )
+            self.pages: ReadLanes[Route] = ReadLanes(self._serve_page, "events-reader")
+            self._reads_stopping = threading.Event()
             self.assembled = self._assemble(shoe, camera_source)
         except BaseException:
             self.outbox.close()
@@ -784,23 +824,8 @@ class TableDaemon:
                 ),
             )
             return
-        if request.command == "events":
-            self.link.respond(route, self._events_since(request, route))  # type: ignore[arg-type]
-            return
-        if request.command == "audit":
-            # Read on the audit's own thread (see controller.service.audit): a long journal's search
-            # holds up neither this thread's events nor the table's cards.
-            if not self.audits.submit(request, route):  # type: ignore[arg-type]
-                self.link.respond(
-                    route,  # type: ignore[arg-type]
-                    response_message(
-                        request.transaction,
-                        "audit",
-                        False,
-                        "the table is busy with other audit requests; send it again shortly",
-                        code="unavailable",
-                    ),
-                )
+        if request.command in ("events", "audit"):
+            self._read(request, route)  # type: ignore[arg-type]
             return
         limited = self._over_budget(request)
         if limited is not None:
@@ -821,6 +846,84 @@ class TableDaemon:
             )
             return
         self.runtime.submit(RuntimeTask(lambda: self._execute(request, route)))  # type: ignore[arg-type]
+
+    def _read(self, request: Request, route: Route) -> None:
+        """Queue an ``events`` or ``audit`` page for its reader, within the account's read
+        budget (:class:`~controller.service.request_limits.ReadLimits`): read on a thread of
+        its own, neither this thread's other requests nor the table's cards wait for it."""
+        route.command, route.role, route.account = request.command, request.role, request.account
+        why = self.read_limits.admit(request.account, request.role)
+        if why is not None:
+            self.link.respond(
+                route,
+                response_message(
+                    request.transaction, request.command, False, why, code="rate_limited"
+                ),
+            )
+            return
+        if request.command == "audit":
+            # The audit's own reader (controller.service.audit): a long journal's search.
+            queued = self.audits.submit(request, route)
+        else:
+            queued = self.pages.submit(request, route)
+        if not queued:
+            self.read_limits.done(request.account, request.role)
+            self.link.respond(
+                route,
+                response_message(
+                    request.transaction,
+                    request.command,
+                    False,
+                    f"the table is busy with other {request.command} requests; send it again "
+                    "shortly",
+                    code="unavailable",
+                ),
+            )
+
+    def _serve_page(self, request: Request, route: Route) -> None:
+        """An ``events`` page, on the events reader's thread."""
+        try:
+            reply = self._events_since(request, route)
+        except JournalError as error:
+            reply = response_message(
+                request.transaction,
+                "events",
+                False,
+                f"the events cannot be read now: {error}",
+                code="unavailable",
+            )
+        except Exception:  # the reader goes on: the next page is answered
+            logger.exception("an events request could not be answered")
+            reply = response_message(
+                request.transaction,
+                "events",
+                False,
+                "the events could not be read (the table logged why)",
+                code="unavailable",
+            )
+        self._respond_read(route, reply)
+
+    def _respond_read(self, route: Route, answer: dict[str, Any]) -> None:
+        """Send a reader's answer once the answers on their way to the broker leave room
+        for it (:data:`READ_ANSWERS_IN_FLIGHT_BYTES`), and let its account's page go."""
+        try:
+            deadline = time.monotonic() + READ_ROOM_WAIT_S
+            room = False
+            # In short waits: a stop must not wait for the broker.
+            while not room and not self._reads_stopping.is_set() and time.monotonic() < deadline:
+                room = self.link.wait_answer_room(READ_ANSWERS_IN_FLIGHT_BYTES, 0.1)
+            if not room:
+                answer = response_message(
+                    answer.get("transaction"),
+                    route.command,
+                    False,
+                    "the table's answers are not getting through to the broker now; send it "
+                    "again shortly",
+                    code="unavailable",
+                )
+            self.link.respond(route, answer)
+        finally:
+            self.read_limits.done(route.account, route.role)
 
     def _answer_poisoned(self, topic: str, payload: bytes, properties: Any, drops: int) -> None:
         route = self._route(topic, properties)
@@ -1064,6 +1167,7 @@ class TableDaemon:
         lifecycle = logging.getLogger(LIFECYCLE_LOGGER)
         lifecycle.info("%s", self._starting_line())
         self.audits.start()
+        self.pages.start()
         self.link.start()
         try:
             # A table that carries on an old journal says so (its numbers carry on too).
@@ -1087,7 +1191,9 @@ class TableDaemon:
             try:
                 # First: its read-only connection must not outlive the journal's own (the
                 # last to close folds the write-ahead log back into the journal).
+                self._reads_stopping.set()
                 self.audits.stop()
+                self.pages.stop()
                 self.assembled.close()
             finally:
                 try:

@@ -1,4 +1,5 @@
-"""How many table commands the daemon takes from one account: a flood costs bounded journal.
+"""How many table commands and pages the daemon takes from one account: a flood costs a
+bounded journal, and bounded reading.
 
 Every table command the table takes is a journal row, a refused one too (the refusal is part
 of the record), so an account that sends commands without end would grow the journal, which
@@ -15,9 +16,22 @@ every start replays, without bound. Two budgets per account bound it, each a tok
   round, one ``decide`` per decision the table asked for), so it is paced by the cards.
 
 A command over budget is answered ``rate_limited`` and journals nothing; it is not stored as
-the transaction's answer, so the same request sent later is executed then. ``status`` and
-``events`` journal nothing and are not counted here. All of it is per daemon and in memory:
-a restart starts every budget full.
+the transaction's answer, so the same request sent later is executed then.
+
+Reads journal nothing, but a page of ``events`` or ``audit`` costs a read of the outbox or
+the journal and an answer of up to a packet (64 KiB): a flood of them would hold the
+table's readers and fill the MQTT client's queue with answers. :class:`ReadLimits` gives
+every account two budgets for them:
+
+- **pages at a time**: :data:`READS_AT_ONCE` requests waiting or being read. A client that
+  pages (the next page once the last is answered) never has more than one; a flood has
+  thousands at once, and all but these few are answered at once, cheaply.
+- **pages**: :data:`READ_BURST` at once, then :data:`READ_PER_S` a second, far more than
+  paging needs (a page holds up to 500 events), so that a client sending one page after the
+  other without end costs the readers a bounded share.
+
+``status`` is answered from memory at once, the state as it was published, and needs no
+budget. All of it is per daemon and in memory: a restart starts every budget full.
 """
 
 from __future__ import annotations
@@ -32,6 +46,9 @@ REFUSED_BURST: Final = 20
 REFUSED_PER_S: Final = 0.5
 SUPERVISOR_BURST: Final = 30
 SUPERVISOR_PER_S: Final = 2.0
+READS_AT_ONCE: Final = 4
+READ_BURST: Final = 200
+READ_PER_S: Final = 50.0
 # Buckets kept before the full ones are forgotten (a full bucket is the same as none).
 _KEEP: Final = 1024
 
@@ -103,3 +120,54 @@ class CommandLimits:
                 for key, bucket in list(self._buckets.items()):
                     if bucket.refill(now) >= bucket.burst:
                         del self._buckets[key]
+
+
+class ReadLimits:
+    """The budgets of ``events`` and ``audit`` pages, per account and role; safe from any
+    thread (the MQTT thread admits a page, the reader that answered it lets it go)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._buckets: dict[tuple[str, str], _Bucket] = {}
+        self._open: dict[tuple[str, str], int] = {}
+
+    def admit(self, account: str, role: str) -> str | None:
+        """None if ``account`` may have one more page read now (counted until
+        :meth:`done`); else why not, for the ``rate_limited`` answer."""
+        key = (role, account)
+        now = self._clock()
+        with self._lock:
+            if self._open.get(key, 0) >= READS_AT_ONCE:
+                return (
+                    f"{account} has {READS_AT_ONCE} pages waiting already (at most "
+                    f"{READS_AT_ONCE} at a time): send it again once one is answered"
+                )
+            bucket = self._buckets.get(key)
+            if bucket is None:
+                bucket = self._buckets[key] = _Bucket(
+                    float(READ_BURST), READ_PER_S, float(READ_BURST), now
+                )
+            if bucket.refill(now) < 1.0:
+                return (
+                    f"{account} asked for more pages than the table reads (at most "
+                    f"{READ_BURST} at once, then {READ_PER_S:g} a second): send it again in "
+                    f"{bucket.wait_s():.1f} s"
+                )
+            bucket.tokens -= 1.0
+            self._open[key] = self._open.get(key, 0) + 1
+            if len(self._buckets) > _KEEP:
+                for each, kept in list(self._buckets.items()):
+                    if kept.refill(now) >= kept.burst and each not in self._open:
+                        del self._buckets[each]
+        return None
+
+    def done(self, account: str, role: str) -> None:
+        """A page admitted for ``account`` was answered (or will never be read)."""
+        key = (role, account)
+        with self._lock:
+            left = self._open.get(key, 0) - 1
+            if left > 0:
+                self._open[key] = left
+            else:
+                self._open.pop(key, None)
