@@ -1245,8 +1245,9 @@ before it takes effect, and speak the MQTT API to the game platform and the supe
 Under systemd it reports ready after the journal's replay and feeds the watchdog from its
 event loop; it stops cleanly on SIGTERM (availability offline, journal closed).
 
-The configuration has the sections [table], [shoe], [camera] (optional) and [mqtt]; one
-wrong key stops the start with one line naming the key and the file. The MQTT API and the
+The configuration has the sections [table], [shoe], [camera] (optional; with it, [vision]
+deck names the studio's deck, enrolled with livetable camera enrol) and [mqtt]; one wrong
+key stops the start with one line naming the key and the file. The MQTT API and the
 configuration are documented in the mqtt-api and install guides under docs."""
 
 
