@@ -64,6 +64,18 @@ def ready_shoe(table: SimulatedTable) -> None:
     state_where(table, "the shoe ready", phase="SHOE_READY")
 
 
+def deal_until_settled(table: SimulatedTable) -> None:
+    while not events(table, "round_settled"):
+        drawn = len(events(table, "card_dealt"))
+        table.shoe.draw()
+        wait_until(
+            lambda drawn=drawn: len(events(table, "card_dealt")) > drawn,  # type: ignore[misc]
+            TIMEOUT_S,
+            "the card dealt",
+        )
+        assert table.platform.state["phase"] != "PAUSED", table.platform.state  # type: ignore[index]
+
+
 def test_a_garbled_card_in_a_round_is_entered_and_the_round_settles(
     table: SimulatedTable,
 ) -> None:
@@ -87,30 +99,10 @@ def test_a_garbled_card_in_a_round_is_entered_and_the_round_settles(
     assert [(e["data"]["position"], e["data"]["card"], e["data"]["source"]) for e in dealt] == [
         ("player", garbled.card, "supervisor")
     ]
-    while not events(table, "round_settled"):
-        drawn = len(events(table, "card_dealt"))
-        table.shoe.draw()
-        wait_until(
-            lambda drawn=drawn: len(events(table, "card_dealt")) > drawn,  # type: ignore[misc]
-            TIMEOUT_S,
-            "the card dealt",
-        )
-        assert table.platform.state["phase"] != "PAUSED", table.platform.state  # type: ignore[index]
+    deal_until_settled(table)
     assert not events(table, "round_voided")
     # The shoe's frame was logged with why it is no card, and read as a misread.
     assert "impossible card" in table.daemon.log() and "suit code 0" in table.daemon.log()
-
-
-def deal_until_settled(table: SimulatedTable) -> None:
-    while not events(table, "round_settled"):
-        drawn = len(events(table, "card_dealt"))
-        table.shoe.draw()
-        wait_until(
-            lambda drawn=drawn: len(events(table, "card_dealt")) > drawn,  # type: ignore[misc]
-            TIMEOUT_S,
-            "the card dealt",
-        )
-        assert table.platform.state["phase"] != "PAUSED", table.platform.state  # type: ignore[index]
 
 
 def test_a_frame_that_was_no_card_is_dismissed_and_the_round_settles(
