@@ -185,12 +185,14 @@ def resolution(
     """
     if pause.get("by"):
         return None
-    needs = " ".join(pause.get("needs", []))
-    if "accept or burn" in needs:
+    needs = list(pause.get("needs", []))
+    if any(need.startswith("accept or burn") for need in needs):
         return "resume", {"resolution": "burn"}
-    if "no_cards_drawn" in needs:
+    # Only the shoe's outage is confirmed so: a card nobody read lies on the felt (the
+    # simulated shoe misreads only cards that left it), and is entered.
+    if any(need.startswith("confirm no card left the shoe") for need in needs):
         return "resume", {"resolution": "no_cards_drawn"}
-    if "enter_card" in needs:
+    if any(need.startswith("enter_card") for need in needs):
         return ENTER_CARD, {}
     if pause.get("idle_gap") and unannounced is not None:
         return ENTER_CARD, {"card": unannounced}
@@ -459,7 +461,7 @@ class TableBots:
         if self.dealer is None:
             return None
         needs = " ".join(pause.get("needs", []))
-        match = re.search(r"enter_card for the unread card at (\S+)", needs)
+        match = re.search(r"enter_card for the unread card at ([^\s,]+)", needs)
         where = HOLE_CARD if HOLE_CARD in needs else (match[1] if match else "")
         # A card lost on a noisy line was read by nobody: the last one laid there.
         return self._misread.get(where) or self._dealt.get(where) or self._misread.get(LATEST)

@@ -143,14 +143,17 @@ def dismiss_unread(
     """No card left the shoe: the frame the scanner could not read was none (the
     supervisor sees no card on the felt). Nothing is counted, nothing dealt; the round
     waits for its card from the shoe again (the camera is not asked again: there is
-    nothing for it to see). The same words confirm that none left while the shoe was
-    offline, when the pause also says so. The hole card is on the felt, face down: it is
-    entered."""
+    nothing for it to see). In a pause that also asks to confirm that no card left while
+    the shoe was offline, the same words confirm that, first (``confirm_no_cards``); the
+    unread card is then entered or dismissed. The hole card is on the felt, face down: it
+    is entered."""
+    if pause.offline_gap:
+        return confirm_no_cards(machine, state, event, pause, resume)
     if pause.unread is None:
         raise TransitionError("no card is waiting to be entered by hand")
     if pause.unread == HOLE_UNREAD:
         raise TransitionError("the hole card is on the felt, face down: enter_card it")
-    dismissed = replace(pause, unread=None, offline_gap=False)
+    dismissed = replace(pause, unread=None)
     if pause.resume_to is P.READING:
         state.reading = None
         dismissed = replace(dismissed, resume_to=P.DEALING)

@@ -225,7 +225,11 @@ _RESUMES_4: Final = {
 # Revision 5: a card the shoe reported unread that no card was (nothing on the felt: a
 # glitched or forged frame) is dismissed by ``no_cards_drawn``; the round waits for its card
 # again. Before, only a cancel ended such a pause.
-_DISMISS: Final = _r("dismiss_unread", P.DEALING, returns=True)
+# In a pause that also has a shoe outage to confirm, the same words confirm that first, as
+# revisions 3 and 4 did (one of several): the unread card is then entered or dismissed.
+_DISMISS: Final = Resume(
+    "dismiss_unread", frozenset({P.DEALING, P.PAUSED}), returns=True, one_of_several=True
+)
 _RESUMES_5: Final = {**_RESUMES_4, ("unread", "no_cards_drawn"): _DISMISS}
 
 RESUMES: Final[dict[int, dict[tuple[str, str], Resume]]] = {

@@ -464,3 +464,24 @@ def test_a_misread_hole_card_cannot_be_dismissed() -> None:
     refused = driver.command("resume", resolution="no_cards_drawn")
     assert not refused.ok and "enter_card" in refused.message, refused
     assert driver.command("resume", resolution="enter_card", card="9D").ok
+
+
+def test_no_cards_drawn_in_a_pause_with_an_outage_too_confirms_the_outage_first(
+    dealing: Driver,
+) -> None:
+    # A restart in a misread pause, with a shoe that cannot account for cards drawn while
+    # the table was down: the same words confirm that outage, as before; the unread card,
+    # which lies on the felt, is then entered (or, were it none, dismissed).
+    dealing.misread()
+    dealing.camera("player", None)
+    dealing.send(ControllerStarted(dealing.tick(), gaps_visible=False))
+    pause = dealing.machine.state.pause
+    assert pause.unread == "player" and pause.offline_gap
+    answer = dealing.command("resume", resolution="no_cards_drawn")
+    assert answer.ok and "still needed: enter_card" in answer.message, answer
+    pause = dealing.machine.state.pause
+    assert dealing.phase is Phase.PAUSED and pause.unread == "player" and not pause.offline_gap
+    assert dealing.command("resume", resolution="enter_card", card="KC").ok
+    dealing.draw("3H")
+    settled = dealing.published_events("round_settled")[-1]["result"]
+    assert settled["player"] == ["9S", "KC"] and settled["banker"] == ["TD", "3H"]
