@@ -4,6 +4,7 @@ paho client against closed loopback ports: nothing is mocked)."""
 
 from __future__ import annotations
 
+import argparse
 import logging
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from controller.console.config import load_console_config
 from controller.kernel.errors import ConfigurationError
 from controller.mqtt.connection import parse_broker, watch_connection
 from controller.service.config import load_config
-from controller.tools.ctl import CtlError, broker_list
+from controller.tools.ctl import CtlError, ctl_broker
 from tests.support.broker import free_port
 from tests.support.wait import wait_until
 
@@ -91,17 +92,21 @@ def test_the_consoles_broker_hosts(tmp_path: Path) -> None:
 
 
 def test_ctls_broker_option_takes_a_host_a_host_and_port_or_a_list() -> None:
-    assert broker_list("127.0.0.1", 1883) == [("127.0.0.1", 1883)]
-    assert broker_list("mq:1999", 1883) == [("mq", 1999)]
-    assert broker_list("n1:1883,n2:1884, n3", 8883) == [
+    def nodes(text: str, default_port: int) -> list[tuple[str, int]]:
+        args = argparse.Namespace(broker=text, tls_ca=None, port=default_port, user=None, mqtt=None)
+        return list(ctl_broker(args).nodes)
+
+    assert nodes("127.0.0.1", 1883) == [("127.0.0.1", 1883)]
+    assert nodes("mq:1999", 1883) == [("mq", 1999)]
+    assert nodes("n1:1883,n2:1884, n3", 8883) == [
         ("n1", 1883),
         ("n2", 1884),
         ("n3", 8883),
     ]
     with pytest.raises(CtlError, match="an empty broker between commas"):
-        broker_list("n1:1883,,n2:1883", 1883)
+        nodes("n1:1883,,n2:1883", 1883)
     with pytest.raises(CtlError, match="a broker is host:port"):
-        broker_list("n1:port", 1883)
+        nodes("n1:port", 1883)
 
 
 def test_parse_broker() -> None:

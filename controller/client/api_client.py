@@ -85,6 +85,7 @@ def start_client(
     tls_ca: str | None = None,
     reconnect_delay_s: tuple[int, int] | None = None,
     hosts: Sequence[tuple[str, int]] | None = None,
+    tls: bool = False,
 ) -> mqtt.Client:
     """A paho client (callback API 2) with these callbacks, connecting to ``host:port`` in
     the background (keepalive 30 s), its network thread started. Its connection is watched
@@ -93,7 +94,8 @@ def start_client(
 
     ``clean``: MQTT 3.1.1's clean session (off: the broker keeps the session's QoS 1
     messages while it is away; MQTT 5 has no such flag here). ``login``: (username,
-    password). ``tls_ca``: TLS, with this CA file. ``reconnect_delay_s``: (first, longest)
+    password). ``tls_ca``: TLS, with this CA file; ``tls``: TLS, trusting the system's CAs
+    when no ``tls_ca`` is given (an ``mqtts://`` broker). ``reconnect_delay_s``: (first, longest)
     wait before reconnecting, instead of paho's (1, 120). ``hosts``: a cluster's nodes; the
     client starts at ``host:port`` and moves on to the next node, round-robin, whenever a
     connection fails or drops (same client id: a persistent session follows it).
@@ -104,7 +106,8 @@ def start_client(
     )
     if login is not None:
         client.username_pw_set(*login)
-    if tls_ca is not None:
+    if tls or tls_ca is not None:
+        # ca_certs None: the system's default CAs.
         client.tls_set(ca_certs=tls_ca)
     if reconnect_delay_s is not None:
         client.reconnect_delay_set(*reconnect_delay_s)
@@ -315,6 +318,7 @@ class ApiClient:
         tls_ca: str | None = None,
         login: tuple[str, str | None] | None = None,
         hosts: Sequence[tuple[str, int]] | None = None,
+        tls: bool = False,
     ) -> None:
         """``hosts``: a cluster's nodes to move on to when the connection fails or drops
         (``host:port`` is the first tried)."""
@@ -357,6 +361,7 @@ class ApiClient:
             clean=clean,
             login=login,
             tls_ca=tls_ca,
+            tls=tls,
             on_subscribe=self._on_subscribe,
             on_publish=self._book.on_publish,
             hosts=hosts,
@@ -562,6 +567,7 @@ class StudioClient:
         reconnect_delay_s: tuple[int, int] | None = (1, 5),
         login: tuple[str, str | None] | None = None,
         hosts: Sequence[tuple[str, int]] | None = None,
+        tls: bool = False,
     ) -> None:
         self.account = account
         self.prefix = prefix
@@ -609,6 +615,7 @@ class StudioClient:
             protocol=protocol,
             login=login,
             tls_ca=tls_ca,
+            tls=tls,
             reconnect_delay_s=reconnect_delay_s,
             hosts=hosts,
         )

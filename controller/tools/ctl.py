@@ -47,10 +47,16 @@ from controller.kernel.cli_support import (
 )
 from controller.kernel.errors import TableError
 from controller.kernel.vocabulary import RESOLUTIONS
+from controller.mqtt.broker_name import (
+    DEFAULT_PORT,
+    DEFAULT_TLS_PORT,
+    FORMS,
+    BrokerName,
+    parse_broker_name,
+)
 
 PASSWORD_ENV = "LIVETABLE_PASSWORD"
-DEFAULT_PORT = 1883
-DEFAULT_TLS_PORT = 8883
+DEFAULT_MQTT = "5"
 # How long a table has to show itself (its retained availability or state) once subscribed.
 DEFAULT_WAIT_S = 3.0
 # How long the broker has to take the connection, and the table to answer a request.
@@ -87,8 +93,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--broker",
         default="127.0.0.1",
-        help="the MQTT broker's host, or host:port, or a cluster's nodes as "
-        "host:port,host:port,... (tried in turn; the next when one fails)",
+        help=f"the MQTT broker: {FORMS} (a cluster's nodes, separated by commas, tried in "
+        "turn: the next when one fails); mqtts:// speaks TLS, trusting --tls-ca or the "
+        "system's CAs; an account in the URL is the --user (its password is never taken "
+        "from the command line)",
     )
     parser.add_argument(
         "--port",
@@ -100,11 +108,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         # --mqtt as the demo's: --protocol is a shoe protocol everywhere else.
         "--mqtt",
-        default="5",
+        default=None,
         choices=("5", "3.1.1"),
-        help="the MQTT version (default 5; 3.1.1 for a broker that speaks only that, NATS)",
+        help="the MQTT version (default 5, or the --broker URL's ?mqtt=; 3.1.1 for a broker "
+        "that speaks only that, NATS)",
     )
-    parser.add_argument("--tls-ca", help="speak TLS to the broker, trusting this CA file")
+    parser.add_argument(
+        "--tls-ca", help="speak TLS to the broker, trusting this CA file (not the system's)"
+    )
     parser.add_argument("--user", help="your broker account (none: anonymous)")
     parser.add_argument(
         "--role",
@@ -251,21 +262,31 @@ class _Problems(logging.Handler):
         self.lines.append(record.getMessage())
 
 
-def broker_list(text: str, default_port: int) -> list[tuple[str, int]]:
-    """``--broker``: a host, host:port, or several host:port separated by commas; CtlError
-    in one line for a bad one."""
-    from controller.mqtt.connection import parse_broker
-
-    brokers: list[tuple[str, int]] = []
-    for item in (part.strip() for part in text.split(",")):
-        if not item:
-            raise CtlError(f"--broker {text!r}: an empty broker between commas")
-        bare = ":" not in item or (item.startswith("[") and item.endswith("]"))
-        try:
-            brokers.append((item.strip("[]"), default_port) if bare else parse_broker(item))
-        except ValueError as error:
-            raise CtlError(f"--broker: {error}") from None
-    return brokers
+def ctl_broker(args: argparse.Namespace) -> BrokerName:
+    """``--broker`` as the one parser reads it (with ``--port``, ``--tls-ca`` and ``--mqtt``
+    beside it), the account and MQTT version it names settled into ``args``; CtlError in one
+    line for a bad one."""
+    try:
+        name = parse_broker_name(args.broker, tls=args.tls_ca is not None, default_port=args.port)
+    except ValueError as error:
+        raise CtlError(f"--broker: {error}") from None
+    if name.login is not None:
+        user, password = name.login
+        if password is not None:
+            # A password on the command line shows in ps and the shell's history.
+            raise CtlError(
+                f"--broker: ctl takes no password in the URL: give --password-file or "
+                f"${PASSWORD_ENV} (the user may stay: mqtt://{user}@host)"
+            )
+        if args.user is not None and args.user != user:
+            raise CtlError(f"--user {args.user} and the --broker URL's user {user} disagree")
+        args.user = user
+    if name.protocol is not None and args.mqtt not in (None, name.protocol):
+        raise CtlError(
+            f"--mqtt {args.mqtt} and the --broker URL's mqtt={name.protocol} disagree: give one"
+        )
+    args.mqtt = name.protocol or args.mqtt or DEFAULT_MQTT
+    return name
 
 
 def connect(args: argparse.Namespace) -> Any:
@@ -276,10 +297,10 @@ def connect(args: argparse.Namespace) -> Any:
     from controller.client.api_client import Account, ApiClient
     from controller.mqtt.connection import broker_text, refusal_text
 
+    name = ctl_broker(args)
     password = read_password(args)
-    port = args.port or (DEFAULT_TLS_PORT if args.tls_ca else DEFAULT_PORT)
-    brokers = broker_list(args.broker, port)
-    host, port = brokers[0]
+    brokers = list(name.nodes)
+    host, port = name.host, name.port
     where = (
         f"the MQTT broker at {broker_text(host, port)}"
         if len(brokers) == 1
@@ -302,6 +323,7 @@ def connect(args: argparse.Namespace) -> Any:
         protocol=mqtt.MQTTv5 if args.mqtt == "5" else mqtt.MQTTv311,
         client_id=client_id,
         tls_ca=args.tls_ca,
+        tls=name.tls,
         hosts=brokers,
     )
     try:

@@ -65,7 +65,6 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
-from urllib.parse import parse_qs, unquote, urlsplit
 
 from controller.kernel.errors import ConfigurationError
 from controller.table.config import GAME_IDS
@@ -225,42 +224,36 @@ class BrokerAddress:
         )
 
 
-def parse_broker_url(url: str) -> BrokerAddress:
-    """``mqtt://[user:password@]host[:port][?mqtt=3.1.1|5]`` (port 1883 when absent; the
-    ``mqtt`` parameter is the protocol version, as ``--mqtt``)."""
-    parts = urlsplit(url)
-    if parts.scheme != "mqtt" or not parts.hostname:
-        raise ConfigurationError(
-            f"--broker must look like mqtt://host:port or mqtt://user:password@host:port, "
-            f"not {url!r}"
-        )
+def parse_broker_url(text: str) -> BrokerAddress:
+    """``--broker`` as the one parser of :mod:`controller.mqtt.broker_name` reads it: a host,
+    host:port, ``mqtt://[user:password@]host[:port][?mqtt=3.1.1|5]`` or a list of nodes."""
+    from controller.mqtt.broker_name import parse_broker_name
+
     try:
-        port = parts.port or 1883
+        name = parse_broker_name(text)
     except ValueError as error:
-        raise ConfigurationError(f"--broker {url!r}: {error}") from error
-    login = None
-    if parts.username is not None:
-        login = (unquote(parts.username), unquote(parts.password or ""))
-    query = parse_qs(parts.query, keep_blank_values=True)
-    unknown = sorted(set(query) - {"mqtt"})
-    if unknown:
+        raise ConfigurationError(f"--broker: {error}") from None
+    if name.tls:
         raise ConfigurationError(
-            f"--broker {url!r}: unknown parameter {unknown[0]!r} (only mqtt=3.1.1 or mqtt=5)"
+            f"--broker {text!r}: the demo speaks plain MQTT only (mqtt://), not TLS"
         )
-    protocol = DEFAULT_BROKER_MQTT
-    if "mqtt" in query:
-        protocol = query["mqtt"][-1]
-        if protocol not in MQTT_VERSIONS:
-            raise ConfigurationError(f"--broker {url!r}: mqtt must be 3.1.1 or 5, not {protocol!r}")
-    return BrokerAddress(parts.hostname, port, login, protocol, "mqtt" in query)
+    login = None if name.login is None else (name.login[0], name.login[1] or "")
+    return BrokerAddress(
+        name.host,
+        name.port,
+        login,
+        name.protocol or DEFAULT_BROKER_MQTT,
+        name.protocol is not None,
+        name.hosts,
+    )
 
 
-def broker_argument(url: str) -> BrokerAddress:
-    """``--broker``'s type: a bad URL is an argument error (usage, exit 2)."""
+def broker_argument(text: str) -> BrokerAddress:
+    """``--broker``'s type: a bad name is an argument error (usage, exit 2)."""
     try:
-        return parse_broker_url(url)
+        return parse_broker_url(text)
     except ConfigurationError as error:
-        raise argparse.ArgumentTypeError(str(error).removeprefix("--broker ")) from error
+        raise argparse.ArgumentTypeError(str(error).removeprefix("--broker").lstrip(": ")) from None
 
 
 def table_count(text: str) -> int:
@@ -1196,10 +1189,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--broker",
-        metavar="URL",
+        metavar="BROKER",
         type=broker_argument,
-        help="use this broker, mqtt://[user:password@]host[:port][?mqtt=3.1.1] (default: "
-        "start one inside the demo on a free loopback port)",
+        help="use this broker: host, host:port, mqtt://[user:password@]host[:port]"
+        "[?mqtt=3.1.1], or a cluster's nodes separated by commas (default: start one inside "
+        "the demo on a free loopback port)",
     )
     parser.add_argument(
         "--mqtt",
