@@ -7,15 +7,19 @@ idle_timeout_s = 900           # a session ends after this long without a reques
 stale_after_s = 120            # an online table silent this long in a round is stale
 certificate = "/etc/livetable/console.crt"   # both, or neither: HTTPS
 key = "/etc/livetable/console.key"
-[broker]
+[mqtt]                         # named and keyed as a table's [mqtt]
 host = "127.0.0.1"
 port = 1883
 # or a cluster's nodes instead of host and port (the next tried when one fails or drops):
 # hosts = ["n1.studio:1883", "n2.studio:1883", "n3.studio:1883"]
 protocol = "5"                 # or "3.1.1" (a NATS cluster speaks only 3.1.1)
 topic_prefix = "livetable"
-tls_ca = "/etc/livetable/ca.crt"             # optional: TLS to the broker, trusting this CA
+[mqtt.tls]                     # optional: TLS to the broker, trusting this CA
+ca_file = "/etc/livetable/ca.crt"
 ```
+
+The console's first files named that section ``[broker]``, with the CA as ``tls_ca``; such a
+file still loads unchanged (:data:`OLD_BROKER_SECTION`).
 
 Read with :func:`~controller.kernel.config_file.read_toml` as a table's configuration is: every
 error is one :class:`~controller.kernel.errors.ConfigurationError` naming the file and the key
@@ -48,7 +52,12 @@ STALE_AFTER_RANGE_S: Final = (1.0, 86400.0)
 _CONSOLE_KEYS: Final = frozenset(
     {"listen", "idle_timeout_s", "stale_after_s", "certificate", "key"}
 )
-_BROKER_KEYS: Final = frozenset({"host", "port", "hosts", "protocol", "topic_prefix", "tls_ca"})
+_MQTT_KEYS: Final = frozenset({"host", "port", "hosts", "protocol", "topic_prefix", "tls"})
+# The console takes no client certificate: each person's account and password sign in.
+_MQTT_TLS_KEYS: Final = frozenset({"ca_file"})
+# The section's first name, still read: the same keys but tls_ca for [mqtt.tls] ca_file.
+OLD_BROKER_SECTION: Final = "broker"
+_OLD_BROKER_KEYS: Final = frozenset(_MQTT_KEYS - {"tls"} | {"tls_ca"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,33 +144,46 @@ def _table(document: dict[str, Any], name: str, keys: frozenset[str]) -> dict[st
 
 
 def broker_from_mapping(
-    section: dict[str, Any], base_dir: Path | None = None, check_files: bool = True
+    section: dict[str, Any],
+    base_dir: Path | None = None,
+    check_files: bool = True,
+    name: str = "mqtt",
 ) -> BrokerSettings:
+    """The broker's settings from ``[mqtt]`` (``name`` "broker": the old ``[broker]``, whose
+    CA is ``tls_ca``); ConfigurationError naming the section and key."""
     host = section.get("host", "127.0.0.1")
     if not isinstance(host, str) or not host:
-        raise invalid("host", "a non-empty string", host, section="broker")
+        raise invalid("host", "a non-empty string", host, section=name)
     port = section.get("port", 1883)
     if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
-        raise invalid("port", "1-65535", port, section="broker")
+        raise invalid("port", "1-65535", port, section=name)
     protocol = str(section.get("protocol", "5"))
     if protocol not in MQTT_PROTOCOLS:
-        raise invalid("protocol", f"one of {', '.join(MQTT_PROTOCOLS)}", protocol, section="broker")
+        raise invalid("protocol", f"one of {', '.join(MQTT_PROTOCOLS)}", protocol, section=name)
     prefix = section.get("topic_prefix", "livetable")
     if not isinstance(prefix, str) or not topic_level_ok(prefix):
         raise invalid(
             "topic_prefix",
             "one topic level without / + # (e.g. livetable)",
             prefix,
-            section="broker",
+            section=name,
         )
     tls_ca = None
     if "tls_ca" in section:
-        tls_ca = _path("broker", "tls_ca", section["tls_ca"], base_dir, check_files)
+        tls_ca = _path(name, "tls_ca", section["tls_ca"], base_dir, check_files)
+    if "tls" in section:
+        tls = section["tls"]
+        if not isinstance(tls, dict):
+            raise ConfigurationError(f"[{name}.tls] must be a table")
+        check_keys(tls, _MQTT_TLS_KEYS, f"{name}.tls")
+        if "ca_file" not in tls:
+            raise ConfigurationError(f"[{name}.tls] needs ca_file")
+        tls_ca = _path(f"{name}.tls", "ca_file", tls["ca_file"], base_dir, check_files)
     hosts: tuple[tuple[str, int], ...] = ()
     if "hosts" in section:
         if "host" in section or "port" in section:
-            raise ConfigurationError("[broker] give hosts or host and port, not both")
-        hosts = parse_hosts(section["hosts"], "[broker]")
+            raise ConfigurationError(f"[{name}] give hosts or host and port, not both")
+        hosts = parse_hosts(section["hosts"], f"[{name}]")
         host, port = hosts[0]
     return BrokerSettings(
         host=host, port=port, protocol=protocol, topic_prefix=prefix, tls_ca=tls_ca, hosts=hosts
@@ -172,11 +194,20 @@ def config_from_mapping(
     document: dict[str, Any], base_dir: Path | None = None, check_files: bool = True
 ) -> ConsoleConfig:
     """The console's settings from a parsed document; ConfigurationError names the key."""
-    unknown = sorted(set(document) - {"console", "broker"})
+    unknown = sorted(set(document) - {"console", "mqtt", OLD_BROKER_SECTION})
     if unknown:
         raise ConfigurationError(f"unknown sections: {', '.join(f'[{n}]' for n in unknown)}")
+    if "mqtt" in document and OLD_BROKER_SECTION in document:
+        raise ConfigurationError(
+            f"[{OLD_BROKER_SECTION}] is the old name of [mqtt]: give one of them, not both"
+        )
     console = _table(document, "console", _CONSOLE_KEYS)
-    broker = _table(document, "broker", _BROKER_KEYS)
+    if OLD_BROKER_SECTION in document:
+        broker_name = OLD_BROKER_SECTION
+        broker = _table(document, OLD_BROKER_SECTION, _OLD_BROKER_KEYS)
+    else:
+        broker_name = "mqtt"
+        broker = _table(document, "mqtt", _MQTT_KEYS)
     host, port = parse_listen(console.get("listen", DEFAULT_LISTEN))
     if ("certificate" in console) != ("key" in console):
         raise ConfigurationError("[console] certificate and key go together")
@@ -195,7 +226,7 @@ def config_from_mapping(
         ),
         certificate=certificate,
         key=key,
-        broker=broker_from_mapping(broker, base_dir, check_files),
+        broker=broker_from_mapping(broker, base_dir, check_files, broker_name),
     )
 
 

@@ -90,7 +90,7 @@ def publish_packet_bytes(
 
 
 # The MQTT versions a client of livetable speaks (the table's [mqtt] protocol, the
-# console's [broker] protocol).
+# console's [mqtt] protocol).
 MQTT_PROTOCOLS: Final = ("3.1.1", "5")
 _TOPIC_FORBIDDEN: Final = frozenset("+#/\0")
 
@@ -102,7 +102,7 @@ def topic_level_ok(text: str) -> bool:
 
 def parse_hosts(value: object, section: str) -> tuple[tuple[str, int], ...]:
     """A configuration's ``hosts`` list (``["host:port", ...]``) as (host, port) pairs;
-    ConfigurationError naming ``section`` (``[mqtt]``, ``[broker]``) otherwise."""
+    ConfigurationError naming ``section`` (``[mqtt]``) otherwise."""
     from controller.kernel.errors import ConfigurationError
 
     if not isinstance(value, list) or not value:

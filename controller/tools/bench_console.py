@@ -253,7 +253,7 @@ def measure(tables: int, duration_s: float, sample_s: float, work: Path) -> dict
     console_port = free_port()
     (work / "console.toml").write_text(
         f'[console]\nlisten = "127.0.0.1:{console_port}"\n\n'
-        f'[broker]\nhost = "127.0.0.1"\nport = {broker.port}\nprotocol = "5"\n'
+        f'[mqtt]\nhost = "127.0.0.1"\nport = {broker.port}\nprotocol = "5"\n'
     )
     results: dict[str, Any] = {}
     with contextlib.ExitStack() as stack:

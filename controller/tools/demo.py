@@ -665,7 +665,7 @@ class ConsoleProcess:
         self.config.write_text(
             "# Written by livetable demo --console.\n"
             f'[console]\nlisten = "127.0.0.1:{self.port}"\n\n'
-            f'[broker]\nhost = "{broker.host}"\nport = {broker.port}\n'
+            f'[mqtt]\nhost = "{broker.host}"\nport = {broker.port}\n'
             f'protocol = "{broker.mqtt_protocol}"\ntopic_prefix = "{TOPIC_PREFIX}"\n',
             encoding="utf-8",
         )

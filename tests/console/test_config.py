@@ -130,3 +130,91 @@ def test_livetable_console_says_it_in_one_line(tmp_path: Path) -> None:
     assert missing.stderr.splitlines() == [
         f"livetable: error: config file {tmp_path / 'no'} does not exist"
     ]
+
+
+# -- the broker's section: named and keyed as a table's [mqtt], the old [broker] still read ------
+
+OLD_FILE = (
+    '[console]\nlisten = "127.0.0.1:8080"\n'
+    '[broker]\nhost = "broker.studio"\nport = 8883\nprotocol = "3.1.1"\n'
+    'topic_prefix = "studio"\ntls_ca = "ca.crt"\n'
+)
+NEW_FILE = (
+    '[console]\nlisten = "127.0.0.1:8080"\n'
+    '[mqtt]\nhost = "broker.studio"\nport = 8883\nprotocol = "3.1.1"\n'
+    'topic_prefix = "studio"\n[mqtt.tls]\nca_file = "ca.crt"\n'
+)
+
+
+def test_the_old_and_the_new_names_load_alike(tmp_path: Path) -> None:
+    (tmp_path / "ca.crt").write_text("x")
+    old = load_console_config(write(tmp_path, OLD_FILE))
+    new = load_console_config(write(tmp_path, NEW_FILE))
+    assert old == new
+    broker = new.broker
+    assert (broker.host, broker.port, broker.protocol, broker.topic_prefix) == (
+        "broker.studio",
+        8883,
+        "3.1.1",
+        "studio",
+    )
+    assert broker.tls_ca == tmp_path / "ca.crt"
+    cluster = load_console_config(write(tmp_path, '[mqtt]\nhosts = ["n1:1883", "n2:1884"]\n'))
+    assert cluster.broker.hosts == (("n1", 1883), ("n2", 1884))
+
+
+def test_a_tables_mqtt_lines_load_in_the_console_as_they_are(tmp_path: Path) -> None:
+    """The broker's lines of a table's file (those a console has: no account, it signs each
+    person in) mean the same in the console's file."""
+    from controller.service.config import load_config
+
+    (tmp_path / "ca.crt").write_text("x")
+    shared = (
+        '[mqtt]\nhost = "broker.studio"\nport = 8883\nprotocol = "3.1.1"\n'
+        'topic_prefix = "studio"\n[mqtt.tls]\nca_file = "ca.crt"\n'
+    )
+    table_file = tmp_path / "t1.toml"
+    table_file.write_text(
+        '[table]\nid = "t1"\ngame = "baccarat"\njournal_path = "t1.journal"\n' + shared
+    )
+    table = load_config(table_file).mqtt
+    assert table is not None and table.tls is not None
+    console = load_console_config(write(tmp_path, shared)).broker
+    assert (console.host, console.port, console.protocol, console.topic_prefix) == (
+        table.host,
+        table.port,
+        table.protocol,
+        table.topic_prefix,
+    )
+    assert console.tls_ca == table.tls.ca_file
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("[mqtt]\nport = 0\n", "[mqtt] port must be 1-65535"),
+        ('[mqtt]\nprotocol = "4"\n', "[mqtt] protocol must be one of 3.1.1, 5"),
+        ('[mqtt]\ntopic_prefix = "a/b"\n', "[mqtt] topic_prefix must be one topic level"),
+        ('[mqtt]\nhosts = ["n1:1883"]\nhost = "n1"\n', "[mqtt] give hosts or host and port"),
+        ('[mqtt]\nhosts = ["n1"]\n', "[mqtt] hosts: a broker is host:port"),
+        ('[mqtt.tls]\nca_file = "missing.crt"\n', "[mqtt.tls] ca_file"),
+        ("[mqtt.tls]\n", "[mqtt.tls] needs ca_file"),
+        ("[mqtt]\ntls = 1\n", "[mqtt.tls] must be a table"),
+        ('[mqtt.tls]\nca_file = "c"\ncert_file = "c"\n', "unknown keys in [mqtt.tls]: cert_file"),
+        # The old section's CA key is not the new one's, and the other way round.
+        ('[mqtt]\ntls_ca = "ca.crt"\n', "unknown keys in [mqtt]: tls_ca"),
+        ('[broker.tls]\nca_file = "ca.crt"\n', "unknown keys in [broker]: tls"),
+        ("[mqtt]\nusername = 'alice'\n", "unknown keys in [mqtt]: username"),
+        ("[mqtt]\n[broker]\n", "[broker] is the old name of [mqtt]: give one of them"),
+        ("mqtt = 3\n", "[mqtt] must be a table"),
+    ],
+)
+def test_each_mistake_in_the_new_names_names_the_file_and_the_key(
+    tmp_path: Path, text: str, words: str
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigurationError) as raised:
+        load_console_config(path)
+    message = str(raised.value)
+    assert str(path) in message and words in message, message
+    assert "\n" not in message
