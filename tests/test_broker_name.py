@@ -14,6 +14,7 @@ import pytest
 
 from controller.mqtt.broker_name import BrokerName, parse_broker_name
 from controller.tools.ctl import ctl_broker
+from tests.daemon.test_security import TlsBroker, tls_broker  # noqa: F401 (a fixture)
 from tests.support.broker import free_port
 
 LIVETABLE = [sys.executable, "-m", "controller.tools.cli"]
@@ -264,3 +265,26 @@ def test_ctl_takes_the_user_and_the_version_from_the_url() -> None:
     args = argparse.Namespace(broker="n1,n2:2", tls_ca=None, port=7, user=None, mqtt="3.1.1")
     assert ctl_broker(args).nodes == (("n1", 7), ("n2", 2))
     assert args.mqtt == "3.1.1"
+
+
+def test_ctl_speaks_tls_to_an_mqtts_broker_trusting_its_ca_or_the_systems(
+    tmp_path: Path,
+    tls_broker: TlsBroker,  # noqa: F811 (the fixture)
+) -> None:
+    """A real mosquitto with a TLS listener whose certificate a test CA signed: without
+    --tls-ca the system's CAs do not trust it (so TLS was spoken, against the system's
+    store); with it, ctl gets through to the broker and finds no table there."""
+    where = f"127.0.0.1:{tls_broker.tls_port}"
+    common = ["ctl", "--table", "t1", "--wait-s", "1"]
+    untrusted = _run(*common, "--broker", f"mqtts://{where}", "status", tmp_path=tmp_path)
+    assert untrusted.returncode == 1, untrusted.stderr
+    assert untrusted.stderr.count("\n") == 1, untrusted.stderr
+    assert f"the MQTT broker at {where} cannot be reached: the TLS handshake failed" in (
+        untrusted.stderr
+    ), untrusted.stderr
+    assert "certificate verify failed" in untrusted.stderr, untrusted.stderr
+    ca = ["--tls-ca", str(tls_broker.ca_file)]
+    for broker in (f"mqtts://{where}", where):
+        trusted = _run(*common, *ca, "--broker", broker, "status", tmp_path=tmp_path)
+        assert trusted.returncode == 1, trusted.stderr
+        assert "no table 't1'" in trusted.stderr, trusted.stderr
