@@ -14,7 +14,7 @@ port = 1883
 # hosts = ["n1.studio:1883", "n2.studio:1883", "n3.studio:1883"]
 protocol = "5"                 # or "3.1.1" (a NATS cluster speaks only 3.1.1)
 topic_prefix = "livetable"
-tls_ca = "/etc/livetable/ca.crt"             # optional: TLS to the broker, trusting this CA
+tls_ca = "/etc/livetable/ca.pem"             # optional: TLS to the broker, trusting this CA
 ```
 
 Read with :func:`~controller.kernel.config_file.read_toml` as a table's configuration is: every
