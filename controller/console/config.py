@@ -15,7 +15,7 @@ port = 1883
 protocol = "5"                 # or "3.1.1" (a NATS cluster speaks only 3.1.1)
 topic_prefix = "livetable"
 [mqtt.tls]                     # optional: TLS to the broker, trusting this CA
-ca_file = "/etc/livetable/ca.crt"
+ca_file = "/etc/livetable/ca.pem"
 ```
 
 The console's first files named that section ``[broker]``, with the CA as ``tls_ca``; such a

@@ -58,7 +58,7 @@ import paho.mqtt.client as mqtt
 from aiohttp import web
 
 from controller.client.api_client import Account, BrokerRefused, StudioClient
-from controller.console.config import ConsoleConfig
+from controller.console.config import BrokerSettings, ConsoleConfig
 from controller.console.fleet import build_tile, possible_faces, round_events, urgency_order
 from controller.console.sessions import (
     AccountLinks,
@@ -72,6 +72,7 @@ from controller.console.sessions import (
 )
 from controller.kernel.cli_support import defuse_formula
 from controller.kernel.errors import ConfigurationError
+from controller.kernel.logs import CONSOLE_LIFECYCLE_LOGGER
 from controller.mqtt.connection import topic_level_ok
 
 logger = logging.getLogger(__name__)
@@ -1145,6 +1146,14 @@ async def _send(response: web.StreamResponse, kind: str, data: Any) -> None:
     await response.write(f"event: {kind}\ndata: {payload}\n\n".encode())
 
 
+def describe_broker(broker: BrokerSettings) -> str:
+    """``broker HOST:PORT, MQTT 5, TLS``: the broker the console signs people in to."""
+    nodes = broker.hosts or ((broker.host, broker.port),)
+    where = ",".join(f"{host}:{port}" for host, port in nodes)
+    tls = ", TLS" if broker.tls_ca is not None else ""
+    return f"broker {where}, MQTT {broker.protocol}{tls}"
+
+
 def ssl_context(config: ConsoleConfig) -> ssl.SSLContext | None:
     """HTTPS with ``[console] certificate`` and ``key``; None without them."""
     if config.certificate is None or config.key is None:
@@ -1177,7 +1186,10 @@ async def run(config: ConsoleConfig) -> None:
     try:
         site = web.TCPSite(runner, config.host, config.port, ssl_context=context)
         await site.start()
-        logger.info("the console serves on %s", config.origin)
+        # At every verbosity: the journal says where the console is, and nothing else.
+        logging.getLogger(CONSOLE_LIFECYCLE_LOGGER).info(
+            "serving %s (%s)", config.origin, describe_broker(config.broker)
+        )
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):

@@ -37,6 +37,9 @@ _LEVELS: Final = (logging.WARNING, logging.INFO, logging.DEBUG, RAW_LEVEL)
 # The daemon's start and ready lines (INFO): shown at every verbosity, so that a healthy
 # `livetable run` without -v says what it runs and when it is ready, and nothing else.
 LIFECYCLE_LOGGER: Final = "livetable.run"
+# The console's line saying where it serves (INFO), shown at every verbosity likewise.
+CONSOLE_LIFECYCLE_LOGGER: Final = "livetable.console"
+_LIFECYCLE_LOGGERS: Final = (LIFECYCLE_LOGGER, CONSOLE_LIFECYCLE_LOGGER)
 
 # The last word of a key that holds a secret. "password_file" or "key_file" name a file and
 # are not secret; "mqtt_password" and "api_key" are.
@@ -189,8 +192,8 @@ def configure_logging(
     environ: Mapping[str, str] | None = None,
 ) -> logging.Handler:
     """Log to ``stream`` (stderr) one line per record, at WARNING (``verbosity`` 0), INFO
-    (1), DEBUG (2) or raw shoe bytes (3 and more); :data:`LIFECYCLE_LOGGER`'s lines at INFO
-    whatever the verbosity.
+    (1), DEBUG (2) or raw shoe bytes (3 and more); the lines of :data:`LIFECYCLE_LOGGER` and
+    :data:`CONSOLE_LIFECYCLE_LOGGER` at INFO whatever the verbosity.
 
     ``journald``: None detects it from ``$JOURNAL_STREAM``; True or False forces it. Calling
     this again replaces the handler it installed before. Returns the handler."""
@@ -210,5 +213,6 @@ def configure_logging(
     root.addHandler(handler)
     level = _LEVELS[min(max(verbosity, 0), len(_LEVELS) - 1)]
     root.setLevel(level)
-    logging.getLogger(LIFECYCLE_LOGGER).setLevel(min(level, logging.INFO))
+    for name in _LIFECYCLE_LOGGERS:
+        logging.getLogger(name).setLevel(min(level, logging.INFO))
     return handler

@@ -136,3 +136,37 @@ def test_a_broker_that_cannot_be_reached_is_said_on_the_sign_in_page(tmp_path: P
             process.kill()
             process.wait()
     assert "a-password" not in (tmp_path / "console.log").read_text()
+
+
+def test_it_says_where_it_serves_when_it_starts(tmp_path: Path) -> None:
+    """Without -v, as the unit runs it: one line on stderr (the journal) once it listens,
+    with the address it serves and the broker it signs people in to; nothing else."""
+    port, broker_port = free_port(), free_port()
+    config = tmp_path / "console.toml"
+    config.write_text(
+        f'[console]\nlisten = "127.0.0.1:{port}"\n'
+        f'[broker]\nhost = "localhost"\nport = {broker_port}\nprotocol = "3.1.1"\n',
+        encoding="utf-8",
+    )
+    log = tmp_path / "console.log"
+    process = livetable_console(config, log)
+    try:
+        wait_until(
+            lambda: process.poll() is not None or "serving" in log.read_text(),
+            TIMEOUT_S,
+            "the console's first line",
+        )
+        assert process.poll() is None, log.read_text()
+        [line] = log.read_text().splitlines()
+        assert line.endswith(
+            f" INFO livetable.console: serving http://127.0.0.1:{port} "
+            f"(broker localhost:{broker_port}, MQTT 3.1.1)"
+        ), line
+        # It says so once it listens, not before.
+        assert ConsoleHttp(f"http://127.0.0.1:{port}").get("/healthz").status == 200
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(TIMEOUT_S) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
