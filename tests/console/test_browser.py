@@ -1217,3 +1217,58 @@ def test_markup_in_a_pause_reason_is_shown_as_text_on_the_wall_the_queue_and_the
         assert where.locator("img, b").count() == 0, "markup from a table was parsed as HTML"
     assert page.evaluate("document.body.dataset.pwned") is None
     alice.check_clean()
+
+
+def test_an_idle_sign_out_keeps_the_wall_live_and_a_new_pause_announced(
+    console_studio_with: Any, browser: Any, screens: Screens
+) -> None:
+    """A wall nobody touched for ``idle_timeout_s`` is the one that must keep watching: the
+    person's session ends (their broker connection closes), and the page goes on, read-only,
+    on the console's own viewer account (``[wall]``): a new pause is on the wall, said in
+    the page's live region and counted in its title, with a banner to sign in again."""
+    from playwright.sync_api import expect
+
+    studio = console_studio_with(idle_timeout_s=10, wall=True)
+    alice = sign_in(browser, studio, "alice")
+    page = alice.page
+    expect(page.locator(by_id("banner-wall"))).to_be_hidden()
+    expect(alice.tile("t1").locator(by_id("action-pause"))).to_be_visible()
+    # Nobody clicks: the session ends, and the page stays on the wall, read-only.
+    wait_until(
+        lambda: "alice: a session ended after 10 s idle" in studio.console.log(),  # type: ignore[union-attr]
+        TIMEOUT_S,
+        "alice's session ending for being idle",
+    )
+    expect(page.locator(by_id("banner-wall"))).to_be_visible()
+    expect(page.locator(by_id("banner-wall"))).to_contain_text("sign in again to act")
+    expect(page.locator("body")).to_have_attribute("data-stream", "up")
+    assert page.url.endswith("/"), page.url
+    expect(alice.tile("t1").locator(by_id("action-pause"))).to_have_count(0)
+    assert "alice: the last session ended" in studio.console.log()  # type: ignore[union-attr]
+
+    studio.draw_out_of_turn("t1")
+    expect(alice.tile("t1")).to_have_attribute("data-status", "paused")
+    expect(alice.tile("t1").locator(by_id("tile-status"))).to_have_text("PAUSED")
+    announcer = page.locator(by_id("announcer"))
+    expect(announcer).to_have_attribute("aria-live", "assertive")
+    expect(announcer).to_contain_text("Table t1 paused")
+    expect(page).to_have_title(re.compile(r"^\(1 paused\) "))
+    screens.shoot(page, "idle-wall")
+
+    # Well past another idle timeout, the open wall still watches.
+    page.wait_for_timeout(12_000)
+    studio.pause("t2", reason="still watched", by="bob")
+    expect(alice.tile("t2")).to_have_attribute("data-status", "paused")
+    expect(announcer).to_contain_text("Table t2 paused")
+    expect(page).to_have_title(re.compile(r"^\(2 paused\) "))
+
+    # Signing in again gives the person's actions back.
+    page.click(by_id("banner-wall-signin"))
+    page.wait_for_url(re.compile(r"/signin$"))
+    page.fill(by_id("signin-username"), "alice")
+    page.fill(by_id("signin-password"), studio.passwords["alice"])
+    page.click(by_id("signin-submit"))
+    page.wait_for_url(re.compile(r"/$"))
+    expect(page.locator(by_id("banner-wall"))).to_be_hidden()
+    expect(alice.queue_item("t1")).to_be_visible()
+    alice.check_clean()

@@ -26,6 +26,11 @@
   const RECONNECT_MS = 2000;
   // How long a table's answer stays beside the control that got it.
   const ANSWER_SHOWN_MS = 120000;
+  // The announcer keeps the last few pauses it said (a screen reader reads each as it comes).
+  const ANNOUNCED_KEPT = 5;
+  const TITLE = "livetable console";
+  // Where a page whose session ended goes: the sign-in page, saying why.
+  const SIGNED_OUT_URL = "/signin?ended=1";
 
   // --- the page's state ----------------------------------------------------------------------
 
@@ -147,7 +152,7 @@
   async function getJson(path) {
     const response = await fetch(path, { credentials: "same-origin", cache: "no-store" });
     if (response.status === 401) {
-      window.location.assign("/signin");
+      window.location.assign(SIGNED_OUT_URL);
       throw new Error("signed out");
     }
     if (!response.ok) {
@@ -179,7 +184,7 @@
       return { ok: false, code: "network", message: `the console did not answer (${error})` };
     }
     if (response.status === 401) {
-      window.location.assign("/signin");
+      window.location.assign(SIGNED_OUT_URL);
       return { ok: false, code: "signed_out", message: "the session ended: sign in again" };
     }
     let body = null;
@@ -789,6 +794,9 @@
     byTestId("banner-link").hidden = app.link.up;
     byTestId("banner-link-why").textContent = app.link.why ? `(${app.link.why})` : "";
     byTestId("banner-connection").hidden = app.streamUp;
+    const paused = tiles.filter((tile) => tile.status === "paused").length;
+    const title = paused ? `(${paused} paused) ${TITLE}` : TITLE;
+    if (document.title !== title) document.title = title;
     document.body.dataset.stream = app.streamUp ? "up" : "down";
     document.body.dataset.link = app.link.up ? "up" : "down";
     tick();
@@ -824,7 +832,10 @@
       const key = pauseKey(tile.table, pause);
       if (!app.seenPauses.has(key)) {
         app.seenPauses.add(key);
-        if (live) beep();
+        if (live) {
+          beep();
+          announce(`Table ${tile.table} paused: ${pause.message || pause.reason}`);
+        }
       }
     }
     if (tile.state && tile.state.round) app.lastRound.set(tile.table, tile.state.round.id);
@@ -852,9 +863,10 @@
     const source = new EventSource("/api/stream");
     source.addEventListener("open", () => {
       app.streamUp = true;
-      // What changed while away comes with the reload: a pause that began meanwhile beeps,
-      // one already beeped for does not.
-      reloadTables().catch(() => {});
+      // The session may have changed meanwhile (ended for being idle: the wall goes on,
+      // read-only); what changed while away comes with the reload: a pause that began
+      // meanwhile beeps, one already beeped for does not.
+      getJson("/api/session").then(showSession).then(reloadTables).catch(() => {});
       render();
     });
     source.addEventListener("hello", (message) => {
@@ -875,7 +887,7 @@
       if (source.readyState === EventSource.CLOSED) {
         // The browser gave up (an HTTP error): a signed-out session goes to the sign-in page.
         fetch("/api/session", { credentials: "same-origin", cache: "no-store" })
-          .then((response) => { if (response.status === 401) window.location.assign("/signin"); })
+          .then((response) => { if (response.status === 401) window.location.assign(SIGNED_OUT_URL); })
           .catch(() => {})
           .finally(() => setTimeout(connectStream, RECONNECT_MS));
       }
@@ -910,6 +922,14 @@
       oscillator.start(start + offset);
       oscillator.stop(start + offset + 0.25);
     }
+  }
+
+  /** Say `text` in the page's live region (a screen reader reads it out). */
+  function announce(text) {
+    const region = byTestId("announcer");
+    if (!region) return;
+    region.append(h("p", null, `${clock(serverNow())} ${text}`));
+    while (region.childElementCount > ANNOUNCED_KEPT) region.firstElementChild.remove();
   }
 
   /** A new pause: beep if the supervisor opted in (counted for the tests in body[data-beeps]). */
@@ -1314,11 +1334,22 @@
 
   // --- start -----------------------------------------------------------------------------------
 
-  function setUpHeader() {
-    const session = app.session;
-    byTestId("session-account").textContent = session.account;
-    byTestId("session-role").textContent = session.role;
+  /** The session as /api/session has it: a person's, or (theirs ended) the wall's. */
+  function showSession(session) {
+    app.session = session;
+    if (session.link) app.link = session.link;
+    byTestId("session-account").textContent = session.wall ? "signed out" : session.account;
+    byTestId("session-role").textContent = session.wall ? "watching" : session.role;
     document.body.dataset.role = session.role;
+    document.body.dataset.wall = String(Boolean(session.wall));
+    byTestId("banner-wall").hidden = !session.wall;
+    byTestId("banner-wall-idle").textContent = seconds(session.idle_timeout_s || 0).replace(/ 0 s$/, "");
+    byTestId("signout").hidden = Boolean(session.wall);
+    render();
+  }
+
+  function setUpHeader() {
+    showSession(app.session);
     const toggle = byTestId("sound-toggle");
     app.sound = window.localStorage.getItem("livetable.sound") === "on";
     toggle.checked = app.sound;
@@ -1331,7 +1362,7 @@
     byTestId("help-open").addEventListener("click", () => byTestId("help-overlay").showModal());
     byTestId("signout").addEventListener("click", async () => {
       try {
-        await fetch("/signout", { method: "POST", credentials: "same-origin", headers: { "X-CSRF-Token": session.csrf } });
+        await fetch("/signout", { method: "POST", credentials: "same-origin", headers: { "X-CSRF-Token": app.session.csrf } });
       } finally {
         window.location.assign("/signin");
       }
@@ -1345,7 +1376,6 @@
       document.body.dataset.error = String(error.message);
       return;
     }
-    if (app.session.link) app.link = app.session.link;
     setUpHeader();
     setUpPicker();
     setUpHistory();
