@@ -15,7 +15,8 @@ resume; cancel, end shoe and new shoe after their confirmations; a round's histo
 printable page; the audit and its CSV; a viewer without actions, whose forged request is
 refused; a killed daemon OFFLINE within 2 s; the sign-in delays; the browser's connection
 lost and back (beeps never replayed); the queue's keys; a stale table; the console's broker
-link down.
+link down; an idle sign-out that keeps the wall live; axe-core (no serious or critical
+violation) on every page and dialog.
 
 Screenshots of what a supervisor sees are saved in each test's ``screenshots`` folder (its
 path is printed) and copied to ``$LIVETABLE_SCREENSHOTS/<test>/`` when that is set.
@@ -175,6 +176,26 @@ def sign_in(
     expect(page.locator("body")).to_have_attribute("data-loaded", "true")
     expect(page.locator("body")).to_have_attribute("data-stream", "up")
     return visit
+
+
+# --- accessibility -----------------------------------------------------------------------------
+
+# axe-core's impacts that fail a test (the others, "minor" and "moderate", are reported only).
+AXE_FAILING = ("serious", "critical")
+
+
+def axe_violations(page: Any, where: str, context: str | None = None) -> list[str]:
+    """axe-core (shipped in axe-playwright-python: nothing fetched) on ``page`` (or only
+    ``context``, a CSS selector): its serious and critical violations, one line each."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    results = Axe().run(page, context=context)
+    found = []
+    for violation in results.response["violations"]:
+        if violation["impact"] in AXE_FAILING:
+            targets = [", ".join(node["target"]) for node in violation["nodes"]][:3]
+            found.append(f"{where}: {violation['id']} ({violation['impact']}) {targets}")
+    return found
 
 
 # --- the dealer's hand, held -----------------------------------------------------------------
@@ -1271,4 +1292,94 @@ def test_an_idle_sign_out_keeps_the_wall_live_and_a_new_pause_announced(
     page.wait_for_url(re.compile(r"/$"))
     expect(page.locator(by_id("banner-wall"))).to_be_hidden()
     expect(alice.queue_item("t1")).to_be_visible()
+    alice.check_clean()
+
+
+def test_every_page_and_dialog_passes_axe_core_without_a_serious_violation(
+    studio: ConsoleStudio, browser: Any
+) -> None:
+    """axe-core in the browser on the sign-in page, the wall with a pause, every dialog
+    (pause, the card picker, a round's history, the audit, the keys' help) and the printable
+    history: no serious or critical violation (WCAG 2 A and AA rules, colour contrast
+    included)."""
+    from playwright.sync_api import expect
+
+    found: list[str] = []
+    # The console's page injects nothing from elsewhere (CSP): axe's script is the test's.
+    entry = open_page(browser, f"{studio.url}/signin")
+    found += axe_violations(entry.page, "sign-in page")
+    entry.page.fill(by_id("signin-password"), "wrong")
+    entry.page.fill(by_id("signin-username"), "nobody")
+    entry.page.click(by_id("signin-submit"))
+    expect(entry.page.locator(by_id("signin-message"))).to_contain_text("Wrong")
+    found += axe_violations(entry.page, "sign-in page, refused")
+    entry.page.context.close()
+
+    # Enough audit entries that the audit's list scrolls (bob's requests t2 refuses count;
+    # 18, within the table's budget of 20 refusals at once).
+    bob = studio.supervisor("bob")
+    try:
+        for _ in range(18):
+            bob.request("t2", "resume", timeout=TIMEOUT_S)
+    finally:
+        bob.close()
+    hand = DealerHand(studio.tables["t1"])
+    alice = sign_in(browser, studio, "alice")
+    page = alice.page
+    hold_a_deal(studio, hand, "t1")
+    hand.draw_wanted(FaultPlan(unreadable_rate=1.0))
+    paused(studio, "t1", "misread", need="enter_card for the unread card")
+    expect(alice.queue_item("t1")).to_be_visible()
+    found += axe_violations(page, "the wall, t1 paused")
+
+    def dialog(name: str, opener: Any, closer: str) -> None:
+        nonlocal found
+        opener.click()
+        shown = page.locator(by_id(name))
+        expect(shown).to_be_visible()
+        found += axe_violations(page, name)
+        shown.locator(by_id(closer)).click()
+        expect(shown).to_be_hidden()
+
+    dialog("confirm-dialog", alice.tile("t2").locator(by_id("action-pause")), "confirm-back")
+    dialog(
+        "card-picker", alice.queue_item("t1").locator(by_id("resolve-enter-card")), "card-cancel"
+    )
+    alice.tile("t2").locator(by_id("action-audit")).click()
+    audit = page.locator(by_id("audit-dialog"))
+    expect(audit.locator(by_id("audit-row")).nth(18)).to_be_attached()
+    page.set_viewport_size({"width": DESK["width"], "height": 500})
+    scrolls = audit.locator(by_id("audit-content")).evaluate("e => e.scrollHeight > e.clientHeight")
+    assert scrolls, "the audit's list scrolls: the check below sees its region"
+    found += axe_violations(page, "audit-dialog")
+    audit.locator(by_id("audit-close")).click()
+    page.set_viewport_size(DESK)
+    dialog("help-overlay", page.locator(by_id("help-open")), "help-close")
+    # A round's history: t2 plays one to its end.
+    studio.play("t2", 1)
+    studio.wait_state(
+        "t2", lambda s, _f: s["phase"] == "SHOE_READY" and s["shoe"]["round_number"] >= 1, "round"
+    )
+    round_id = next(
+        event["data"]["round_id"]
+        for event in reversed(studio.events("t2"))
+        if event["type"] == "round_settled"
+    )
+    console_has_round(alice, studio, "t2", round_id)
+    history = page.locator(by_id("history-dialog"))
+    alice.tile("t2").locator(by_id("action-history")).click()
+    expect(history.locator(by_id("history-row")).last).to_have_attribute(
+        "data-type", "round_settled"
+    )
+    found += axe_violations(page, "history-dialog")
+    printable = history.locator(by_id("history-printable")).get_attribute("href")
+    history.locator(by_id("history-close")).click()
+    sheet = page.context.new_page()
+    sheet.goto(f"{studio.url}{printable}")
+    expect(sheet.locator(by_id("history-row")).last).to_have_attribute("data-type", "round_settled")
+    found += axe_violations(sheet, "printable history")
+    # Moderate in axe-core, and still wanted: the printed page says what it is.
+    expect(sheet.locator("h1")).to_have_count(1)
+    hand.go()
+    assert found == [], "\n".join(found)
     alice.check_clean()

@@ -425,7 +425,8 @@
     if (!recent.length) return null;
     const details = h("details", { class: "recent", testid: "tile-recent" },
       h("summary", null, `last ${recent.length} events`),
-      h("ol", null, recent.slice().reverse().map((event) =>
+      // A region that scrolls is reachable by keyboard (tabindex) and named for it.
+      h("ol", { tabindex: "0", "aria-label": `${tile.table}: last events` }, recent.slice().reverse().map((event) =>
         h("li", null, h("span", { class: "seq" }, `#${event.seq} ${clock(event.at)} `), eventSummary(event)))));
     details.open = app.openRecent.has(tile.table);
     details.addEventListener("toggle", () => {
@@ -1192,7 +1193,9 @@
     const end = events.find((event) => event.type === "round_settled" || event.type === "round_voided");
     const outcome = !end ? "in play" : end.type === "round_voided" ? "VOID: every bet refunded" : "settled";
     return h("div", { class: "history-view", testid: "history-view" },
-      h("h2", { testid: "history-title" }, `Table ${round.table}, round ${round.round_id}: ${outcome}`),
+      // The printable page's main heading; a heading within the wall's dialog.
+      h(document.body.dataset.page === "history" ? "h1" : "h2", { testid: "history-title" },
+        `Table ${round.table}, round ${round.round_id}: ${outcome}`),
       h("p", { class: "hint", testid: "history-span" }, `${events.length} events` + (events.length
         ? ` on ${day(events[0].at)}, ${clock(events[0].at)} to ${clock(events[events.length - 1].at)} (this browser's time)`
         : "")),
