@@ -477,7 +477,7 @@ def test_the_wall_shows_both_tables_and_a_pause_from_it_pauses_only_that_table(
     tile = alice.tile("t1")
     expect(tile).to_have_attribute("data-status", "paused")
     expect(tile.locator(by_id("tile-status"))).to_have_text("PAUSED")
-    expect(tile.locator(by_id("pause-reason"))).to_have_text("supervisor")
+    expect(tile.locator(by_id("tile-pause"))).to_have_attribute("data-reason", "supervisor")
     expect(tile.locator(by_id("pause-message"))).to_contain_text("spilled <b>drink</b>")
     expect(tile.locator(by_id("pause-by"))).to_have_text("alice")
     expect(tile.locator(by_id("pause-since"))).not_to_be_empty()
@@ -547,7 +547,12 @@ def test_accept_and_burn_resolve_the_cards_drawn_out_of_turn(
     studio.draw_out_of_turn("t1")
     item = alice.queue_item("t1")
     expect(item).to_have_attribute("data-state", "paused")
-    expect(item.locator(by_id("queue-reason"))).to_have_text("card_out_of_turn")
+    expect(item).to_have_attribute("data-reason", "card_out_of_turn")
+    # Plain words on screen: the table's message, never the reason code nor raw JSON.
+    expect(item.locator(by_id("queue-message"))).not_to_be_empty()
+    alice.tile("t1").locator(by_id("tile-recent")).locator("summary").click()
+    shown = page.locator("body").inner_text()
+    assert "card_out_of_turn" not in shown and '{"' not in shown, shown
     expect(item.locator(by_id("queue-needs"))).to_contain_text("accept or burn the 1 card(s)")
     assert choices(alice, "t1") == ["resolve-accept", "resolve-burn"]
     screens.shoot(page, "pause-queue-out-of-turn")

@@ -394,9 +394,9 @@
     const pause = tile.state && tile.state.pause;
     if (!pause) return null;
     const by = pause.by || tile.paused_by;
-    return h("div", { class: "pause-box", testid: "tile-pause" },
+    // The reason code is for programs (data-reason); a person reads the table's message.
+    return h("div", { class: "pause-box", testid: "tile-pause", "data-reason": pause.reason },
       h("p", { class: "pause-word" }, "PAUSED"),
-      h("p", null, h("span", { class: "label" }, "reason "), h("span", { testid: "pause-reason" }, pause.reason)),
       h("p", { testid: "pause-message" }, pause.message),
       h("p", null, h("span", { class: "label" }, "since "),
         h("span", { testid: "pause-since", "data-since": String(pause.since ?? "") }, clock(pause.since)),
@@ -414,7 +414,6 @@
     if (pauses.length < 2) return null;
     return h("ul", { class: "pauses", testid: "pauses" }, pauses.map((pause) =>
       h("li", { testid: "pauses-item", "data-reason": pause.reason, "data-by": pause.by || "" },
-        h("span", { testid: "pauses-reason" }, pause.reason), ": ",
         h("span", { testid: "pauses-message" }, pause.message), " \u00b7 ",
         h("span", { testid: "pauses-by" }, pause.by ? `paused by ${pause.by}` : "the table (an anomaly)"),
         ` since ${clock(pause.since)}`)));
@@ -572,12 +571,11 @@
       : null;
     return h("li", {
       class: `queue-item${selected ? " selected" : ""}`, testid: `queue-item-${tile.table}`,
-      "data-table": tile.table, "data-state": "paused", "aria-current": selected ? "true" : null,
+      "data-table": tile.table, "data-state": "paused", "data-reason": pause.reason, "aria-current": selected ? "true" : null,
       onclick: () => { if (app.selected !== tile.table || !app.selectedByHand) { select(tile.table); render(); } },
     },
     h("p", { class: "queue-title", testid: "queue-title" }, h("strong", null, tile.table), " ",
       h("span", { class: "status-word status-paused" }, "PAUSED"), " ",
-      h("span", { testid: "queue-reason" }, pause.reason),
       tile.status === "offline" ? h("span", { class: "status-word status-offline" }, " OFFLINE") : null),
     h("p", { testid: "queue-message" }, pause.message),
     h("p", { class: "meta", testid: "queue-meta" }, `since ${clock(pause.since)}`,
@@ -603,7 +601,7 @@
 
   function resolvedItem(table, entry) {
     return h("li", { class: "queue-item resolved", testid: `queue-item-${table}`, "data-table": table, "data-state": "resolved" },
-      h("p", { class: "queue-title", testid: "queue-title" }, h("strong", null, table), " resumed (was ", entry.pause.reason, ")"),
+      h("p", { class: "queue-title", testid: "queue-title" }, h("strong", null, table), " resumed (was: ", entry.pause.message || "paused", ")"),
       answerLine(table, "queue"));
   }
 
@@ -1157,9 +1155,9 @@
       case "decision_taken":
         return `decision: ${d.decision} for box ${d.box} hand ${d.hand}${d.auto ? " (the default, at the deadline)" : ""}`;
       case "table_paused":
-        return `PAUSED (${d.reason}${d.by ? `, by ${d.by}` : ""}): ${d.message}`;
+        return `PAUSED${d.by ? ` by ${d.by}` : ""}: ${d.message}`;
       case "table_resumed":
-        return `resumed by ${d.by}${d.resolution ? ` (${d.resolution})` : ""}`;
+        return `resumed by ${d.by}${d.resolution ? ` (${words(d.resolution)})` : ""}`;
       case "cards_burned": return `${d.count} card(s) drawn out of turn burned`;
       case "round_settled": return settledSummary(d.result || {});
       case "round_voided":
@@ -1169,8 +1167,14 @@
       case "cut_card_drawn": return `cut card out: last round ${d.final_round}`;
       case "shoe_offline": return `shoe offline: ${d.reason}`;
       case "shoe_online": return "shoe online";
-      default: return `${event.type} ${JSON.stringify(d)}`;
+      // Any other event: its name in words and the table's own message, never its JSON.
+      default: return `${words(event.type)}${typeof d.message === "string" ? `: ${d.message}` : ""}`;
     }
+  }
+
+  /** A machine word (`no_cards_drawn`) as people write it ("no cards drawn"). */
+  function words(code) {
+    return String(code).replace(/_/g, " ");
   }
 
   function settledSummary(result) {
