@@ -16,6 +16,10 @@ protocol = "5"                 # or "3.1.1" (a NATS cluster speaks only 3.1.1)
 topic_prefix = "livetable"
 [mqtt.tls]                     # optional: TLS to the broker, trusting this CA
 ca_file = "/etc/livetable/ca.pem"
+
+[wall]                         # optional: the wall stays live after an idle sign-out
+account = "livetable-console"  # a viewer account of the broker, the console's own
+password_file = "/run/credentials/livetable-console.service/wall.password"
 ```
 
 The console's first files named that section ``[broker]``, with the CA as ``tls_ca``; such a
@@ -24,7 +28,9 @@ file still loads unchanged (:data:`OLD_BROKER_SECTION`).
 Read with :func:`~controller.kernel.config_file.read_toml` as a table's configuration is: every
 error is one :class:`~controller.kernel.errors.ConfigurationError` naming the file and the key
 (``console.toml: [console] idle_timeout_s must be a number of seconds from 10 to 86400``).
-No password is in this file: every person signs in with their own broker account.
+No password is in this file: every person signs in with their own broker account. The one
+account of the console's own, ``[wall]``'s viewer, reads its password from a file (a systemd
+credential), once, at start.
 Relative paths are taken relative to the file.
 """
 
@@ -58,6 +64,7 @@ _MQTT_TLS_KEYS: Final = frozenset({"ca_file"})
 # The section's first name, still read: the same keys but tls_ca for [mqtt.tls] ca_file.
 OLD_BROKER_SECTION: Final = "broker"
 _OLD_BROKER_KEYS: Final = frozenset(_MQTT_KEYS - {"tls"} | {"tls_ca"})
+_WALL_KEYS: Final = frozenset({"account", "password_file"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +81,15 @@ class BrokerSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class WallAccount:
+    """The console's own viewer account: it keeps a page's wall live, read-only, once its
+    person's session has ended (idle), so a wall nobody touched keeps watching."""
+
+    account: str
+    password_file: Path
+
+
+@dataclass(frozen=True, slots=True)
 class ConsoleConfig:
     host: str = "127.0.0.1"
     port: int = 8080
@@ -82,6 +98,7 @@ class ConsoleConfig:
     certificate: Path | None = None
     key: Path | None = None
     broker: BrokerSettings = BrokerSettings()
+    wall: WallAccount | None = None
     source: Path | None = None
 
     @property
@@ -194,7 +211,7 @@ def config_from_mapping(
     document: dict[str, Any], base_dir: Path | None = None, check_files: bool = True
 ) -> ConsoleConfig:
     """The console's settings from a parsed document; ConfigurationError names the key."""
-    unknown = sorted(set(document) - {"console", "mqtt", OLD_BROKER_SECTION})
+    unknown = sorted(set(document) - {"console", "mqtt", OLD_BROKER_SECTION, "wall"})
     if unknown:
         raise ConfigurationError(f"unknown sections: {', '.join(f'[{n}]' for n in unknown)}")
     if "mqtt" in document and OLD_BROKER_SECTION in document:
@@ -208,6 +225,11 @@ def config_from_mapping(
     else:
         broker_name = "mqtt"
         broker = _table(document, "mqtt", _MQTT_KEYS)
+    wall = (
+        _wall(_table(document, "wall", _WALL_KEYS), base_dir, check_files)
+        if ("wall" in document)
+        else None
+    )
     host, port = parse_listen(console.get("listen", DEFAULT_LISTEN))
     if ("certificate" in console) != ("key" in console):
         raise ConfigurationError("[console] certificate and key go together")
@@ -227,7 +249,23 @@ def config_from_mapping(
         certificate=certificate,
         key=key,
         broker=broker_from_mapping(broker, base_dir, check_files, broker_name),
+        wall=wall,
     )
+
+
+def _wall(section: dict[str, Any], base_dir: Path | None, check_files: bool) -> WallAccount:
+    account = section.get("account")
+    if not isinstance(account, str) or not account or not topic_level_ok(account):
+        raise invalid(
+            "account",
+            "a broker account name without / + # (e.g. livetable-console)",
+            account,
+            section="wall",
+        )
+    if "password_file" not in section:
+        raise ConfigurationError("[wall] password_file is missing: the account's password")
+    password_file = _path("wall", "password_file", section["password_file"], base_dir, check_files)
+    return WallAccount(account, password_file)
 
 
 @contextlib.contextmanager

@@ -4,7 +4,10 @@ Every person signs in with their own broker account: the console opens one
 ``StudioClient`` per account name (:mod:`controller.client.api_client`), shared by that account's
 sessions and closed with the last of them, and everything that account's pages see and
 do goes through it, so the broker's ACL decides what each may read and send and every
-table journals the person who acted. The console itself holds no password of its own.
+table journals the person who acted. The console's one account of its own is an optional
+viewer (``[wall]``): when a person's session ends for being idle, their page keeps the
+wall live on it, read-only, until they sign in again (a wall nobody touched is exactly
+the one that must keep watching).
 
 Routes (the console contract): ``GET/POST /signin``, ``POST /signout``, ``GET /`` (the
 page), ``GET /history`` (a round, printable), ``GET /static/...``, ``GET /healthz``, and
@@ -91,6 +94,8 @@ COALESCE_S: Final = 0.03
 PING_S: Final = 15.0
 # How often idle sessions are ended and tiles checked for going stale without a message.
 SWEEP_S: Final = 1.0
+# How long the wall account waits before trying the broker again when it could not connect.
+WALL_RETRY_S: Final = 5.0
 # How long the broker has to take a sign-in's connection, and to say which role it has.
 CONNECT_TIMEOUT_S: Final = 8.0
 # A CONNACK's "unsupported protocol version" (MQTT 5's 0x84; paho maps MQTT 3.1.1's return
@@ -413,6 +418,10 @@ class Console:
         self.executor = ThreadPoolExecutor(max_workers=16, thread_name_prefix="console")
         self._signing_in: set[str] = set()
         self._sweeper: asyncio.Task[None] | None = None
+        # The console's own viewer account (``[wall]``), connected at start; None until then.
+        self.wall: AccountFeed | None = None
+        self._wall_task: asyncio.Task[None] | None = None
+        self._wall_password = _wall_password(config)
 
     # -- blocking calls, off the event loop ---------------------------------------------------
 
@@ -525,16 +534,61 @@ class Console:
             if gone.client is not None:
                 await self.blocking(gone.client.close)
 
+    async def end_wall_session(self, session: Session) -> None:
+        self.sessions.end(session.id)
+        if self.wall is not None:
+            self.wall.end_session(session.id)
+
+    def _watching(self, session: Session) -> bool:
+        """Whether a wall session's page is open (its stream, on the wall account)."""
+        wall = self.wall
+        return wall is not None and any(s.session_id == session.id for s in wall.subscribers)
+
     async def sweep(self) -> None:
         while True:
             await asyncio.sleep(SWEEP_S)
-            for session in self.sessions.expire():
+            for session in self.sessions.expire(self._watching):
+                if session.wall:
+                    await self.end_wall_session(session)
+                    continue
+                await self.end_session(session)
+                if self.wall is not None:
+                    # Its page keeps the wall (its stream, ended above, comes back on the
+                    # wall account), read-only.
+                    self.sessions.keep_as_wall(session, self.wall.name)
                 logger.info(
-                    "%s: a session ended after %g s idle",
+                    "%s: a session ended after %g s idle%s",
                     session.account,
                     self.config.idle_timeout_s,
+                    "; its page watches on, read-only" if self.wall is not None else "",
                 )
-                await self.end_session(session)
+
+    async def open_wall(self) -> None:
+        """Connect the ``[wall]`` account (a viewer), trying again until the broker takes
+        it; its client then reconnects by itself."""
+        wall = self.config.wall
+        assert wall is not None and self._wall_password is not None
+        account = Account("viewer", wall.account, self._wall_password)
+        loop = asyncio.get_running_loop()
+        while True:
+            feed = AccountFeed(wall.account, loop, self.config.stale_after_s)
+            client, outcome = await self.blocking(lambda: self._open(account, feed))  # noqa: B023
+            if outcome == "ok":
+                feed.client = client
+                feed.set_link(client.link_up, client.link_why)
+                feed.start()
+                self.wall = feed
+                logger.info("the wall account %s is connected", wall.account)
+                return
+            logger.warning(
+                "the wall account %s: %s; trying again in %g s",
+                wall.account,
+                "the broker refused its name or password"
+                if outcome == "refused"
+                else "the broker cannot be reached",
+                WALL_RETRY_S,
+            )
+            await asyncio.sleep(WALL_RETRY_S)
 
     # -- the app -------------------------------------------------------------------------------
 
@@ -580,6 +634,8 @@ class Console:
 
     async def _startup(self, _app: web.Application) -> None:
         self._sweeper = asyncio.get_running_loop().create_task(self.sweep(), name="sweeper")
+        if self.config.wall is not None:
+            self._wall_task = asyncio.get_running_loop().create_task(self.open_wall(), name="wall")
 
     async def _shutdown(self, _app: web.Application) -> None:
         # Open streams end now, so that stopping does not wait for them.
@@ -587,11 +643,16 @@ class Console:
             feed = self.links.client(name)
             if feed is not None:
                 feed.close()
+        if self.wall is not None:
+            self.wall.close()
 
     async def _cleanup(self, _app: web.Application) -> None:
         if self._sweeper is not None:
             self._sweeper.cancel()
+        if self._wall_task is not None:
+            self._wall_task.cancel()
         feeds = [self.links.remove(name) for name in self.links.names()]
+        feeds.append(self.wall)
         clients = []
         for feed in feeds:
             if feed is not None and feed.client is not None:
@@ -608,6 +669,8 @@ class Console:
         return self.sessions.get(request.cookies.get(SESSION_COOKIE))
 
     def feed_of(self, session: Session) -> AccountFeed | None:
+        if session.wall:
+            return self.wall
         return self.links.client(session.account)
 
     def _cookie(
@@ -656,12 +719,20 @@ class Console:
         return response
 
     async def signin_page(self, request: web.Request) -> web.StreamResponse:
-        if self.session_of(request) is not None:
+        session = self.session_of(request)
+        if session is not None and not session.wall:
             raise web.HTTPSeeOther("/")
         token = request.cookies.get(SIGNIN_COOKIE) or ""
         if len(token) < 32 or len(token) > 64:
             token = new_token()
-        return self._signin_response(token)
+        # The page of a session that ended sends its person here saying so.
+        message = (
+            f"The session ended ({self.config.idle_timeout_s:g} s without a click, or the "
+            "console restarted): sign in again."
+            if "ended" in request.query
+            else ""
+        )
+        return self._signin_response(token, message=message)
 
     async def signin(self, request: web.Request) -> web.StreamResponse:
         if not origin_ok(request):
@@ -681,6 +752,15 @@ class Console:
         username = username.strip() if isinstance(username, str) else ""
         password = password if isinstance(password, str) else ""
         shown = username[:MAX_NAME_LENGTH]
+        if self.config.wall is not None and username == self.config.wall.account:
+            # The broker takes one connection per account: a person's would knock the
+            # wall's off.
+            return self._signin_response(
+                token,
+                message=f"{shown} is the console's own account: sign in with yours.",
+                username=shown,
+                status=403,
+            )
         if not (
             username and len(username) <= MAX_NAME_LENGTH and topic_level_ok(username) and password
         ):
@@ -753,7 +833,10 @@ class Console:
         if previous is not None and previous.id != session.id:
             # A sign-in over a live session (another account, or the same again) ends it:
             # the browser's old cookie must not stay a way in.
-            await self.end_session(previous)
+            if previous.wall:
+                await self.end_wall_session(previous)
+            else:
+                await self.end_session(previous)
         logger.info("%s signed in (%s)", username, session.role)
         # A plain 303 (an aiohttp HTTPException returned, not raised, is deprecated).
         response = web.Response(status=303, headers={"Location": "/"}, text="303: See Other")
@@ -778,7 +861,10 @@ class Console:
         if refusal is not None:
             return refusal
         assert session is not None
-        await self.end_session(session)
+        if session.wall:
+            await self.end_wall_session(session)
+        else:
+            await self.end_session(session)
         logger.info("%s signed out", session.account)
         response = web.json_response({"ok": True})
         self._drop_cookie(response, SESSION_COOKIE)
@@ -847,6 +933,8 @@ class Console:
                 "account": session.account,
                 "role": session.role,
                 "csrf": session.csrf,
+                # The person's session ended (idle): this page watches, read-only.
+                "wall": session.wall,
                 "idle_timeout_s": self.config.idle_timeout_s,
                 "link": feed.link,
             }
@@ -900,6 +988,8 @@ class Console:
         feed = self.feed_of(session)
         if feed is None or feed.client is None:
             return error(401, "unauthorized", "sign in first")
+        if session.wall:
+            return error(403, "signed_out", "the session ended: sign in again to act")
         if session.role != "supervisor":
             return error(403, "forbidden", "viewers have no actions")
         table = request.match_info["table"]
@@ -1054,6 +1144,21 @@ class Console:
         return web.json_response(
             possible_faces(table_feed.events, table_feed.complete_since, table_feed.state)
         )
+
+
+def _wall_password(config: ConsoleConfig) -> str | None:
+    """The ``[wall]`` account's password, from its file (read once, at start)."""
+    if config.wall is None:
+        return None
+    try:
+        password = config.wall.password_file.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as failure:
+        raise ConfigurationError(
+            f"[wall] password_file {config.wall.password_file} cannot be read: {failure}"
+        ) from failure
+    if not password:
+        raise ConfigurationError(f"[wall] password_file {config.wall.password_file} is empty")
+    return password
 
 
 def _older_than_feed(feed: Any, round_id: int) -> bool:

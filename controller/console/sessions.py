@@ -14,7 +14,9 @@ Pure bookkeeping, no I/O and no sleeping: every time comes from an injected cloc
   locks its real owner out (the "device cookie" defence against lockout, OWASP's
   "Slow Down Online Guessing Attacks with Device Cookies").
 - :class:`SessionStore`: sessions by a random 256-bit id, each with its own CSRF token,
-  ended after ``idle_timeout_s`` without a request.
+  ended after ``idle_timeout_s`` without a request. A session ended so may go on as a
+  *wall* session under the same id (:meth:`SessionStore.keep_as_wall`): the page keeps
+  watching, read-only, on the console's own viewer account, for as long as it is open.
 - :class:`AccountLinks`: one client (a ``StudioClient``) per account name, shared by that
   account's sessions and handed back for closing when the last of them ends (the shipped
   broker takes one connection per account). A second sign-in of a name that is already
@@ -142,6 +144,9 @@ class Session:
     csrf: str
     created_at: float
     last_seen: float
+    # Its person's session ended (idle): the page watches on the console's viewer account,
+    # and may not act until its person signs in again.
+    wall: bool = False
 
 
 class SessionStore:
@@ -190,13 +195,26 @@ class SessionStore:
     def end(self, session_id: str) -> Session | None:
         return self._sessions.pop(session_id, None)
 
-    def expire(self) -> list[Session]:
-        """End every session idle too long; the ones ended."""
+    def expire(self, watching: Callable[[Session], bool] = lambda _session: False) -> list[Session]:
+        """End every session idle too long; the ones ended. A wall session for which
+        ``watching`` holds (its page is open) is kept, its idle time started again."""
         now = self._clock()
-        gone = [s for s in self._sessions.values() if self._expired(s, now)]
-        for session in gone:
-            del self._sessions[session.id]
+        gone = []
+        for session in list(self._sessions.values()):
+            if session.wall and watching(session):
+                session.last_seen = now
+            elif self._expired(session, now):
+                gone.append(session)
+                del self._sessions[session.id]
         return gone
+
+    def keep_as_wall(self, ended: Session, account: str) -> Session:
+        """Session ``ended`` (ended, out of the store) back under its id as a wall session
+        of viewer ``account``, with a new CSRF token: the person's token acts no more."""
+        now = self._clock()
+        session = Session(ended.id, account, "viewer", self._token(), now, now, wall=True)
+        self._sessions[session.id] = session
+        return session
 
     def of_account(self, account: str) -> list[Session]:
         return [s for s in self._sessions.values() if s.account == account]

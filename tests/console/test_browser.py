@@ -15,7 +15,8 @@ resume; cancel, end shoe and new shoe after their confirmations; a round's histo
 printable page; the audit and its CSV; a viewer without actions, whose forged request is
 refused; a killed daemon OFFLINE within 2 s; the sign-in delays; the browser's connection
 lost and back (beeps never replayed); the queue's keys; a stale table; the console's broker
-link down.
+link down; an idle sign-out that keeps the wall live; axe-core (no serious or critical
+violation) on every page and dialog.
 
 Screenshots of what a supervisor sees are saved in each test's ``screenshots`` folder (its
 path is printed) and copied to ``$LIVETABLE_SCREENSHOTS/<test>/`` when that is set.
@@ -175,6 +176,26 @@ def sign_in(
     expect(page.locator("body")).to_have_attribute("data-loaded", "true")
     expect(page.locator("body")).to_have_attribute("data-stream", "up")
     return visit
+
+
+# --- accessibility -----------------------------------------------------------------------------
+
+# axe-core's impacts that fail a test (the others, "minor" and "moderate", are reported only).
+AXE_FAILING = ("serious", "critical")
+
+
+def axe_violations(page: Any, where: str, context: str | None = None) -> list[str]:
+    """axe-core (shipped in axe-playwright-python: nothing fetched) on ``page`` (or only
+    ``context``, a CSS selector): its serious and critical violations, one line each."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    results = Axe().run(page, context=context)
+    found = []
+    for violation in results.response["violations"]:
+        if violation["impact"] in AXE_FAILING:
+            targets = [", ".join(node["target"]) for node in violation["nodes"]][:3]
+            found.append(f"{where}: {violation['id']} ({violation['impact']}) {targets}")
+    return found
 
 
 # --- the dealer's hand, held -----------------------------------------------------------------
@@ -456,7 +477,7 @@ def test_the_wall_shows_both_tables_and_a_pause_from_it_pauses_only_that_table(
     tile = alice.tile("t1")
     expect(tile).to_have_attribute("data-status", "paused")
     expect(tile.locator(by_id("tile-status"))).to_have_text("PAUSED")
-    expect(tile.locator(by_id("pause-reason"))).to_have_text("supervisor")
+    expect(tile.locator(by_id("tile-pause"))).to_have_attribute("data-reason", "supervisor")
     expect(tile.locator(by_id("pause-message"))).to_contain_text("spilled <b>drink</b>")
     expect(tile.locator(by_id("pause-by"))).to_have_text("alice")
     expect(tile.locator(by_id("pause-since"))).not_to_be_empty()
@@ -526,7 +547,12 @@ def test_accept_and_burn_resolve_the_cards_drawn_out_of_turn(
     studio.draw_out_of_turn("t1")
     item = alice.queue_item("t1")
     expect(item).to_have_attribute("data-state", "paused")
-    expect(item.locator(by_id("queue-reason"))).to_have_text("card_out_of_turn")
+    expect(item).to_have_attribute("data-reason", "card_out_of_turn")
+    # Plain words on screen: the table's message, never the reason code nor raw JSON.
+    expect(item.locator(by_id("queue-message"))).not_to_be_empty()
+    alice.tile("t1").locator(by_id("tile-recent")).locator("summary").click()
+    shown = page.locator("body").inner_text()
+    assert "card_out_of_turn" not in shown and '{"' not in shown, shown
     expect(item.locator(by_id("queue-needs"))).to_contain_text("accept or burn the 1 card(s)")
     assert choices(alice, "t1") == ["resolve-accept", "resolve-burn"]
     screens.shoot(page, "pause-queue-out-of-turn")
@@ -1216,4 +1242,149 @@ def test_markup_in_a_pause_reason_is_shown_as_text_on_the_wall_the_queue_and_the
     for where in (tile, alice.queue_item("t1"), audit):
         assert where.locator("img, b").count() == 0, "markup from a table was parsed as HTML"
     assert page.evaluate("document.body.dataset.pwned") is None
+    alice.check_clean()
+
+
+def test_an_idle_sign_out_keeps_the_wall_live_and_a_new_pause_announced(
+    console_studio_with: Any, browser: Any, screens: Screens
+) -> None:
+    """A wall nobody touched for ``idle_timeout_s`` is the one that must keep watching: the
+    person's session ends (their broker connection closes), and the page goes on, read-only,
+    on the console's own viewer account (``[wall]``): a new pause is on the wall, said in
+    the page's live region and counted in its title, with a banner to sign in again."""
+    from playwright.sync_api import expect
+
+    studio = console_studio_with(idle_timeout_s=10, wall=True)
+    alice = sign_in(browser, studio, "alice")
+    page = alice.page
+    expect(page.locator(by_id("banner-wall"))).to_be_hidden()
+    expect(alice.tile("t1").locator(by_id("action-pause"))).to_be_visible()
+    # Nobody clicks: the session ends, and the page stays on the wall, read-only.
+    wait_until(
+        lambda: "alice: a session ended after 10 s idle" in studio.console.log(),  # type: ignore[union-attr]
+        TIMEOUT_S,
+        "alice's session ending for being idle",
+    )
+    expect(page.locator(by_id("banner-wall"))).to_be_visible()
+    expect(page.locator(by_id("banner-wall"))).to_contain_text("sign in again to act")
+    expect(page.locator("body")).to_have_attribute("data-stream", "up")
+    assert page.url.endswith("/"), page.url
+    expect(alice.tile("t1").locator(by_id("action-pause"))).to_have_count(0)
+    assert "alice: the last session ended" in studio.console.log()  # type: ignore[union-attr]
+
+    studio.draw_out_of_turn("t1")
+    expect(alice.tile("t1")).to_have_attribute("data-status", "paused")
+    expect(alice.tile("t1").locator(by_id("tile-status"))).to_have_text("PAUSED")
+    announcer = page.locator(by_id("announcer"))
+    expect(announcer).to_have_attribute("aria-live", "assertive")
+    expect(announcer).to_contain_text("Table t1 paused")
+    expect(page).to_have_title(re.compile(r"^\(1 paused\) "))
+    screens.shoot(page, "idle-wall")
+
+    # Well past another idle timeout, the open wall still watches.
+    page.wait_for_timeout(12_000)
+    studio.pause("t2", reason="still watched", by="bob")
+    expect(alice.tile("t2")).to_have_attribute("data-status", "paused")
+    expect(announcer).to_contain_text("Table t2 paused")
+    expect(page).to_have_title(re.compile(r"^\(2 paused\) "))
+
+    # Signing in again gives the person's actions back.
+    page.click(by_id("banner-wall-signin"))
+    page.wait_for_url(re.compile(r"/signin$"))
+    page.fill(by_id("signin-username"), "alice")
+    page.fill(by_id("signin-password"), studio.passwords["alice"])
+    page.click(by_id("signin-submit"))
+    page.wait_for_url(re.compile(r"/$"))
+    expect(page.locator(by_id("banner-wall"))).to_be_hidden()
+    expect(alice.queue_item("t1")).to_be_visible()
+    alice.check_clean()
+
+
+def test_every_page_and_dialog_passes_axe_core_without_a_serious_violation(
+    studio: ConsoleStudio, browser: Any
+) -> None:
+    """axe-core in the browser on the sign-in page, the wall with a pause, every dialog
+    (pause, the card picker, a round's history, the audit, the keys' help) and the printable
+    history: no serious or critical violation (WCAG 2 A and AA rules, colour contrast
+    included)."""
+    from playwright.sync_api import expect
+
+    found: list[str] = []
+    # The console's page injects nothing from elsewhere (CSP): axe's script is the test's.
+    entry = open_page(browser, f"{studio.url}/signin")
+    found += axe_violations(entry.page, "sign-in page")
+    entry.page.fill(by_id("signin-password"), "wrong")
+    entry.page.fill(by_id("signin-username"), "nobody")
+    entry.page.click(by_id("signin-submit"))
+    expect(entry.page.locator(by_id("signin-message"))).to_contain_text("Wrong")
+    found += axe_violations(entry.page, "sign-in page, refused")
+    entry.page.context.close()
+
+    # Enough audit entries that the audit's list scrolls (bob's requests t2 refuses count;
+    # 18, within the table's budget of 20 refusals at once).
+    bob = studio.supervisor("bob")
+    try:
+        for _ in range(18):
+            bob.request("t2", "resume", timeout=TIMEOUT_S)
+    finally:
+        bob.close()
+    hand = DealerHand(studio.tables["t1"])
+    alice = sign_in(browser, studio, "alice")
+    page = alice.page
+    hold_a_deal(studio, hand, "t1")
+    hand.draw_wanted(FaultPlan(unreadable_rate=1.0))
+    paused(studio, "t1", "misread", need="enter_card for the unread card")
+    expect(alice.queue_item("t1")).to_be_visible()
+    found += axe_violations(page, "the wall, t1 paused")
+
+    def dialog(name: str, opener: Any, closer: str) -> None:
+        nonlocal found
+        opener.click()
+        shown = page.locator(by_id(name))
+        expect(shown).to_be_visible()
+        found += axe_violations(page, name)
+        shown.locator(by_id(closer)).click()
+        expect(shown).to_be_hidden()
+
+    dialog("confirm-dialog", alice.tile("t2").locator(by_id("action-pause")), "confirm-back")
+    dialog(
+        "card-picker", alice.queue_item("t1").locator(by_id("resolve-enter-card")), "card-cancel"
+    )
+    alice.tile("t2").locator(by_id("action-audit")).click()
+    audit = page.locator(by_id("audit-dialog"))
+    expect(audit.locator(by_id("audit-row")).nth(18)).to_be_attached()
+    page.set_viewport_size({"width": DESK["width"], "height": 500})
+    scrolls = audit.locator(by_id("audit-content")).evaluate("e => e.scrollHeight > e.clientHeight")
+    assert scrolls, "the audit's list scrolls: the check below sees its region"
+    found += axe_violations(page, "audit-dialog")
+    audit.locator(by_id("audit-close")).click()
+    page.set_viewport_size(DESK)
+    dialog("help-overlay", page.locator(by_id("help-open")), "help-close")
+    # A round's history: t2 plays one to its end.
+    studio.play("t2", 1)
+    studio.wait_state(
+        "t2", lambda s, _f: s["phase"] == "SHOE_READY" and s["shoe"]["round_number"] >= 1, "round"
+    )
+    round_id = next(
+        event["data"]["round_id"]
+        for event in reversed(studio.events("t2"))
+        if event["type"] == "round_settled"
+    )
+    console_has_round(alice, studio, "t2", round_id)
+    history = page.locator(by_id("history-dialog"))
+    alice.tile("t2").locator(by_id("action-history")).click()
+    expect(history.locator(by_id("history-row")).last).to_have_attribute(
+        "data-type", "round_settled"
+    )
+    found += axe_violations(page, "history-dialog")
+    printable = history.locator(by_id("history-printable")).get_attribute("href")
+    history.locator(by_id("history-close")).click()
+    sheet = page.context.new_page()
+    sheet.goto(f"{studio.url}{printable}")
+    expect(sheet.locator(by_id("history-row")).last).to_have_attribute("data-type", "round_settled")
+    found += axe_violations(sheet, "printable history")
+    # Moderate in axe-core, and still wanted: the printed page says what it is.
+    expect(sheet.locator("h1")).to_have_count(1)
+    hand.go()
+    assert found == [], "\n".join(found)
     alice.check_clean()

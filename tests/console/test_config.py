@@ -91,6 +91,11 @@ def test_listen_from_the_command_line_wins(tmp_path: Path) -> None:
         ('[broker]\ntls_ca = "missing.crt"\n', "[broker] tls_ca"),
         ("[broker]\nuser = 'alice'\n", "unknown keys in [broker]: user"),
         ("broker = 3\n", "[broker] must be a table"),
+        ("[wall]\npassword_file = 'w'\n", "[wall] account must be a broker account name"),
+        ("[wall]\naccount = 'a/b'\npassword_file = 'w'\n", "[wall] account must be"),
+        ("[wall]\naccount = 'wall'\n", "[wall] password_file is missing"),
+        ("[wall]\naccount = 'wall'\npassword_file = 'missing'\n", "[wall] password_file"),
+        ("[wall]\naccount = 'wall'\npassword = 'x'\n", "unknown keys in [wall]: password"),
         ("[console\n", "is not valid TOML"),
     ],
 )
@@ -218,3 +223,17 @@ def test_each_mistake_in_the_new_names_names_the_file_and_the_key(
     message = str(raised.value)
     assert str(path) in message and words in message, message
     assert "\n" not in message
+
+
+def test_the_wall_account_reads_its_password_from_a_file(tmp_path: Path) -> None:
+    (tmp_path / "wall.password").write_text("s3cret\n")
+    config = load_console_config(
+        write(tmp_path, '[wall]\naccount = "livetable-console"\npassword_file = "wall.password"\n')
+    )
+    assert config.wall is not None
+    assert (config.wall.account, config.wall.password_file) == (
+        "livetable-console",
+        tmp_path / "wall.password",
+    )
+    assert "s3cret" not in repr(config), "the password stays in its file"
+    assert load_console_config(write(tmp_path, "")).wall is None

@@ -137,3 +137,29 @@ def test_a_flood_of_made_up_names_never_wipes_out_the_delay_of_a_name_under_atta
         throttle.failed(f"junk-{index}")
     assert throttle.failures("alice") == 6 and throttle.retry_after("alice") == held
     assert len([n for n in (f"junk-{i}" for i in range(100)) if throttle.failures(n)]) == 9
+
+
+def test_an_idle_session_goes_on_as_a_wall_session_while_its_page_watches() -> None:
+    clock = Clock()
+    store = SessionStore(idle_timeout_s=10, clock=clock, token=iter(map(str, range(100))).__next__)
+    alice = store.create("alice", "supervisor")
+    clock.now += 10
+    assert store.get(alice.id) is None
+    (ended,) = store.expire()
+    wall = store.keep_as_wall(ended, "livetable-console")
+    assert (wall.id, wall.account, wall.role, wall.wall) == (
+        alice.id,
+        "livetable-console",
+        "viewer",
+        True,
+    )
+    assert wall.csrf != alice.csrf, "the person's token acts no more"
+    assert store.get(alice.id) is wall
+    # Its page is open: it stays, however long nobody clicks.
+    clock.now += 100
+    assert store.expire(lambda session: session.id == alice.id) == []
+    assert store.get(alice.id, touch=False) is wall
+    # Closed: it ends like any idle session.
+    clock.now += 10
+    assert store.expire(lambda _session: False) == [wall]
+    assert store.get(alice.id) is None

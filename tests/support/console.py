@@ -7,7 +7,8 @@ shoes, the people around them, and ``livetable console`` serving them on a free 
   (``systemd/mosquitto/livetable.acl``) and the shipped rule that a client's id is its
   account's name (so one connection per account), with the accounts ``livetable-t1``,
   ``livetable-t2`` (the daemons), ``platform``, ``alice`` and ``bob`` (supervisors) and
-  ``viewer``; :attr:`ConsoleStudio.passwords` has each one's password;
+  ``viewer`` (also the console's own, its ``[wall]`` account, when the studio is started
+  with ``wall=True``); :attr:`ConsoleStudio.passwords` has each one's password;
 - tables ``t1`` (baccarat) and ``t2`` (blackjack-classic): ``livetable run`` subprocesses,
   each shoe a :class:`~simulators.shoe.simulator.ShoeSimulator` on its own pty. Each starts
   with a shoe declared (a short-lived ``bob`` connection sends ``new_shoe``) and burned, and
@@ -219,8 +220,10 @@ class ConsoleStudio:
         idle_timeout_s: float = 900,
         stale_after_s: float = 120,
         protocol: str = "5",
+        wall: bool = False,
     ) -> None:
         self.workdir = workdir
+        self.wall = wall
         self.idle_timeout_s = idle_timeout_s
         self.stale_after_s = stale_after_s
         self.protocol = protocol
@@ -357,6 +360,11 @@ class ConsoleStudio:
             'topic_prefix = "livetable"\n',
             encoding="utf-8",
         )
+        if self.wall:
+            secret = self.workdir / "wall.password"
+            secret.write_text(self.passwords["viewer"] + "\n", encoding="utf-8")
+            with path.open("a", encoding="utf-8") as config:
+                config.write('[wall]\naccount = "viewer"\npassword_file = "wall.password"\n')
         return path
 
     # -- the people around the tables (one thread) ---------------------------------------
@@ -523,7 +531,8 @@ def start_console_studio(workdir: Path, **options: Any) -> ConsoleStudio:
     """Start the whole studio in ``workdir`` (see the module); :meth:`ConsoleStudio.close`
     stops it. ``options`` (:class:`ConsoleStudio`'s): ``tables`` (id -> game, instead of
     :data:`TABLES`), the console's ``idle_timeout_s`` and ``stale_after_s`` (console.toml;
-    default 900 and 120), its broker ``protocol`` ("5" or "3.1.1")."""
+    default 900 and 120), its broker ``protocol`` ("5" or "3.1.1"), ``wall`` (give the
+    console its own viewer account, ``[wall]``)."""
     studio = ConsoleStudio(workdir, **options)
     try:
         return studio.start()

@@ -26,6 +26,11 @@
   const RECONNECT_MS = 2000;
   // How long a table's answer stays beside the control that got it.
   const ANSWER_SHOWN_MS = 120000;
+  // The announcer keeps the last few pauses it said (a screen reader reads each as it comes).
+  const ANNOUNCED_KEPT = 5;
+  const TITLE = "livetable console";
+  // Where a page whose session ended goes: the sign-in page, saying why.
+  const SIGNED_OUT_URL = "/signin?ended=1";
 
   // --- the page's state ----------------------------------------------------------------------
 
@@ -147,7 +152,7 @@
   async function getJson(path) {
     const response = await fetch(path, { credentials: "same-origin", cache: "no-store" });
     if (response.status === 401) {
-      window.location.assign("/signin");
+      window.location.assign(SIGNED_OUT_URL);
       throw new Error("signed out");
     }
     if (!response.ok) {
@@ -179,7 +184,7 @@
       return { ok: false, code: "network", message: `the console did not answer (${error})` };
     }
     if (response.status === 401) {
-      window.location.assign("/signin");
+      window.location.assign(SIGNED_OUT_URL);
       return { ok: false, code: "signed_out", message: "the session ended: sign in again" };
     }
     let body = null;
@@ -389,9 +394,9 @@
     const pause = tile.state && tile.state.pause;
     if (!pause) return null;
     const by = pause.by || tile.paused_by;
-    return h("div", { class: "pause-box", testid: "tile-pause" },
+    // The reason code is for programs (data-reason); a person reads the table's message.
+    return h("div", { class: "pause-box", testid: "tile-pause", "data-reason": pause.reason },
       h("p", { class: "pause-word" }, "PAUSED"),
-      h("p", null, h("span", { class: "label" }, "reason "), h("span", { testid: "pause-reason" }, pause.reason)),
       h("p", { testid: "pause-message" }, pause.message),
       h("p", null, h("span", { class: "label" }, "since "),
         h("span", { testid: "pause-since", "data-since": String(pause.since ?? "") }, clock(pause.since)),
@@ -409,7 +414,6 @@
     if (pauses.length < 2) return null;
     return h("ul", { class: "pauses", testid: "pauses" }, pauses.map((pause) =>
       h("li", { testid: "pauses-item", "data-reason": pause.reason, "data-by": pause.by || "" },
-        h("span", { testid: "pauses-reason" }, pause.reason), ": ",
         h("span", { testid: "pauses-message" }, pause.message), " \u00b7 ",
         h("span", { testid: "pauses-by" }, pause.by ? `paused by ${pause.by}` : "the table (an anomaly)"),
         ` since ${clock(pause.since)}`)));
@@ -420,7 +424,8 @@
     if (!recent.length) return null;
     const details = h("details", { class: "recent", testid: "tile-recent" },
       h("summary", null, `last ${recent.length} events`),
-      h("ol", null, recent.slice().reverse().map((event) =>
+      // A region that scrolls is reachable by keyboard (tabindex) and named for it.
+      h("ol", { tabindex: "0", "aria-label": `${tile.table}: last events` }, recent.slice().reverse().map((event) =>
         h("li", null, h("span", { class: "seq" }, `#${event.seq} ${clock(event.at)} `), eventSummary(event)))));
     details.open = app.openRecent.has(tile.table);
     details.addEventListener("toggle", () => {
@@ -566,12 +571,11 @@
       : null;
     return h("li", {
       class: `queue-item${selected ? " selected" : ""}`, testid: `queue-item-${tile.table}`,
-      "data-table": tile.table, "data-state": "paused", "aria-current": selected ? "true" : null,
+      "data-table": tile.table, "data-state": "paused", "data-reason": pause.reason, "aria-current": selected ? "true" : null,
       onclick: () => { if (app.selected !== tile.table || !app.selectedByHand) { select(tile.table); render(); } },
     },
     h("p", { class: "queue-title", testid: "queue-title" }, h("strong", null, tile.table), " ",
       h("span", { class: "status-word status-paused" }, "PAUSED"), " ",
-      h("span", { testid: "queue-reason" }, pause.reason),
       tile.status === "offline" ? h("span", { class: "status-word status-offline" }, " OFFLINE") : null),
     h("p", { testid: "queue-message" }, pause.message),
     h("p", { class: "meta", testid: "queue-meta" }, `since ${clock(pause.since)}`,
@@ -597,7 +601,7 @@
 
   function resolvedItem(table, entry) {
     return h("li", { class: "queue-item resolved", testid: `queue-item-${table}`, "data-table": table, "data-state": "resolved" },
-      h("p", { class: "queue-title", testid: "queue-title" }, h("strong", null, table), " resumed (was ", entry.pause.reason, ")"),
+      h("p", { class: "queue-title", testid: "queue-title" }, h("strong", null, table), " resumed (was: ", entry.pause.message || "paused", ")"),
       answerLine(table, "queue"));
   }
 
@@ -789,6 +793,9 @@
     byTestId("banner-link").hidden = app.link.up;
     byTestId("banner-link-why").textContent = app.link.why ? `(${app.link.why})` : "";
     byTestId("banner-connection").hidden = app.streamUp;
+    const paused = tiles.filter((tile) => tile.status === "paused").length;
+    const title = paused ? `(${paused} paused) ${TITLE}` : TITLE;
+    if (document.title !== title) document.title = title;
     document.body.dataset.stream = app.streamUp ? "up" : "down";
     document.body.dataset.link = app.link.up ? "up" : "down";
     tick();
@@ -824,7 +831,10 @@
       const key = pauseKey(tile.table, pause);
       if (!app.seenPauses.has(key)) {
         app.seenPauses.add(key);
-        if (live) beep();
+        if (live) {
+          beep();
+          announce(`Table ${tile.table} paused: ${pause.message || pause.reason}`);
+        }
       }
     }
     if (tile.state && tile.state.round) app.lastRound.set(tile.table, tile.state.round.id);
@@ -852,9 +862,10 @@
     const source = new EventSource("/api/stream");
     source.addEventListener("open", () => {
       app.streamUp = true;
-      // What changed while away comes with the reload: a pause that began meanwhile beeps,
-      // one already beeped for does not.
-      reloadTables().catch(() => {});
+      // The session may have changed meanwhile (ended for being idle: the wall goes on,
+      // read-only); what changed while away comes with the reload: a pause that began
+      // meanwhile beeps, one already beeped for does not.
+      getJson("/api/session").then(showSession).then(reloadTables).catch(() => {});
       render();
     });
     source.addEventListener("hello", (message) => {
@@ -875,7 +886,7 @@
       if (source.readyState === EventSource.CLOSED) {
         // The browser gave up (an HTTP error): a signed-out session goes to the sign-in page.
         fetch("/api/session", { credentials: "same-origin", cache: "no-store" })
-          .then((response) => { if (response.status === 401) window.location.assign("/signin"); })
+          .then((response) => { if (response.status === 401) window.location.assign(SIGNED_OUT_URL); })
           .catch(() => {})
           .finally(() => setTimeout(connectStream, RECONNECT_MS));
       }
@@ -910,6 +921,14 @@
       oscillator.start(start + offset);
       oscillator.stop(start + offset + 0.25);
     }
+  }
+
+  /** Say `text` in the page's live region (a screen reader reads it out). */
+  function announce(text) {
+    const region = byTestId("announcer");
+    if (!region) return;
+    region.append(h("p", null, `${clock(serverNow())} ${text}`));
+    while (region.childElementCount > ANNOUNCED_KEPT) region.firstElementChild.remove();
   }
 
   /** A new pause: beep if the supervisor opted in (counted for the tests in body[data-beeps]). */
@@ -1136,9 +1155,9 @@
       case "decision_taken":
         return `decision: ${d.decision} for box ${d.box} hand ${d.hand}${d.auto ? " (the default, at the deadline)" : ""}`;
       case "table_paused":
-        return `PAUSED (${d.reason}${d.by ? `, by ${d.by}` : ""}): ${d.message}`;
+        return `PAUSED${d.by ? ` by ${d.by}` : ""}: ${d.message}`;
       case "table_resumed":
-        return `resumed by ${d.by}${d.resolution ? ` (${d.resolution})` : ""}`;
+        return `resumed by ${d.by}${d.resolution ? ` (${words(d.resolution)})` : ""}`;
       case "cards_burned": return `${d.count} card(s) drawn out of turn burned`;
       case "round_settled": return settledSummary(d.result || {});
       case "round_voided":
@@ -1148,8 +1167,14 @@
       case "cut_card_drawn": return `cut card out: last round ${d.final_round}`;
       case "shoe_offline": return `shoe offline: ${d.reason}`;
       case "shoe_online": return "shoe online";
-      default: return `${event.type} ${JSON.stringify(d)}`;
+      // Any other event: its name in words and the table's own message, never its JSON.
+      default: return `${words(event.type)}${typeof d.message === "string" ? `: ${d.message}` : ""}`;
     }
+  }
+
+  /** A machine word (`no_cards_drawn`) as people write it ("no cards drawn"). */
+  function words(code) {
+    return String(code).replace(/_/g, " ");
   }
 
   function settledSummary(result) {
@@ -1172,7 +1197,9 @@
     const end = events.find((event) => event.type === "round_settled" || event.type === "round_voided");
     const outcome = !end ? "in play" : end.type === "round_voided" ? "VOID: every bet refunded" : "settled";
     return h("div", { class: "history-view", testid: "history-view" },
-      h("h2", { testid: "history-title" }, `Table ${round.table}, round ${round.round_id}: ${outcome}`),
+      // The printable page's main heading; a heading within the wall's dialog.
+      h(document.body.dataset.page === "history" ? "h1" : "h2", { testid: "history-title" },
+        `Table ${round.table}, round ${round.round_id}: ${outcome}`),
       h("p", { class: "hint", testid: "history-span" }, `${events.length} events` + (events.length
         ? ` on ${day(events[0].at)}, ${clock(events[0].at)} to ${clock(events[events.length - 1].at)} (this browser's time)`
         : "")),
@@ -1314,11 +1341,22 @@
 
   // --- start -----------------------------------------------------------------------------------
 
-  function setUpHeader() {
-    const session = app.session;
-    byTestId("session-account").textContent = session.account;
-    byTestId("session-role").textContent = session.role;
+  /** The session as /api/session has it: a person's, or (theirs ended) the wall's. */
+  function showSession(session) {
+    app.session = session;
+    if (session.link) app.link = session.link;
+    byTestId("session-account").textContent = session.wall ? "signed out" : session.account;
+    byTestId("session-role").textContent = session.wall ? "watching" : session.role;
     document.body.dataset.role = session.role;
+    document.body.dataset.wall = String(Boolean(session.wall));
+    byTestId("banner-wall").hidden = !session.wall;
+    byTestId("banner-wall-idle").textContent = seconds(session.idle_timeout_s || 0).replace(/ 0 s$/, "");
+    byTestId("signout").hidden = Boolean(session.wall);
+    render();
+  }
+
+  function setUpHeader() {
+    showSession(app.session);
     const toggle = byTestId("sound-toggle");
     app.sound = window.localStorage.getItem("livetable.sound") === "on";
     toggle.checked = app.sound;
@@ -1331,7 +1369,7 @@
     byTestId("help-open").addEventListener("click", () => byTestId("help-overlay").showModal());
     byTestId("signout").addEventListener("click", async () => {
       try {
-        await fetch("/signout", { method: "POST", credentials: "same-origin", headers: { "X-CSRF-Token": session.csrf } });
+        await fetch("/signout", { method: "POST", credentials: "same-origin", headers: { "X-CSRF-Token": app.session.csrf } });
       } finally {
         window.location.assign("/signin");
       }
@@ -1345,7 +1383,6 @@
       document.body.dataset.error = String(error.message);
       return;
     }
-    if (app.session.link) app.link = app.session.link;
     setUpHeader();
     setUpPicker();
     setUpHistory();
