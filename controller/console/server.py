@@ -432,7 +432,7 @@ class Console:
 
     def _open(self, account: Account, feed: AccountFeed | None) -> tuple[Any, str]:
         """A client of ``account`` and how its connection went: "ok", "refused" (the
-        credentials), "protocol" (the broker refused [broker] protocol's MQTT version) or
+        credentials), "protocol" (the broker refused [mqtt] protocol's MQTT version) or
         "unreachable" (closed unless "ok")."""
         broker = self.config.broker
         options: dict[str, Any] = (
@@ -793,7 +793,7 @@ class Console:
         if outcome == "protocol":
             protocol = self.config.broker.protocol
             logger.error(
-                'sign-in of %s: the broker refused MQTT %s: set [broker] protocol = "%s"',
+                'sign-in of %s: the broker refused MQTT %s: set [mqtt] protocol = "%s"',
                 username,
                 protocol,
                 "3.1.1" if protocol == "5" else "5",

@@ -130,7 +130,7 @@ def test_the_console_over_mqtt_5_on_a_nats_node_says_which_version_to_set(
             for line in log.read_text().splitlines()
             if "controller.console" in line and "refused MQTT 5" in line
         ]
-        assert len(said) == 1 and 'set [broker] protocol = "3.1.1"' in said[0], log.read_text()
+        assert len(said) == 1 and 'set [mqtt] protocol = "3.1.1"' in said[0], log.read_text()
         # Not a failed sign-in: the next attempt is not held back, and is said again.
         assert browser.sign_in("alice", password).status == 503
     finally:
