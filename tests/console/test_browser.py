@@ -981,6 +981,69 @@ def test_the_audit_lists_the_tables_entries_with_a_csv_download_link(
     alice.check_clean()
 
 
+def test_old_words_go_when_the_table_moves_on(
+    studio: ConsoleStudio, browser: Any, screens: Screens
+) -> None:
+    """What the page said of a moment past does not stay as if it were now: the last
+    action's answer goes when a new pause comes, a shoe at a table in AWAITING_SHUFFLE is not
+    shown RUNNING, an offline table's devices are not "online", the audit is newest first."""
+    from playwright.sync_api import expect
+
+    alice = sign_in(browser, studio, "alice")
+    page = alice.page
+    studio.pause("t1", reason="first pause", by="bob")
+    item = alice.queue_item("t1")
+    expect(item).to_have_attribute("data-state", "paused")
+    page.keyboard.press("r")
+    expect(item).to_have_attribute("data-state", "resolved")
+    expect(item.locator(by_id("answer"))).to_have_attribute("data-ok", "true")
+    # A while later (the answer is no new pause's cause), the table pauses again.
+    page.wait_for_timeout(2500)
+    studio.pause("t1", reason="second pause", by="bob")
+    expect(item).to_have_attribute("data-state", "paused")
+    expect(item.locator(by_id("queue-message"))).to_contain_text("second pause")
+    expect(item.locator(by_id("answer"))).to_have_text("")
+    expect(item.locator(by_id("answer"))).not_to_have_attribute("data-ok", re.compile("."))
+
+    # The audit: newest first.
+    alice.tile("t1").locator(by_id("action-audit")).click()
+    audit = page.locator(by_id("audit-dialog"))
+    rows = audit.locator(by_id("audit-row"))
+    expect(rows.first).to_be_visible()
+    seqs = [
+        int(rows.nth(i).locator('[data-column="journal_seq"]').inner_text())
+        for i in range(rows.count())
+    ]
+    assert len(seqs) >= 3 and seqs == sorted(seqs, reverse=True), seqs
+    audit.locator(by_id("audit-close")).click()
+
+    # t2's shoe ends: the table waits for a shuffle, and its badge says so, not RUNNING.
+    client = studio.supervisor("bob")
+    try:
+        answer = client.request("t2", "end_shoe", timeout=TIMEOUT_S, reason="end of shift")
+    finally:
+        client.close()
+    assert answer["ok"], answer
+    tile = alice.tile("t2")
+    expect(tile.locator(by_id("tile-phase"))).to_have_text("AWAITING_SHUFFLE")
+    badge = tile.locator(by_id("tile-status"))
+    expect(badge).to_have_text("NO SHOE")
+    expect(badge).not_to_have_class(re.compile("status-running"))
+    screens.shoot(page, "no-shoe-badge")
+
+    # t2's daemon dies: its last state stays, but nothing says its shoe is online.
+    expect(tile.locator(by_id("device-shoe"))).to_contain_text("shoe online")
+    studio.tables["t2"].daemon.kill(signal.SIGKILL)
+    expect(tile).to_have_attribute("data-status", "offline")
+    for name in ("shoe", "camera"):
+        shown = tile.locator(by_id(f"device-{name}"))
+        expect(shown).to_have_attribute("data-online", "unknown")
+        expect(shown).not_to_contain_text("online")
+    expect(tile.locator(by_id("device-shoe"))).to_contain_text("unknown")
+    screens.shoot(page, "offline-devices-unknown")
+    alice.check_clean()
+
+
 def test_a_lost_connection_shows_its_banner_and_a_pause_beeps_once_across_a_reconnect(
     studio: ConsoleStudio, browser: Any, screens: Screens
 ) -> None:

@@ -21,11 +21,17 @@
   const STATUS_WORD = {
     paused: "PAUSED", offline: "OFFLINE", stale: "STALE", unknown: "UNKNOWN", running: "RUNNING",
   };
+  // A running table waiting for a shuffle deals nothing: its badge says so, not RUNNING.
+  const NO_SHOE_WORD = "NO SHOE";
   // How long a pause resolved from this page stays in the queue, with the table's answer.
   const RESOLVED_SHOWN_MS = 15000;
   const RECONNECT_MS = 2000;
   // How long a table's answer stays beside the control that got it.
   const ANSWER_SHOWN_MS = 120000;
+  // A new pause clears the answers shown before it, except one that came just before it:
+  // that one is likely its cause (a pause asked here, a card accepted within a pause), and
+  // its table's state can reach the page a moment after the answer.
+  const ANSWER_CAUSE_MS = 1500;
   // The announcer keeps the last few pauses it said (a screen reader reads each as it comes).
   const ANNOUNCED_KEPT = 5;
   const TITLE = "livetable console";
@@ -217,6 +223,16 @@
     return answer;
   }
 
+  /** A new pause on `table`: the answers shown for it are of a moment past (one still
+   * awaited, or one that came just now, stays). */
+  function forgetAnswers(table) {
+    for (const slot of ["actions", "queue"]) {
+      const key = `${table}|${slot}`;
+      const answer = app.answers.get(key);
+      if (answer && answer.ok !== null && Date.now() - answer.at > ANSWER_CAUSE_MS) app.answers.delete(key);
+    }
+  }
+
   /** The table's answer shown in `slot`, if any (one shown long enough is forgotten). */
   function currentAnswer(table, slot) {
     const key = `${table}|${slot}`;
@@ -383,7 +399,13 @@
         : null);
   }
 
-  function device(name, online, testid) {
+  /** A device's line; `tableOffline`: its table is offline, so what it last said of the
+   * device is no news of it now. */
+  function device(name, online, testid, tableOffline) {
+    if (tableOffline) {
+      return h("span", { class: "device none", testid, "data-online": "unknown" },
+        h("span", { class: "dot", "aria-hidden": "true" }), `${name} unknown: the table is offline`);
+    }
     const word = online === null || online === undefined ? "not reporting" : online ? "online" : "offline";
     const cls = online === null || online === undefined ? "none" : online ? "up" : "down";
     return h("span", { class: `device ${cls}`, testid, "data-online": String(online) },
@@ -450,9 +472,13 @@
   function renderTile(tile) {
     const state = tile.state;
     const status = tile.status || "unknown";
+    const tableOffline = status === "offline" || tile.availability === "offline";
+    const noShoe = status === "running" && state && state.phase === "AWAITING_SHUFFLE";
+    const badge = noShoe ? "no-shoe" : status;
     const header = h("header", { class: "tile-head", testid: "tile-head" },
       h("h3", { testid: "tile-id" }, tile.table),
-      h("span", { class: `status-word status-${status}`, testid: "tile-status" }, STATUS_WORD[status] || status.toUpperCase()),
+      h("span", { class: `status-word status-${badge}`, testid: "tile-status", "data-badge": badge },
+        noShoe ? NO_SHOE_WORD : STATUS_WORD[status] || status.toUpperCase()),
       state ? h("span", { class: "game", testid: "tile-game" }, state.game + (state.variant ? ` (${state.variant})` : "")) : null,
       state ? h("span", { class: "phase", testid: "tile-phase" }, state.phase) : null);
     const body = [];
@@ -473,8 +499,8 @@
       body.push(handsView(state));
       body.push(awaitingView(state));
       body.push(h("p", { class: "devices", testid: "tile-devices" },
-        device("shoe", state.devices ? state.devices.shoe_online : null, "device-shoe"),
-        device("camera", state.devices ? state.devices.camera_online : null, "device-camera")));
+        device("shoe", state.devices ? state.devices.shoe_online : null, "device-shoe", tableOffline),
+        device("camera", state.devices ? state.devices.camera_online : null, "device-camera", tableOffline)));
       if (tile.dealer && tile.dealer.message) {
         body.push(h("p", { class: "dealer-line", testid: "tile-dealer" },
           h("span", { class: "label" }, "dealer: "), tile.dealer.message));
@@ -827,6 +853,11 @@
    * pause seen before never beeps again, whatever comes again after a reconnect. */
   function applyTile(tile, live) {
     const pause = tile.state && tile.state.phase === "PAUSED" ? tile.state.pause : null;
+    const before = app.tiles.get(tile.table);
+    const pauseBefore = before && before.state && before.state.phase === "PAUSED" ? before.state.pause : null;
+    if (pause && (!pauseBefore || pauseKey(tile.table, pauseBefore) !== pauseKey(tile.table, pause))) {
+      forgetAnswers(tile.table);
+    }
     if (pause) {
       const key = pauseKey(tile.table, pause);
       if (!app.seenPauses.has(key)) {
@@ -1277,7 +1308,9 @@
     dialog.showModal();
     try {
       const answer = await getJson(`/api/tables/${encodeURIComponent(table)}/audit`);
-      const entries = answer.entries || [];
+      // Newest first: what a supervisor looks for is what was just done. The console lists
+      // them in the journal's order (the CSV keeps it).
+      const entries = (answer.entries || []).slice().reverse();
       // The CSV's columns, in its order (the time as this browser's), then any others.
       const columns = ["journal_seq", "at", "account", "role", "command", "args", "ok", "code", "message", "transaction"];
       for (const entry of entries) for (const key of Object.keys(entry)) if (!columns.includes(key)) columns.push(key);
