@@ -556,10 +556,14 @@ def test_accept_and_burn_resolve_the_cards_drawn_out_of_turn(
     expect(item.locator(by_id("queue-needs"))).to_contain_text("accept or burn the 1 card(s)")
     assert choices(alice, "t1") == ["resolve-accept", "resolve-burn"]
     screens.shoot(page, "pause-queue-out-of-turn")
-    # Accept is not what the table can do between rounds: its answer is shown right there.
-    item.locator(by_id("resolve-accept")).click()
-    expect(item.locator(by_id("answer"))).to_have_attribute("data-ok", "false")
-    expect(item.locator(by_id("answer"))).to_contain_text("burn it instead")
+    # Accept is not what the table can do between rounds (no card is expected): it is shown
+    # disabled, saying why, and its key sends nothing (the journal below has no accept).
+    accept = item.locator(by_id("resolve-accept"))
+    expect(accept).to_be_disabled()
+    expect(accept).to_have_attribute("title", re.compile("no card is expected now: burn it"))
+    expect(item.locator(by_id("resolve-burn"))).to_be_enabled()
+    page.keyboard.press("a")
+    expect(item.locator(by_id("answer"))).to_have_text("")
     assert studio.state("t1")["phase"] == "PAUSED"  # type: ignore[index]
     before = last_seq(studio, "t1")
     item.locator(by_id("resolve-burn")).click()
@@ -626,7 +630,6 @@ def test_accept_and_burn_resolve_the_cards_drawn_out_of_turn(
     # Under alice's name, in the order she acted: the refused accept is journaled too.
     done = [(r["command"], r["resolution"]) for r in commands_by(studio.tables["t1"], "alice")]
     assert done == [
-        ("resume", "accept"),
         ("resume", "burn"),
         ("pause", ""),
         ("resume", "accept"),
@@ -715,6 +718,14 @@ def test_an_outage_is_resolved_by_entering_the_card_drawn_then_no_cards_drawn(
     table.shoe.unplug()
     paused(studio, "t1", "shoe_offline")
     expect(alice.tile("t1").locator(by_id("device-shoe"))).to_contain_text("shoe offline")
+    # The table refuses every resume while its shoe is offline: none is offered, each says why.
+    offered = alice.queue_item("t1").locator(f"{by_id('queue-choices')} button")
+    expect(offered.first).to_be_visible()
+    for i in range(offered.count()):
+        expect(offered.nth(i)).to_be_disabled()
+        expect(offered.nth(i)).to_have_attribute(
+            "title", re.compile("the shoe is offline: bring it back first")
+        )
     emitted = hand.draw_wanted()
     assert emitted.card is not None
     table.shoe.replug()

@@ -301,6 +301,21 @@
     }
   }
 
+  /** Why the pause's `resolution` would be refused now, or null if it can be sent: the
+   * table refuses every resume while its shoe is offline, and an accept unless the pause
+   * returns to a deal (a card expected where the held one would go). */
+  function whyNotResolve(tile, resolution) {
+    const why = whyNot(tile, "resume");
+    if (why) return why;
+    const state = tile.state;
+    if (state.devices && state.devices.shoe_online === false) return "the shoe is offline: bring it back first";
+    const pause = state.pause || {};
+    if (resolution === "accept" && pause.resume_to !== undefined && pause.resume_to !== "DEALING") {
+      return "no card is expected now: burn it";
+    }
+    return null;
+  }
+
   function actionButton(tile, command, label, testid, onClick) {
     const why = whyNot(tile, command);
     return h("button", {
@@ -571,7 +586,7 @@
   function resolve(table, resolution) {
     const tile = app.tiles.get(table);
     if (!tile || !tile.state || !tile.state.pause) return;
-    if (whyNot(tile, "resume")) return;
+    if (whyNotResolve(tile, resolution)) return;
     if (resolution === "enter_card") {
       openPicker(table);
       return;
@@ -586,14 +601,15 @@
   function queueItem(tile, selected) {
     const pause = tile.state.pause;
     const choices = choicesFor(pause);
-    const why = whyNot(tile, "resume");
     const buttons = isSupervisor()
-      ? h("div", { class: "choices", testid: "queue-choices" }, choices.map(([resolution, label, key, testid]) =>
-        h("button", {
+      ? h("div", { class: "choices", testid: "queue-choices" }, choices.map(([resolution, label, key, testid]) => {
+        const why = whyNotResolve(tile, resolution);
+        return h("button", {
           type: "button", testid, class: "primary", disabled: why !== null, title: why || `${label} (key ${key})`,
           "data-resolution": resolution,
           onclick: why === null ? () => { select(tile.table); resolve(tile.table, resolution); } : null,
-        }, label, " ", h("kbd", null, key))))
+        }, label, " ", h("kbd", null, key));
+      }))
       : null;
     return h("li", {
       class: `queue-item${selected ? " selected" : ""}`, testid: `queue-item-${tile.table}`,
@@ -1366,7 +1382,7 @@
     if (!isSupervisor() || index < 0) return;
     const tile = paused[index];
     const choice = choicesFor(tile.state.pause).find((known) => known[2] === event.key);
-    if (choice && whyNot(tile, "resume") === null) {
+    if (choice && whyNotResolve(tile, choice[0]) === null) {
       event.preventDefault();
       resolve(tile.table, choice[0]);
     }
