@@ -60,6 +60,8 @@
     sound: false,
     audio: null,
     beeps: 0,
+    streamTiles: 0, // tiles the event stream brought, counted
+    streamTileAt: new Map(), // table -> that count at its last tile from the stream
   };
 
   // --- small helpers -------------------------------------------------------------------------
@@ -889,14 +891,19 @@
   }
 
   async function reloadTables() {
+    // A tile the stream brought while this snapshot was on its way is at least as new as
+    // the snapshot's (the stream brings every later change too): the snapshot's older copy
+    // must not overwrite it (a table killed meanwhile stayed RUNNING on the wall).
+    const asked = app.streamTiles;
     const answer = await getJson("/api/tables");
     if (typeof answer.now === "number") app.clockOffset = answer.now - Date.now() / 1000;
     if (answer.link) app.link = answer.link;
     const seen = new Set();
     const reconnect = document.body.dataset.loaded === "true";
     for (const tile of answer.tables || []) {
-      applyTile(tile, reconnect);
       seen.add(tile.table);
+      if ((app.streamTileAt.get(tile.table) || 0) > asked) continue;
+      applyTile(tile, reconnect);
     }
     for (const table of [...app.tiles.keys()]) if (!seen.has(table)) app.tiles.delete(table);
     document.body.dataset.loaded = "true";
@@ -920,7 +927,10 @@
       if (typeof hello.now === "number") app.clockOffset = hello.now - Date.now() / 1000;
     });
     source.addEventListener("tile", (message) => {
-      applyTile(JSON.parse(message.data), true);
+      const tile = JSON.parse(message.data);
+      app.streamTiles += 1;
+      app.streamTileAt.set(tile.table, app.streamTiles);
+      applyTile(tile, true);
       render();
     });
     source.addEventListener("link", (message) => {
