@@ -43,4 +43,4 @@ def test_the_readme_lists_exactly_the_packages_the_script_installs() -> None:
 
 
 def test_the_readme_says_how_long_the_suite_takes() -> None:
-    assert "about 13 minutes on a 2-core machine" in readme_paragraph()
+    assert "about 23 minutes on a 2-core machine" in readme_paragraph()
