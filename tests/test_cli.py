@@ -84,12 +84,46 @@ def test_every_command_follows_the_option_conventions(path: tuple[str, ...]) -> 
             assert set(action.choices) <= {*PROTOCOL_NAMES, "all"}
 
 
-def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+REPOSITORY = Path(__file__).resolve().parent.parent
+# Semantic Versioning 2.0.0's grammar, without build metadata.
+SEMVER = r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?"
+
+
+def test_version_names_the_build_and_the_revisions_that_bind_data(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An engineer tells which build a table runs and whether its journal replays under
+    another build: the version, then the journal encoding, machine revision and API."""
+    from controller.service.wire import API_VERSION
+    from controller.table.events import EVENT_ENCODING
+    from controller.table.machine import MACHINE_REVISION
+
     with pytest.raises(SystemExit) as exit_:
         main(["--version"])
     assert exit_.value.code == 0
-    assert capsys.readouterr().out == f"livetable {version()}\n"
-    assert re.fullmatch(r"\d+\.\d+\.\d+.*", version())
+    assert capsys.readouterr().out == (
+        f"livetable {version()}\n"
+        f"journal encoding {EVENT_ENCODING}, machine revision {MACHINE_REVISION}, "
+        f"MQTT API {API_VERSION}\n"
+    )
+    assert re.fullmatch(SEMVER, version())
+
+
+def test_version_is_the_one_in_pyproject_and_the_changelog() -> None:
+    import tomllib
+
+    declared = tomllib.loads((REPOSITORY / "pyproject.toml").read_text())["project"]["version"]
+    assert version() == declared, "reinstall: the installed metadata is older than pyproject"
+    changelog = (REPOSITORY / "CHANGELOG.md").read_text()
+    releases = re.findall(rf"^## \[({SEMVER})\] - (\d{{4}}-\d{{2}}-\d{{2}})$", changelog, re.M)
+    assert releases, "CHANGELOG.md has no release entry '## [X.Y.Z] - YYYY-MM-DD'"
+    assert releases[0][0] == declared, "the changelog's top release is not pyproject's version"
+    # Keep a Changelog: every release says what changed and what a studio must do to upgrade.
+    for entry in re.split(r"^## ", changelog, flags=re.M)[1:]:
+        if entry.startswith("[Unreleased]"):
+            continue
+        assert re.search(r"^### (Added|Changed|Fixed|Removed|Security)$", entry, re.M), entry[:40]
+        assert re.search(r"^### Upgrading$", entry, re.M), f"{entry[:20]}: no Upgrading section"
 
 
 def test_verbose_is_counted_before_and_after_the_command(

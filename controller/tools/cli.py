@@ -83,6 +83,30 @@ def version() -> str:
         return "unknown"
 
 
+def version_text() -> str:
+    """``--version``'s answer: the build, then the revisions that decide whether a journal
+    written by this build replays under another (imported here, not at start-up: every other
+    command starts without loading the table)."""
+    from controller.service.wire import API_VERSION
+    from controller.table.events import EVENT_ENCODING
+    from controller.table.machine import MACHINE_REVISION
+
+    return (
+        f"livetable {version()}\n"
+        f"journal encoding {EVENT_ENCODING}, machine revision {MACHINE_REVISION}, "
+        f"MQTT API {API_VERSION}"
+    )
+
+
+class _VersionAction(argparse.Action):
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(version_text())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="livetable",
@@ -97,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)"
     )
-    parser.add_argument("--version", action="version", version=f"livetable {version()}")
+    parser.add_argument("--version", action=_VersionAction)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in TOP_LEVEL_MODULES:
         _register(module_name, subparsers)
