@@ -288,3 +288,27 @@ def test_ctl_speaks_tls_to_an_mqtts_broker_trusting_its_ca_or_the_systems(
         trusted = _run(*common, *ca, "--broker", broker, "status", tmp_path=tmp_path)
         assert trusted.returncode == 1, trusted.stderr
         assert "no table 't1'" in trusted.stderr, trusted.stderr
+
+
+def test_the_demo_plays_over_tls_to_an_mqtts_broker(
+    tmp_path: Path,
+    tls_broker: TlsBroker,  # noqa: F811 (the fixture)
+) -> None:
+    """``demo --broker mqtts://`` speaks TLS everywhere: its check, tables, people and view
+    all trust the --tls-ca given, and a round is played; without it the system's CAs do not
+    trust the test CA and the demo says so in one line."""
+    where = f"127.0.0.1:{tls_broker.tls_port}"
+    fast = ["--plain", "--rounds", "1", "--pace-s", "0.01", "--betting-s", "0.3"]
+    untrusted = _run("demo", *fast, "--broker", f"mqtts://{where}", tmp_path=tmp_path)
+    assert untrusted.returncode == 1, untrusted.stderr
+    errors = [line for line in untrusted.stderr.splitlines() if "error" in line]
+    assert len(errors) == 1 and "certificate verify failed" in errors[0], untrusted.stderr
+    assert f"mqtts://{where}" in errors[0], errors
+    ca = ["--tls-ca", str(tls_broker.ca_file)]
+    played = _run("demo", *fast, *ca, "--broker", f"mqtts://{where}", tmp_path=tmp_path)
+    assert played.returncode == 0, played.stderr[-2000:]
+    assert f"broker at mqtts://{where}" in played.stdout, played.stdout[:500]
+    assert "round_settled" in played.stdout, played.stdout[-2000:]
+    plain = _run("demo", *fast, *ca, "--broker", f"mqtt://{where}", tmp_path=tmp_path)
+    assert plain.returncode == 1, plain.stderr
+    assert "plain MQTT but --tls-ca asks for TLS: use mqtts://" in plain.stderr, plain.stderr

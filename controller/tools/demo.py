@@ -67,6 +67,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from controller.kernel.errors import ConfigurationError
+from controller.mqtt.connection import broker_text
 from controller.table.config import GAME_IDS
 
 logger = logging.getLogger(__name__)
@@ -190,6 +191,8 @@ MQTT_VERSIONS = ("3.1.1", "5")
 DEFAULT_BROKER_MQTT = "5"
 # The embedded broker (amqtt) speaks MQTT 3.1.1 only.
 EMBEDDED_BROKER_MQTT = "3.1.1"
+# Debian's bundle of the system's CAs (ca-certificates), where Python's default may be absent.
+SYSTEM_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 
 
 @dataclasses.dataclass
@@ -206,6 +209,35 @@ class BrokerAddress:
     # A cluster's nodes, host:port first, that the daemons and the people move on to when
     # their node fails ([mqtt] hosts); empty: host:port alone.
     hosts: tuple[tuple[str, int], ...] = ()
+    # TLS (mqtts://), trusting tls_ca or, when None, the system's CAs.
+    tls: bool = False
+    tls_ca: str | None = None
+
+    @property
+    def url(self) -> str:
+        """The broker as a person reads it: ``mqtt://host:port`` or ``mqtts://host:port``."""
+        return f"{'mqtts' if self.tls else 'mqtt'}://{broker_text(self.host, self.port)}"
+
+    @property
+    def client_tls(self) -> dict[str, Any]:
+        """The TLS arguments of every client the demo starts (the API client's)."""
+        return {"tls": self.tls, "tls_ca": self.tls_ca}
+
+    def daemon_ca_file(self) -> str | None:
+        """The CA file a table's or the console's ``[mqtt.tls] ca_file`` names (their TOML
+        takes a file, not "the system's store"): --tls-ca, else the system's bundle."""
+        if not self.tls:
+            return None
+        if self.tls_ca is not None:
+            return str(Path(self.tls_ca).resolve())
+        import ssl
+
+        for candidate in (ssl.get_default_verify_paths().cafile, SYSTEM_CA_BUNDLE):
+            if candidate and Path(candidate).is_file():
+                return candidate
+        raise ConfigurationError(
+            f"--broker {self.url}: no system CA bundle found for the tables: give --tls-ca"
+        )
 
     @property
     def paho_protocol(self) -> int:
@@ -218,25 +250,25 @@ class BrokerAddress:
         # as its id); mosquitto_sub sends none unless told.
         login = f" -u {self.login[0]} -P {self.login[1]} -i {self.login[0]}" if self.login else ""
         client_id = "" if self.login else " -i livetable-watch"
+        tls = ""
+        if self.tls:
+            tls = f" --cafile {self.tls_ca}" if self.tls_ca else " --capath /etc/ssl/certs"
         return (
-            f"mosquitto_sub -h {self.host} -p {self.port}{login}{client_id} "
+            f"mosquitto_sub -h {self.host} -p {self.port}{tls}{login}{client_id} "
             f"-t '{TOPIC_PREFIX}/#' -v"
         )
 
 
-def parse_broker_url(text: str) -> BrokerAddress:
+def parse_broker_url(text: str, tls_ca: str | None = None) -> BrokerAddress:
     """``--broker`` as the one parser of :mod:`controller.mqtt.broker_name` reads it: a host,
-    host:port, ``mqtt://[user:password@]host[:port][?mqtt=3.1.1|5]`` or a list of nodes."""
+    host:port, ``mqtt[s]://[user:password@]host[:port][?mqtt=3.1.1|5]`` or a list of nodes;
+    ``tls_ca`` (--tls-ca) makes a bare name TLS, trusting that CA."""
     from controller.mqtt.broker_name import parse_broker_name
 
     try:
-        name = parse_broker_name(text)
+        name = parse_broker_name(text, tls=tls_ca is not None)
     except ValueError as error:
         raise ConfigurationError(f"--broker: {error}") from None
-    if name.tls:
-        raise ConfigurationError(
-            f"--broker {text!r}: the demo speaks plain MQTT only (mqtt://), not TLS"
-        )
     login = None if name.login is None else (name.login[0], name.login[1] or "")
     return BrokerAddress(
         name.host,
@@ -245,15 +277,19 @@ def parse_broker_url(text: str) -> BrokerAddress:
         name.protocol or DEFAULT_BROKER_MQTT,
         name.protocol is not None,
         name.hosts,
+        name.tls,
+        tls_ca,
     )
 
 
-def broker_argument(text: str) -> BrokerAddress:
-    """``--broker``'s type: a bad name is an argument error (usage, exit 2)."""
+def broker_argument(text: str) -> str:
+    """``--broker``'s type: a bad name is an argument error (usage, exit 2). The name is read
+    again with --tls-ca once every option is known (:func:`parse_broker_url`)."""
     try:
-        return parse_broker_url(text)
+        parse_broker_url(text)
     except ConfigurationError as error:
         raise argparse.ArgumentTypeError(str(error).removeprefix("--broker").lstrip(": ")) from None
+    return text
 
 
 def table_count(text: str) -> int:
@@ -304,6 +340,7 @@ class _BrokerProbe:
             protocol=broker.paho_protocol,
             login=broker.login,
             reconnect_delay_s=(600, 600),
+            **broker.client_tls,
         )
 
     def _note(self, name: str) -> Callable[..., None]:
@@ -377,7 +414,7 @@ def check_broker(broker: BrokerAddress, ids: list[str], viewer: str) -> None:
 
     from controller.client.api_client import PROBE_TABLE
 
-    url = f"mqtt://{broker.host}:{broker.port}"
+    url = broker.url
     user = broker.login[0] if broker.login is not None else None
     who = f"account {user}" if user is not None else "an anonymous client"
     needs = (
@@ -488,6 +525,7 @@ def write_table_config(
         topic_prefix=TOPIC_PREFIX,
         username=username,
         password=password,
+        tls_ca_file=broker.daemon_ca_file(),
     )
 
 
@@ -615,6 +653,7 @@ class DemoTable:
                 login=broker.login,
                 protocol=broker.paho_protocol,
                 hosts=broker.hosts or None,
+                **broker.client_tls,
             )
             self.clients.append(made)
             return made
@@ -666,7 +705,12 @@ class ConsoleProcess:
             "# Written by livetable demo --console.\n"
             f'[console]\nlisten = "127.0.0.1:{self.port}"\n\n'
             f'[mqtt]\nhost = "{broker.host}"\nport = {broker.port}\n'
-            f'protocol = "{broker.mqtt_protocol}"\ntopic_prefix = "{TOPIC_PREFIX}"\n',
+            f'protocol = "{broker.mqtt_protocol}"\ntopic_prefix = "{TOPIC_PREFIX}"\n'
+            + (
+                f'\n[mqtt.tls]\nca_file = "{broker.daemon_ca_file()}"\n'
+                if broker.tls
+                else ""
+            ),
             encoding="utf-8",
         )
         self.process: Any = None
@@ -745,6 +789,7 @@ class Watcher:
             protocol=broker.paho_protocol,
             client_id=f"livetable-demo-view-{os.getpid()}",
             on_update=self._on_update,
+            **broker.client_tls,
         )
 
     def wait_connected(self, timeout: float) -> bool:
@@ -881,7 +926,7 @@ def _run_demo(args: argparse.Namespace, out: TextIO) -> int:
     ids = table_ids(args.tables)
     with contextlib.ExitStack() as running:
         if args.broker:
-            broker = args.broker
+            broker = parse_broker_url(args.broker, args.tls_ca)
             if args.mqtt is not None:
                 if broker.protocol_named and broker.mqtt_protocol != args.mqtt:
                     raise ConfigurationError(
@@ -907,7 +952,7 @@ def _run_demo(args: argparse.Namespace, out: TextIO) -> int:
             )
         where = "embedded broker (amqtt)" if not args.broker else "broker"
         say(
-            f"livetable demo: {where} at mqtt://{broker.host}:{broker.port}; watch it with: "
+            f"livetable demo: {where} at {broker.url}; watch it with: "
             f"{broker.watch_command()}"
         )
         if args.broker:
@@ -928,7 +973,7 @@ def _run_demo(args: argparse.Namespace, out: TextIO) -> int:
         if not watcher.wait_connected(CHECK_ANSWER_S):
             refused = watcher.studio.refused
             raise ConfigurationError(
-                f"the broker at mqtt://{broker.host}:{broker.port} "
+                f"the broker at {broker.url} "
                 + (f"refused the demo's view: {refused}" if refused else "did not answer")
             )
         console_url = ""
@@ -965,7 +1010,7 @@ def _run_demo(args: argparse.Namespace, out: TextIO) -> int:
             running.callback(table.stop)
             table.start()
         header = (
-            f"livetable demo · {args.game} · broker mqtt://{broker.host}:{broker.port} · "
+            f"livetable demo · {args.game} · broker {broker.url} · "
             f"Ctrl-C stops\n"
             + (f"console: {console_url}" if console_url else f"watch: {broker.watch_command()}")
         )
@@ -1192,8 +1237,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="BROKER",
         type=broker_argument,
         help="use this broker: host, host:port, mqtt://[user:password@]host[:port]"
-        "[?mqtt=3.1.1], or a cluster's nodes separated by commas (default: start one inside "
-        "the demo on a free loopback port)",
+        "[?mqtt=3.1.1], mqtts://... for TLS, or a cluster's nodes separated by commas "
+        "(default: start one inside the demo on a free loopback port)",
+    )
+    parser.add_argument(
+        "--tls-ca",
+        metavar="FILE",
+        help="speak TLS to the --broker, trusting this CA file (default with mqtts://: the "
+        "system's CAs)",
     )
     parser.add_argument(
         "--mqtt",
