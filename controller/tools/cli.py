@@ -52,6 +52,7 @@ GROUP_MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
         "benchmarks (report percentiles and rates from one run)",
         (
             "controller.tools.bench_rules",
+            "controller.tools.bench_shuffle",
             "simulators.shoe.bench",
             "vision.bench",
             "controller.tools.bench_table",

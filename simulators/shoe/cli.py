@@ -55,6 +55,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--decks", type=positive_int, default=8, help="decks in the shoe")
     parser.add_argument(
+        "--order",
+        default="shuffled",
+        help="the order of each new shoe's cards: shuffled (default), factory (decks in "
+        "new-deck order, cut), riffle:N (factory order riffled N times, cut) or a file of "
+        "cards separated by spaces, the first dealt first",
+    )
+    parser.add_argument(
         "--cut-card-depth",
         type=non_negative_int,
         default=14,
@@ -159,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         decks=args.decks,
         cut_card_depth=args.cut_card_depth,
+        order=args.order,
         faults=_faults(args),
         truth_path=args.truth,
         **protocol(args.protocol).speaker.settings_from(args),

@@ -34,12 +34,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, Final
 
-from controller.kernel.cards import ALL_FACES, CARDS_PER_DECK, Card
+from controller.kernel.cards import CARDS_PER_DECK, Card
 from controller.kernel.errors import ConfigurationError, DeviceError
 from drivers.shoe.registry import protocol as shoe_protocol
 from drivers.shoe.registry import protocol_names
 from drivers.shoe.sessions import HostCommand
 from drivers.shoe.speaker import GARBLED, ShoeAction, ShoeSpeaker
+from simulators.shoe.orders import shoe_cards
 
 logger = logging.getLogger(__name__)
 
@@ -144,6 +145,7 @@ class ShoeSimulator:
         seed: int = 0,
         decks: int = 8,
         cut_card_depth: int = 14,
+        order: str = "shuffled",
         faults: FaultPlan | None = None,
         truth_path: Path | str | None = None,
         **shoe: Any,
@@ -156,6 +158,9 @@ class ShoeSimulator:
                 f"cut card depth must be between 0 and {decks * CARDS_PER_DECK} cards"
             )
         self.protocol = protocol
+        # Checked now, not at the first new shoe: a bad --order is a start-up error.
+        shoe_cards(order, decks, random.Random(0))
+        self.order = order
         self.link = Path(link)
         self.decks = decks
         self.cut_card_depth = cut_card_depth
@@ -257,8 +262,7 @@ class ShoeSimulator:
 
     def new_shoe(self) -> None:
         """Shuffle a fresh shoe (the sequence numbering carries on)."""
-        cards = [face for face in ALL_FACES for _ in range(self.decks)]
-        self._shuffle_rng.shuffle(cards)
+        cards = shoe_cards(self.order, self.decks, self._shuffle_rng)
         self._cards = cards
         self._next = 0
         self._cut_at = len(cards) - self.cut_card_depth
