@@ -4,11 +4,14 @@ counts is held to what an independent subscriber saw on ``.../events``."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
@@ -16,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from controller.kernel.errors import ConfigurationError
@@ -222,3 +226,92 @@ def test_a_port_taken_stops_the_start_with_one_line(
     assert lines[-1].endswith(
         f"[metrics] listen 127.0.0.1:{port}: cannot listen there: Address already in use"
     ), done.stderr
+
+
+SHIPPED_PROMETHEUS = REPO_ROOT / "systemd" / "prometheus"
+
+
+def prometheus_config(path: Path, target: str) -> Path:
+    """The shipped prometheus-livetable.yml, scraping ``target`` (table t1) every second,
+    with the shipped alert rules."""
+    config = yaml.safe_load((SHIPPED_PROMETHEUS / "prometheus-livetable.yml").read_text())
+    config["global"] = {"scrape_interval": "1s", "evaluation_interval": "1s"}
+    config["rule_files"] = [str(SHIPPED_PROMETHEUS / name) for name in config["rule_files"]]
+    (job,) = config["scrape_configs"]
+    job["static_configs"] = [{"targets": [target], "labels": {"table": "t1"}}]
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def query(web: int, promql: str) -> list[dict[str, Any]]:
+    """The result of an instant query on Prometheus' HTTP API ([] while it is not up)."""
+    url = f"http://127.0.0.1:{web}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            body = json.load(answer)
+    except OSError:
+        return []
+    assert body["status"] == "success", body
+    result: list[dict[str, Any]] = body["data"]["result"]
+    return result
+
+
+def test_debians_prometheus_scrapes_a_running_table(
+    tmp_path: Path, mqtt_broker: tuple[str, int]
+) -> None:
+    binary = shutil.which("prometheus")
+    assert binary is not None, "prometheus is missing: Debian's prometheus package (scripts/test)"
+    port, web = free_port(), free_port()
+    simulated = SimulatedTable(
+        tmp_path / "t1", *mqtt_broker, "baccarat", 2, extra_mqtt=metrics_section(port)
+    )
+    log = (tmp_path / "prometheus.log").open("wb")
+    server = subprocess.Popen(
+        [
+            binary,
+            f"--config.file={prometheus_config(tmp_path / 'prometheus.yml', f'127.0.0.1:{port}')}",
+            f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+            f"--web.listen-address=127.0.0.1:{web}",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        simulated.daemon.start()
+        simulated.bots.start()
+        wait_until(
+            lambda: simulated.bots.done or not simulated.daemon.alive(), PLAY_TIMEOUT_S, "2 rounds"
+        )
+        assert simulated.bots.rounds_settled == 2, simulated.bots.errors[:5]
+        wait_until(
+            lambda: [
+                float(row["value"][1])
+                for row in query(web, 'sum(livetable_rounds_total{outcome="settled"})')
+            ]
+            == [2.0],
+            30,
+            "Prometheus to have scraped the 2 rounds",
+        )
+        (rounds,) = query(web, 'livetable_rounds_total{outcome="settled"}')
+        assert rounds["metric"] == {
+            "__name__": "livetable_rounds_total",
+            "game": "baccarat",
+            "instance": f"127.0.0.1:{port}",
+            "job": "livetable",
+            "outcome": "settled",
+            "table": "t1",
+        }
+        (up,) = query(web, 'up{job="livetable"}')
+        assert up["metric"]["table"] == "t1" and up["value"][1] == "1"
+        # The shipped rules were loaded and evaluate; none fires at a healthy table (the
+        # disk's depends on the machine's, not the table's).
+        with urllib.request.urlopen(f"http://127.0.0.1:{web}/api/v1/rules", timeout=5) as answer:
+            groups = json.load(answer)["data"]["groups"]
+        rules = [rule for group in groups for rule in group["rules"]]
+        assert len(rules) == 5 and all(rule["health"] == "ok" for rule in rules), rules
+        assert query(web, 'ALERTS{alertname!="LivetableJournalDiskLow"}') == []
+    finally:
+        simulated.close()
+        server.terminate()
+        server.wait(10)
+        log.close()
