@@ -55,3 +55,16 @@ def test_the_rules_name_only_metrics_the_daemon_exposes() -> None:
 def test_the_rules_use_the_shipped_job_name() -> None:
     (job,) = re.findall(r"job_name: (\S+)", CONFIG.read_text())
     assert f'up{{job="{job}"}}' in RULES.read_text()
+
+
+def _doc_section() -> str:
+    text = (REPO_ROOT / "docs" / "deployment.md").read_text()
+    return text.split("## Metrics and alerts", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_docs_list_every_metric_and_every_alert() -> None:
+    section = _doc_section()
+    documented = re.findall(r"^\| `(livetable_[a-z_]+)` \|", section, re.MULTILINE)
+    assert documented == list(METRIC_NAMES)
+    alerts = re.findall(r"^\| `(Livetable[A-Za-z]+)` \|", section, re.MULTILINE)
+    assert alerts == re.findall(r"- alert: (\S+)", RULES.read_text())

@@ -1275,7 +1275,8 @@ Under systemd it reports ready after the journal's replay and feeds the watchdog
 event loop; it stops cleanly on SIGTERM (availability offline, journal closed).
 
 The configuration has the sections [table], [shoe], [camera] (optional; with it, [vision]
-deck names the studio's deck, enrolled with livetable camera enrol) and [mqtt]; one wrong
+deck names the studio's deck, enrolled with livetable camera enrol), [mqtt] and
+[metrics] (optional: listen = "127.0.0.1:9464" serves /metrics for Prometheus); one wrong
 key stops the start with one line naming the key and the file. The MQTT API and the
 configuration are documented in the mqtt-api and install guides under docs."""
 
