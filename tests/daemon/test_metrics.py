@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -138,6 +139,38 @@ def test_a_scrape_counts_the_rounds_pauses_and_cards_the_table_published(
     size = total(samples, "livetable_journal_size_bytes")
     assert size == disk.f_blocks * disk.f_frsize
     assert 0 < total(samples, "livetable_journal_free_bytes") <= size
+
+
+def test_a_restarted_table_counts_from_zero_and_shows_the_pause_it_replayed(
+    table: tuple[SimulatedTable, int],
+) -> None:
+    simulated, port = table
+    simulated.daemon.start()
+    wait_until(lambda: simulated.viewer.state is not None, 20, "the table's first state")
+    assert simulated.supervisor.request("pause", reason="a spill")["ok"]
+    wait_until(lambda: total(scrape(port), "livetable_pauses_total") == 1, 10, "the pause")
+    assert simulated.daemon.kill(signal.SIGTERM) == 0
+    wait_until(lambda: simulated.viewer.availability == "offline", 10, "the table offline")
+    simulated.daemon.start()
+    wait_until(lambda: simulated.viewer.availability == "online", 20, "the table back")
+    wait_until(lambda: _answers(port), 10, "the metrics back")
+    wait_until(lambda: total(scrape(port), "livetable_mqtt_connected") == 1, 10, "connected")
+    samples = scrape(port)
+    # Paused still (the journal says so), but no pause was taken by this process.
+    assert total(samples, "livetable_paused") == 1
+    assert total(samples, "livetable_pauses_total") == 0
+    time.sleep(0.2)
+    assert simulated.supervisor.request("resume")["ok"]
+    wait_until(lambda: total(scrape(port), "livetable_paused") == 0, 10, "paused 0")
+    assert total(scrape(port), "livetable_pause_seconds_total", reason="supervisor") >= 0.2
+
+
+def _answers(port: int) -> bool:
+    try:
+        scrape(port)
+    except OSError:
+        return False
+    return True
 
 
 def _paused_by(simulated: SimulatedTable, reason: str) -> int:
