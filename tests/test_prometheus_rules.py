@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.service.metrics import METRIC_NAMES
+from controller.service.metrics import CARD_SOURCES, METRIC_NAMES
+from tests.support.api_schema import load_document
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = REPO_ROOT / "systemd" / "prometheus"
@@ -68,3 +69,9 @@ def test_the_docs_list_every_metric_and_every_alert() -> None:
     assert documented == list(METRIC_NAMES)
     alerts = re.findall(r"^\| `(Livetable[A-Za-z]+)` \|", section, re.MULTILINE)
     assert alerts == re.findall(r"- alert: (\S+)", RULES.read_text())
+
+
+def test_the_card_sources_counted_are_the_apis() -> None:
+    """Each source a card_dealt may name starts at zero: the schema's enum is the list."""
+    schema = load_document()["components"]["schemas"]["CardDealt"]
+    assert tuple(schema["properties"]["source"]["enum"]) == CARD_SOURCES

@@ -804,7 +804,9 @@ class TableDaemon:
             if route is not None:
                 self.link.respond(route, {**response, "command": route.command})
         if metrics is not None:
-            metrics.published(batch, self.publications.state_snapshot()[1])
+            metrics.published(
+                batch, self.publications.state_snapshot()[1], self.publications.seq
+            )
 
     # -- requests (the MQTT thread, then the table's) -------------------------------------
 

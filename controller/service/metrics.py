@@ -148,6 +148,9 @@ class TableMetrics:
         self._paused_at = 0.0
         self._paused_s: dict[str, float] = dict.fromkeys((r.value for r in PauseReason), 0.0)
         self._pending: OrderedDict[int, float] = OrderedDict()  # event seq -> journal time
+        # The last row's events as expect() numbered them: (last seq, its cards' seqs).
+        self._expected: tuple[int, tuple[int, ...]] | None = None
+        self._misnumbered = False
         self.registry.register(_Scraped(self))
         self._server: Any = None
         self._thread: threading.Thread | None = None
@@ -159,15 +162,25 @@ class TableMetrics:
         if state is not None:
             self._state(state)
 
-    def published(
-        self,
-        batch: EffectBatch,
-        state: dict[str, Any] | None,
-    ) -> None:
+    def published(self, batch: EffectBatch, state: dict[str, Any] | None, last_seq: int) -> None:
         """One live journal row's effects as published; ``state``, the state message after
-        it."""
+        it, and ``last_seq``, the seq of the last event published then."""
+        expected, self._expected = self._expected, None
         if batch.journal_seq is None:
             return  # refused before the journal: it published nothing
+        if expected is not None and expected[0] != last_seq:
+            # The row's events were numbered otherwise than :meth:`expect` did: its cards'
+            # seqs would time other events. Not measured, said once.
+            with self._lock:
+                for seq in expected[1]:
+                    self._pending.pop(seq, None)
+            if not self._misnumbered:
+                self._misnumbered = True
+                logger.warning(
+                    "card delivery times not measured: a row's events end at %d, not %d",
+                    last_seq,
+                    expected[0],
+                )
         for effect in batch.effects:
             if isinstance(effect, PublishEvent):
                 self._event(effect)
@@ -181,14 +194,19 @@ class TableMetrics:
         if batch.journal_seq is None:
             return
         seq = last_seq
+        cards = []
         with self._lock:
+            # As Publications.record numbers a journaled row's events: each published event
+            # and each refusal, in order, the next seq (checked in :meth:`published`).
             for effect in batch.effects:
                 if isinstance(effect, PublishEvent | EventRejected):
                     seq += 1
                     if isinstance(effect, PublishEvent) and effect.name == "card_dealt":
                         self._pending[seq] = took
+                        cards.append(seq)
             while len(self._pending) > PENDING_CARDS_MAX:
                 self._pending.popitem(last=False)
+        self._expected = (seq, tuple(cards))
 
     def acknowledged(self, seq: int) -> None:
         """The broker acknowledged event ``seq`` (the MQTT thread)."""
