@@ -34,14 +34,17 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from socketserver import ThreadingMixIn
 from typing import Any, Final
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from controller.kernel.errors import ConfigurationError
@@ -61,6 +64,9 @@ ROUND_OUTCOMES: Final = {"round_settled": "settled", "round_voided": "voided"}
 DELIVERY_BUCKETS_S: Final = (
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
 )  # fmt: skip
+# How often the server looks whether it is to stop: bounds what serving adds to the daemon's
+# stop (SIGTERM to exit within 2 s).
+SERVER_POLL_S: Final = 0.05
 # Cards waiting for the broker's acknowledgement whose journal time is kept: a broker away
 # for hours must not grow it without bound (the oldest are forgotten, not measured).
 PENDING_CARDS_MAX: Final = 10_000
@@ -256,12 +262,23 @@ class TableMetrics:
         address cannot be listened on (taken, or not this machine's)."""
         host, port = config.host, config.port
         try:
-            self._server, self._thread = start_http_server(port, host, self.registry)
+            family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+            server_class = type("MetricsServer", (_MetricsServer,), {"address_family": family})
+            self._server = make_server(
+                host, port, make_wsgi_app(self.registry), server_class, _QuietHandler
+            )
         except OSError as error:
             raise ConfigurationError(
                 f"[metrics] listen {config.listen}: cannot listen there: "
                 f"{error.strerror or error}"
             ) from None
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": SERVER_POLL_S},
+            name="metrics-http",
+            daemon=True,
+        )
+        self._thread.start()
         logger.info("metrics for Prometheus on http://%s/metrics", config.listen)
 
     def close(self) -> None:
@@ -273,6 +290,18 @@ class TableMetrics:
         server.server_close()
         if self._thread is not None:
             self._thread.join(2.0)
+
+
+class _MetricsServer(ThreadingMixIn, WSGIServer):
+    """A thread per scrape, so that a slow client holds up no other; none holds the
+    daemon's stop."""
+
+    daemon_threads = True
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        """Not a line on stderr per scrape (one every few seconds, for ever)."""
 
 
 class _Scraped:

@@ -24,7 +24,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from controller.kernel.errors import ConfigurationError
-from controller.service.config import load_config
+from controller.service.config import MetricsConfig, load_config
 from controller.service.metrics import METRIC_NAMES, TableMetrics
 from controller.table.state import PauseReason
 from tests.support.daemon import REPO_ROOT, SimulatedTable, unique_by_seq, write_config
@@ -152,7 +152,10 @@ def test_a_restarted_table_counts_from_zero_and_shows_the_pause_it_replayed(
     wait_until(lambda: simulated.viewer.state is not None, 20, "the table's first state")
     assert simulated.supervisor.request("pause", reason="a spill")["ok"]
     wait_until(lambda: total(scrape(port), "livetable_pauses_total") == 1, 10, "the pause")
+    stopping = time.monotonic()
     assert simulated.daemon.kill(signal.SIGTERM) == 0
+    # Serving metrics keeps the daemon's promise: stopped within 2 s of SIGTERM.
+    assert time.monotonic() - stopping < 2.0
     wait_until(lambda: simulated.viewer.availability == "offline", 10, "the table offline")
     simulated.daemon.start()
     wait_until(lambda: simulated.viewer.availability == "online", 20, "the table back")
@@ -351,3 +354,26 @@ def test_debians_prometheus_scrapes_a_running_table(
         server.terminate()
         server.wait(10)
         log.close()
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
+def test_serving_and_closing_in_one_process(tmp_path: Path, host: str) -> None:
+    """Served on an IPv4 or IPv6 address; closed, it leaves no thread and frees its port."""
+    if host == "::1" and not socket.has_ipv6:
+        pytest.skip("no IPv6 on this machine")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as probe:
+        probe.bind((host, 0))
+        port = probe.getsockname()[1]
+    config = MetricsConfig(host, port)
+    metrics = TableMetrics("t1", "baccarat", tmp_path / "t1.journal", lambda: True)
+    metrics.serve(config)
+    try:
+        url = f"http://{config.listen}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            assert b'livetable_mqtt_connected{table="t1"} 1.0' in answer.read()
+    finally:
+        metrics.close()
+    again = TableMetrics("t1", "baccarat", tmp_path / "t1.journal", lambda: True)
+    again.serve(config)  # the port is free again
+    again.close()
