@@ -44,7 +44,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controller.kernel.cli_support import examples
 from controller.kernel.errors import ConfigurationError, JournalError, TableError
@@ -61,7 +61,6 @@ from controller.service.audit import AuditReader
 from controller.service.config import LivetableConfig, MetricsConfig, MqttConfig, load_config
 from controller.service.journal import Journal, JournalEntry, JournalLock
 from controller.service.journaled_table import log_reused_journal
-from controller.service.metrics import TableMetrics
 from controller.service.mqtt_api import (
     EVENTS_PAGE_MAX,
     TABLE_COMMANDS,
@@ -82,6 +81,9 @@ from controller.service.request_limits import CommandLimits, ReadLimits
 from controller.service.runtime import RuntimeTask
 from controller.service.wire import dealer_message, encode, response_message
 from controller.table.effects import CommandAnswered, Effect, EffectBatch, PublishEvent, TellDealer
+
+if TYPE_CHECKING:
+    from controller.service.metrics import TableMetrics
 
 logger = logging.getLogger(__name__)
 
@@ -742,6 +744,10 @@ class TableDaemon:
 
     def _serve_metrics(self, config: MetricsConfig) -> TableMetrics:
         """``/metrics`` from the replayed table on (ConfigurationError if it cannot listen)."""
+        # Imported only here: prometheus_client costs a table without [metrics] a tenth
+        # to a half of a second at every start.
+        from controller.service.metrics import TableMetrics
+
         table = self.config.table
         metrics = TableMetrics(
             table.table_id, table.game, table.journal_path, self.link.connected.is_set
