@@ -22,6 +22,8 @@ max_packet_bytes = 65536         # the broker's max_packet_size (MQTT 5 brokers 
 ca_file = "/etc/livetable/ca.pem"
 cert_file = "/etc/livetable/t1.pem"   # client certificate, optional
 key_file = "/etc/livetable/t1.key"
+[metrics]      # optional: `livetable run` serves /metrics for Prometheus (off without it)
+listen = "127.0.0.1:9464"        # host:port, [v6 address]:port for IPv6
 ```
 
 :func:`load_config` reads every section; :func:`load_camera_config` reads only a ``[camera]``
@@ -35,6 +37,7 @@ message, a log line or ``repr``. Relative paths are taken relative to the TOML f
 from __future__ import annotations
 
 import contextlib
+import string
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -137,6 +140,50 @@ class MqttConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class MetricsConfig:
+    """Where ``livetable run`` serves ``/metrics`` (:mod:`controller.service.metrics`)."""
+
+    host: str
+    port: int
+
+    @property
+    def listen(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+_METRICS_KEYS: Final = ("listen",)
+
+
+def metrics_config_from_mapping(section: dict[str, Any]) -> MetricsConfig:
+    """Build :class:`MetricsConfig` from the ``[metrics]`` table: ``listen`` is
+    ``host:port`` (``[v6 address]:port``), port 1-65535."""
+    check_keys(section, _METRICS_KEYS, "metrics")
+    if "listen" not in section:
+        raise ConfigurationError('[metrics] needs listen (e.g. listen = "127.0.0.1:9464")')
+    listen = section["listen"]
+    wanted = 'host:port with a port 1-65535 (e.g. "127.0.0.1:9464", "[::1]:9464")'
+    if not isinstance(listen, str):
+        raise invalid("listen", wanted, listen, section="metrics")
+    host, colon, port = listen.rpartition(":")
+    bracketed = host.startswith("[") and host.endswith("]")
+    host = host[1:-1] if bracketed else host
+    if (
+        not colon
+        or not host
+        or (":" in host) != bracketed
+        or not set(host) <= _HOST_CHARACTERS
+        or not (port.isascii() and port.isdigit())
+        or not 0 < int(port) < 65536
+    ):
+        raise invalid("listen", wanted, listen, section="metrics")
+    return MetricsConfig(host, int(port))
+
+
+# A listening address is a name or an IP address: letters, digits, . - and IPv6's colons.
+_HOST_CHARACTERS: Final = frozenset(string.ascii_letters + string.digits + ".-:")
+
+
+@dataclass(frozen=True, slots=True)
 class LivetableConfig:
     """Every section of one table's configuration file."""
 
@@ -146,6 +193,7 @@ class LivetableConfig:
     vision: Any = None  # drivers.camera_reader.ReaderConfig, with the camera
     mqtt: MqttConfig | None = None
     source: Path | None = None
+    metrics: MetricsConfig | None = None
 
     def require(self, *sections: str) -> None:
         """ConfigurationError unless the named sections are present."""
@@ -251,7 +299,7 @@ def config_from_mapping(
 ) -> LivetableConfig:
     """Every section of a parsed document; ConfigurationError names the bad key.
     ``check_files``: see :func:`load_config`."""
-    unknown = sorted(set(document) - {"table", "shoe", "camera", "vision", "mqtt"})
+    unknown = sorted(set(document) - {"table", "shoe", "camera", "vision", "mqtt", "metrics"})
     if unknown:
         raise ConfigurationError(f"unknown sections: {', '.join(f'[{n}]' for n in unknown)}")
     table = table_config_from_mapping(document, base_dir=base_dir, environ=environ)
@@ -281,12 +329,23 @@ def config_from_mapping(
         if not isinstance(document["mqtt"], dict):
             raise ConfigurationError("[mqtt] must be a table")
         mqtt = mqtt_config_from_mapping(document["mqtt"], table.table_id, base_dir, check_files)
+    metrics = None
+    if "metrics" in document:
+        if not isinstance(document["metrics"], dict):
+            raise ConfigurationError("[metrics] must be a table")
+        metrics = metrics_config_from_mapping(document["metrics"])
     if not topic_level_ok(table.table_id):
         raise ConfigurationError(
             f"[table] id {table.table_id!r} must be usable as one MQTT topic level (no / + #)"
         )
     return LivetableConfig(
-        table=table, shoe=shoe, camera=camera, vision=vision, mqtt=mqtt, source=source
+        table=table,
+        shoe=shoe,
+        camera=camera,
+        vision=vision,
+        mqtt=mqtt,
+        source=source,
+        metrics=metrics,
     )
 
 

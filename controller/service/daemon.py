@@ -44,7 +44,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controller.kernel.cli_support import examples
 from controller.kernel.errors import ConfigurationError, JournalError, TableError
@@ -58,7 +58,7 @@ from controller.mqtt.connection import (
 from controller.service import sd_notify
 from controller.service.assembly import AssembledTable, DeviceEffects, Effects, assemble
 from controller.service.audit import AuditReader
-from controller.service.config import LivetableConfig, MqttConfig, load_config
+from controller.service.config import LivetableConfig, MetricsConfig, MqttConfig, load_config
 from controller.service.journal import Journal, JournalEntry, JournalLock
 from controller.service.journaled_table import log_reused_journal
 from controller.service.mqtt_api import (
@@ -81,6 +81,9 @@ from controller.service.request_limits import CommandLimits, ReadLimits
 from controller.service.runtime import RuntimeTask
 from controller.service.wire import dealer_message, encode, response_message
 from controller.table.effects import CommandAnswered, Effect, EffectBatch, PublishEvent, TellDealer
+
+if TYPE_CHECKING:
+    from controller.service.metrics import TableMetrics
 
 logger = logging.getLogger(__name__)
 
@@ -220,6 +223,8 @@ class MqttLink:
         self._drops: OrderedDict[bytes, int] = OrderedDict()
         self._poisoned: OrderedDict[bytes, int] = OrderedDict()  # digest -> its drops
         self.on_poisoned: Callable[[str, bytes, Any, int], None] | None = None
+        # Told each event the broker acknowledged (the metrics' card delivery times).
+        self.on_acked: Callable[[int], None] | None = None
         self._lock = threading.Lock()
         self.connected = threading.Event()
         self._stopping = threading.Event()
@@ -409,6 +414,8 @@ class MqttLink:
             ) and not self._stopping.is_set()
 
     def _ack(self, seq: int) -> None:
+        if self.on_acked is not None:
+            self.on_acked(seq)
         self._acked.add(seq)
         advanced = self._delivered
         while advanced + 1 in self._acked:
@@ -670,6 +677,7 @@ class TableDaemon:
     def _open(self, shoe: bool, camera_source: Any) -> None:
         config = self.config
         table_id = config.table.table_id
+        self.metrics: TableMetrics | None = None
         self.topics = Topics(config.mqtt.topic_prefix, table_id)  # type: ignore[union-attr]
         with Journal(config.table.journal_path) as journal:
             epoch = journal.epoch  # a new journal gets its epoch here
@@ -728,14 +736,33 @@ class TableDaemon:
                 self.handle_request,
             )
             self.link.on_poisoned = self._answer_poisoned
+            if config.metrics is not None:
+                self.metrics = self._serve_metrics(config.metrics)
         except BaseException:
             self.close()
             raise
+
+    def _serve_metrics(self, config: MetricsConfig) -> TableMetrics:
+        """``/metrics`` from the replayed table on (ConfigurationError if it cannot listen)."""
+        # Imported only here: prometheus_client costs a table without [metrics] a tenth
+        # to a half of a second at every start.
+        from controller.service.metrics import TableMetrics
+
+        table = self.config.table
+        metrics = TableMetrics(
+            table.table_id, table.game, table.journal_path, self.link.connected.is_set
+        )
+        metrics.started(self.publications.state_snapshot()[1])
+        self.link.on_acked = metrics.acknowledged
+        metrics.serve(config)
+        return metrics
 
     def close(self) -> None:
         """Close the table and its outbox and let the journal go, without running it (what
         :meth:`run` does when it ends)."""
         try:
+            if self.metrics is not None:
+                self.metrics.close()
             self.audits.stop()
             self.assembled.close()
         finally:
@@ -771,6 +798,10 @@ class TableDaemon:
         """What one event published, after the devices took theirs: the dealer's line to
         the link, the messages to the outbox (whose sending follows at once), the commands'
         answers to whoever waits for them. JournalError if the outbox cannot be written."""
+        metrics = self.metrics
+        if metrics is not None:
+            # Before the sending: the broker may acknowledge a card before record returns.
+            metrics.expect(batch, self.publications.seq, metrics.clock())
         for effect in batch.effects:
             if isinstance(effect, TellDealer):
                 self.link.set_dealer(encode(dealer_message(effect)))
@@ -778,6 +809,10 @@ class TableDaemon:
             route = self._routes.pop(answered.command_id, None)
             if route is not None:
                 self.link.respond(route, {**response, "command": route.command})
+        if metrics is not None:
+            metrics.published(
+                batch, self.publications.state_snapshot()[1], self.publications.seq
+            )
 
     # -- requests (the MQTT thread, then the table's) -------------------------------------
 
@@ -1192,6 +1227,8 @@ class TableDaemon:
                 # First: its read-only connection must not outlive the journal's own (the
                 # last to close folds the write-ahead log back into the journal).
                 self._reads_stopping.set()
+                if self.metrics is not None:
+                    self.metrics.close()
                 self.audits.stop()
                 self.pages.stop()
                 self.assembled.close()
@@ -1246,7 +1283,8 @@ Under systemd it reports ready after the journal's replay and feeds the watchdog
 event loop; it stops cleanly on SIGTERM (availability offline, journal closed).
 
 The configuration has the sections [table], [shoe], [camera] (optional; with it, [vision]
-deck names the studio's deck, enrolled with livetable camera enrol) and [mqtt]; one wrong
+deck names the studio's deck, enrolled with livetable camera enrol), [mqtt] and
+[metrics] (optional: listen = "127.0.0.1:9464" serves /metrics for Prometheus); one wrong
 key stops the start with one line naming the key and the file. The MQTT API and the
 configuration are documented in the mqtt-api and install guides under docs."""
 
