@@ -1,19 +1,19 @@
 """The round's and the shoe's cards: entering a phase, dealing, the burn, the hole card,
 the settlement.
 
-Functions of the machine (``machine``: the :class:`~controller.table.machine.TableMachine`,
-for its config and revision) and of the state it works on (a copy, see
-:meth:`~controller.table.machine.TableMachine.apply`); the ``on_*`` ones are the handlers
-that :data:`~controller.table.transitions.TRANSITIONS` names. The rules are never copied
-here: every round is a live round of the rules engine (``controller/games``), asked what it
-needs next. An anomaly is handed to ``pausing.py``, which pauses the table.
+Functions of the :class:`~controller.table.state.Context` (the table's config and the
+machine revision) and of the state they change (the machine's copy, see
+:meth:`~controller.table.machine.TableMachine.apply`), returning effects; the ``on_*`` ones
+are handlers that :data:`~controller.table.transitions.TRANSITIONS` names. The rules are
+never copied here: every round is a live round of the rules engine (``controller/games``),
+asked what it needs next. An anomaly is handed to ``pausing.py``, which pauses the table.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from controller.games.base import CardNeeded, DecisionNeeded, LiveRound
 from controller.games.shoe import burn_count
@@ -40,16 +40,14 @@ from controller.table.pausing import NINTH_COPY
 from controller.table.state import (
     DRAWING_PHASES,
     HOLE_UNREAD,
+    Context,
     PauseReason,
     Phase,
     TableState,
     hole_card_number,
     hole_revealed,
 )
-from controller.table.views import step_data
-
-if TYPE_CHECKING:
-    from controller.table.machine import TableMachine
+from controller.table.views import published, step_data
 
 logger = logging.getLogger(__name__)
 
@@ -70,16 +68,14 @@ def cards_held(state: TableState, position: str) -> int:
     return state.round.cards_held(position)  # type: ignore[union-attr]
 
 
-def new_round(machine: TableMachine, state: TableState) -> LiveRound:
-    return games.new_round(
-        machine.config.game, state.round_number, state.boxes, machine.config.variant
-    )
+def new_round(ctx: Context, state: TableState) -> LiveRound:
+    return games.new_round(ctx.config.game, state.round_number, state.boxes, ctx.config.variant)
 
 
 def rebuild_round(
-    machine: TableMachine, state: TableState, log: tuple[tuple[Any, ...], ...] | None = None
+    ctx: Context, state: TableState, log: tuple[tuple[Any, ...], ...] | None = None
 ) -> LiveRound:
-    live = new_round(machine, state)
+    live = new_round(ctx, state)
     for entry in state.round_log if log is None else log:
         if entry[0] == "card":
             live.deal(entry[2])
@@ -99,13 +95,13 @@ def log_with_hole(state: TableState, hole: Card) -> tuple[tuple[Any, ...], ...]:
     )
 
 
-def hole_matters(machine: TableMachine, state: TableState) -> bool:
+def hole_matters(ctx: Context, state: TableState) -> bool:
     """Whether the round would have gone differently had the unread hole card been any
     other rank: then the rules need it now (a peek), before it is turned over."""
     outcomes = set()
     for candidate in HOLE_CANDIDATES:
         try:
-            live = rebuild_round(machine, state, log_with_hole(state, candidate))
+            live = rebuild_round(ctx, state, log_with_hole(state, candidate))
         except RulesError:
             return True
         step = step_data(live.next_step())
@@ -113,14 +109,12 @@ def hole_matters(machine: TableMachine, state: TableState) -> bool:
     return len(outcomes) > 1
 
 
-def fill_hole(
-    machine: TableMachine, state: TableState, card: Card, at: float, source: str
-) -> list[Effect]:
+def fill_hole(ctx: Context, state: TableState, card: Card, at: float, source: str) -> list[Effect]:
     """Put the hole card, read at last, in place of its stand-in (already counted)."""
     index = state.hole_unread
     assert index is not None
     log = log_with_hole(state, card)
-    state.round = rebuild_round(machine, state, log)
+    state.round = rebuild_round(ctx, state, log)
     state.round_log = log
     state.hole_unread = None
     payload: dict[str, Any] = {
@@ -130,7 +124,7 @@ def fill_hole(
     }
     if hole_revealed(state.round):
         payload["card"] = str(card)
-    return [PublishEvent("hole_card_read", payload), *advance(machine, state, at)]
+    return [PublishEvent("hole_card_read", payload), *advance(ctx, state, at)]
 
 
 def start_timer(state: TableState, purpose: str, duration: float, at: float) -> Effect:
@@ -160,7 +154,7 @@ def reading_hole(state: TableState) -> bool:
     return state.hole_unread is not None and hole_revealed(state.round)
 
 
-def enter(machine: TableMachine, state: TableState, phase: Phase, at: float) -> list[Effect]:
+def enter(ctx: Context, state: TableState, phase: Phase, at: float) -> list[Effect]:
     """Move to ``phase`` and say so: shoe lock, dealer's line, timers, the new state."""
     state.phase = phase
     state.timers = {}
@@ -232,20 +226,20 @@ def enter(machine: TableMachine, state: TableState, phase: Phase, at: float) -> 
         effects.append(TellDealer("wait", "waiting for the next round"))
     elif phase is P.AWAITING_SHUFFLE:
         effects.append(TellDealer("shuffle", "shuffle the shoe, then declare a new shoe"))
-    effects.append(machine._publish(state))
+    effects.append(published(ctx, state))
     return effects
 
 
-def advance(machine: TableMachine, state: TableState, at: float) -> list[Effect]:
+def advance(ctx: Context, state: TableState, at: float) -> list[Effect]:
     """Ask the round what it needs next and go there (or settle it)."""
     if state.hole_unread is not None:
         if hole_revealed(state.round):
             # The dealer turns the hole card over now: the camera can read it.
             state.reading = state.round_log[state.hole_unread][1]
-            return enter(machine, state, P.READING, at)
-        if hole_matters(machine, state):
+            return enter(ctx, state, P.READING, at)
+        if hole_matters(ctx, state):
             return pausing.pause(
-                machine,
+                ctx,
                 state,
                 PauseReason.HOLE_CARD_MISREAD,
                 at,
@@ -255,31 +249,31 @@ def advance(machine: TableMachine, state: TableState, at: float) -> list[Effect]
             )
     step = state.round.next_step()  # type: ignore[union-attr]
     if isinstance(step, CardNeeded):
-        if machine.revision >= 5 and state.count is not None and state.count.cards_left == 0:
+        if ctx.revision >= 5 and state.count is not None and state.count.cards_left == 0:
             # No card can come: waiting would be for ever. The round cannot be completed
             # from this shoe; a supervisor decides (cancel).
             state.phase = P.DEALING  # the phase paused (not betting, not a decision)
             return pausing.pause(
-                machine,
+                ctx,
                 state,
                 PauseReason.SHOE_EMPTY,
                 at,
                 f"every card is out and {step.position} needs one",
                 shoe_empty=True,
             )
-        return enter(machine, state, P.DEALING, at)
+        return enter(ctx, state, P.DEALING, at)
     if isinstance(step, DecisionNeeded):
-        return enter(machine, state, P.DECIDING, at)
-    return settle(machine, state, at)
+        return enter(ctx, state, P.DECIDING, at)
+    return settle(ctx, state, at)
 
 
-def settle(machine: TableMachine, state: TableState, at: float) -> list[Effect]:
+def settle(ctx: Context, state: TableState, at: float) -> list[Effect]:
     settlement = dict(state.round.settlement())  # type: ignore[union-attr]
     side_bets = settlement.get("side_bets")
     if isinstance(side_bets, Mapping):
         # The rules score every side bet; only those offered in this round of the shoe
         # (round_opened's "bets") may be settled: no bet on the others was taken.
-        offered = set(games.available_bets(machine.config.game, state.round_number))
+        offered = set(games.available_bets(ctx.config.game, state.round_number))
         settlement["side_bets"] = {b: net for b, net in side_bets.items() if b in offered}
     effects: list[Effect] = [
         PublishEvent(
@@ -287,7 +281,7 @@ def settle(machine: TableMachine, state: TableState, at: float) -> list[Effect]:
             {"round_id": state.round_id, "shoe_id": state.shoe_id, "result": settlement},
         )
     ]
-    return effects + close_round(machine, state, at)
+    return effects + close_round(ctx, state, at)
 
 
 def _forget_round(state: TableState) -> None:
@@ -300,16 +294,16 @@ def _forget_round(state: TableState) -> None:
     state.pause = None
 
 
-def close_round(machine: TableMachine, state: TableState, at: float) -> list[Effect]:
+def close_round(ctx: Context, state: TableState, at: float) -> list[Effect]:
     _forget_round(state)
     if state.final_round is not None and state.round_number >= state.final_round:
-        return end_shoe(machine, state, at, "the final round after the cut card was played")
-    if machine.revision >= 5 and state.count is not None and state.count.cards_left == 0:
-        return end_shoe(machine, state, at, "every card of the shoe is out")
-    return enter(machine, state, P.SHOE_READY, at)
+        return end_shoe(ctx, state, at, "the final round after the cut card was played")
+    if ctx.revision >= 5 and state.count is not None and state.count.cards_left == 0:
+        return end_shoe(ctx, state, at, "every card of the shoe is out")
+    return enter(ctx, state, P.SHOE_READY, at)
 
 
-def end_shoe(machine: TableMachine, state: TableState, at: float, why: str) -> list[Effect]:
+def end_shoe(ctx: Context, state: TableState, at: float, why: str) -> list[Effect]:
     effects: list[Effect] = [PublishEvent("shoe_ended", {"shoe_id": state.shoe_id, "why": why})]
     state.shoe_id = None
     state.count = None
@@ -319,7 +313,7 @@ def end_shoe(machine: TableMachine, state: TableState, at: float, why: str) -> l
     state.round_number = 0
     state.round_id = None
     _forget_round(state)
-    return effects + enter(machine, state, P.AWAITING_SHUFFLE, at)
+    return effects + enter(ctx, state, P.AWAITING_SHUFFLE, at)
 
 
 def count_out(state: TableState, card: Card) -> None:
@@ -328,9 +322,7 @@ def count_out(state: TableState, card: Card) -> None:
         state.count.record(card)
 
 
-def deal(
-    machine: TableMachine, state: TableState, card: Card, at: float, source: str
-) -> list[Effect]:
+def deal(ctx: Context, state: TableState, card: Card, at: float, source: str) -> list[Effect]:
     """Give ``card`` (already counted) to the position the round expects, then advance."""
     live = state.round
     step = live.next_step()  # type: ignore[union-attr]
@@ -341,7 +333,7 @@ def deal(
         # Not the rules' message: it names the card, which may be the secret hole card.
         logger.error("the rules refused the card dealt to %s", step.position)
         return pausing.pause(
-            machine, state, PauseReason.RULES_REFUSED, at, f"at {step.position}", held=(card,)
+            ctx, state, PauseReason.RULES_REFUSED, at, f"at {step.position}", held=(card,)
         )
     state.round_log += (("card", step.position, card, step.face_down),)
     payload: dict[str, Any] = {
@@ -357,88 +349,80 @@ def deal(
         number = cards_held(state, step.position)
         state.cross_checks += ((step.position, number, card),)
         effects.append(AskCamera(step.position, "cross_check", number))
-    return effects + advance(machine, state, at)
+    return effects + advance(ctx, state, at)
 
 
-def take_card(
-    machine: TableMachine, state: TableState, card: Card, at: float, source: str
-) -> list[Effect]:
+def take_card(ctx: Context, state: TableState, card: Card, at: float, source: str) -> list[Effect]:
     """A card for the round from the shoe or the camera: count it, check it, deal it."""
     try:
         count_out(state, card)
     except RulesError:
-        return pausing.pause(machine, state, PauseReason.IMPOSSIBLE_CARD, at, NINTH_COPY)
-    return deal(machine, state, card, at, source)
+        return pausing.pause(ctx, state, PauseReason.IMPOSSIBLE_CARD, at, NINTH_COPY)
+    return deal(ctx, state, card, at, source)
 
 
-def on_burn_reveal(machine: TableMachine, state: TableState, event: CardDrawn) -> list[Effect]:
-    return reveal_burn_card(machine, state, event.card, event.at)
+def on_burn_reveal(ctx: Context, state: TableState, event: CardDrawn) -> list[Effect]:
+    return reveal_burn_card(ctx, state, event.card, event.at)
 
 
-def reveal_burn_card(
-    machine: TableMachine, state: TableState, card: Card, at: float
-) -> list[Effect]:
+def reveal_burn_card(ctx: Context, state: TableState, card: Card, at: float) -> list[Effect]:
     try:
         count_out(state, card)
     except RulesError:
-        return pausing.pause(machine, state, PauseReason.IMPOSSIBLE_CARD, at, NINTH_COPY)
+        return pausing.pause(ctx, state, PauseReason.IMPOSSIBLE_CARD, at, NINTH_COPY)
     state.burn_cards = (card,)
     state.burn_left = burn_count(card)
     # The revealed card's face is on the table for all to see, but it is a burn card: it
     # goes to the journal (as the event) and nowhere else.
     return [
         PublishEvent("burn_started", {"shoe_id": state.shoe_id, "cards": state.burn_left}),
-        *enter(machine, state, P.BURNING, at),
+        *enter(ctx, state, P.BURNING, at),
     ]
 
 
-def on_burn_card(
-    machine: TableMachine, state: TableState, event: CardDrawn | CardMisread
-) -> list[Effect]:
+def on_burn_card(ctx: Context, state: TableState, event: CardDrawn | CardMisread) -> list[Effect]:
     card = event.card if isinstance(event, CardDrawn) else None
     if card is not None:
         try:
             count_out(state, card)
         except RulesError:
-            return pausing.pause(machine, state, PauseReason.IMPOSSIBLE_CARD, event.at, NINTH_COPY)
+            return pausing.pause(ctx, state, PauseReason.IMPOSSIBLE_CARD, event.at, NINTH_COPY)
     state.burn_cards += (card,)
     state.burn_left -= 1
     if state.burn_left > 0:
         state.timers = {}
         # The state says how many are left to burn (never their faces).
         timer = start_timer(state, "dealer_idle", state.settings.dealer_idle_s, event.at)
-        return [timer, machine._publish(state)]
+        return [timer, published(ctx, state)]
     return [
         PublishEvent("burn_completed", {"shoe_id": state.shoe_id, "cards": len(state.burn_cards)}),
-        *enter(machine, state, P.SHOE_READY, event.at),
+        *enter(ctx, state, P.SHOE_READY, event.at),
     ]
 
 
-def on_betting_closed(
-    machine: TableMachine, state: TableState, event: TimerExpired
-) -> list[Effect]:
-    state.round = new_round(machine, state)
+def on_betting_closed(ctx: Context, state: TableState, event: TimerExpired) -> list[Effect]:
+    state.round = new_round(ctx, state)
     state.round_log = ()
     closed = PublishEvent("betting_closed", {"round_id": state.round_id})
-    return [closed, *advance(machine, state, event.at)]
+    return [closed, *advance(ctx, state, event.at)]
 
 
-def on_card(machine: TableMachine, state: TableState, event: CardDrawn) -> list[Effect]:
+def on_card(ctx: Context, state: TableState, event: CardDrawn) -> list[Effect]:
     if event.card in state.unannounced_entered:
         # It has the face of a card entered by hand whose frame never came (a gap before
         # it may be another card's): it may be that frame, late. Dealt, it would go to
         # the next position. Its face is not said: it may be the hole card.
         return pausing.hold_out_of_turn(
-            machine,
+            ctx,
             state,
             event,
             "the shoe announced a card of the face of one entered by hand: burn it if it "
             "is that card's frame, late, accept it if the dealer drew another",
         )
-    return take_card(machine, state, event.card, event.at, "shoe")
+    return take_card(ctx, state, event.card, event.at, "shoe")
 
 
-def on_misread(machine: TableMachine, state: TableState, event: CardMisread) -> list[Effect]:
+def on_misread(ctx: Context, state: TableState, event: CardMisread) -> list[Effect]:
     step = state.round.next_step()  # type: ignore[union-attr]
     assert isinstance(step, CardNeeded)
     if step.face_down:
@@ -459,23 +443,23 @@ def on_misread(machine: TableMachine, state: TableState, event: CardMisread) -> 
                 "source": "unread",
             },
         )
-        return [dealt, *advance(machine, state, event.at)]
+        return [dealt, *advance(ctx, state, event.at)]
     state.reading = step.position
-    return enter(machine, state, P.READING, event.at)
+    return enter(ctx, state, P.READING, event.at)
 
 
-def on_camera_read(machine: TableMachine, state: TableState, event: CameraRead) -> list[Effect]:
+def on_camera_read(ctx: Context, state: TableState, event: CameraRead) -> list[Effect]:
     asked = event.position == state.reading and event.card_number in (
         None,
         reading_number(state),
     )
     if not asked:
-        return on_cross_check(machine, state, event)
+        return on_cross_check(ctx, state, event)
     hole = reading_hole(state)
     state.reading = None
     if event.card is None:
         return pausing.pause(
-            machine,
+            ctx,
             state,
             PauseReason.MISREAD,
             event.at,
@@ -487,27 +471,25 @@ def on_camera_read(machine: TableMachine, state: TableState, event: CameraRead) 
             count_out(state, event.card)
         except RulesError:
             return pausing.pause(
-                machine,
+                ctx,
                 state,
                 PauseReason.IMPOSSIBLE_CARD,
                 event.at,
                 NINTH_COPY,
                 unread=HOLE_UNREAD,
             )
-        return fill_hole(machine, state, event.card, event.at, "camera")
-    return take_card(machine, state, event.card, event.at, "camera")
+        return fill_hole(ctx, state, event.card, event.at, "camera")
+    return take_card(ctx, state, event.card, event.at, "camera")
 
 
-def on_camera_timeout(
-    machine: TableMachine, state: TableState, event: TimerExpired
-) -> list[Effect]:
+def on_camera_timeout(ctx: Context, state: TableState, event: TimerExpired) -> list[Effect]:
     position = HOLE_UNREAD if reading_hole(state) else state.reading
     return pausing.pause(
-        machine, state, PauseReason.MISREAD, event.at, "the camera did not answer", unread=position
+        ctx, state, PauseReason.MISREAD, event.at, "the camera did not answer", unread=position
     )
 
 
-def on_cross_check(machine: TableMachine, state: TableState, event: CameraRead) -> list[Effect]:
+def on_cross_check(ctx: Context, state: TableState, event: CameraRead) -> list[Effect]:
     index = next(
         (
             i
@@ -524,7 +506,7 @@ def on_cross_check(machine: TableMachine, state: TableState, event: CameraRead) 
     if event.card is None or event.card == card:
         return []  # agreement, or the camera abstains: the shoe's reading stands
     return pausing.pause(
-        machine,
+        ctx,
         state,
         PauseReason.CAMERA_MISMATCH,
         event.at,
@@ -532,21 +514,17 @@ def on_cross_check(machine: TableMachine, state: TableState, event: CameraRead) 
     )
 
 
-def on_decision(machine: TableMachine, state: TableState, event: PlatformDecided) -> list[Effect]:
+def on_decision(ctx: Context, state: TableState, event: PlatformDecided) -> list[Effect]:
     step = state.round.next_step()  # type: ignore[union-attr]
     assert isinstance(step, DecisionNeeded)
     if event.round_id != state.round_id:
         raise TransitionError(f"round {event.round_id} is not the round in progress")
     if event.kind != step.kind:
         raise TransitionError(f"a {step.kind} decision is pending, not {event.kind!r}")
-    return take_decision(
-        machine, state, event.box, event.hand, event.decision, event.at, auto=False
-    )
+    return take_decision(ctx, state, event.box, event.hand, event.decision, event.at, auto=False)
 
 
-def on_decision_timeout(
-    machine: TableMachine, state: TableState, event: TimerExpired
-) -> list[Effect]:
+def on_decision_timeout(ctx: Context, state: TableState, event: TimerExpired) -> list[Effect]:
     step = state.round.next_step()  # type: ignore[union-attr]
     assert isinstance(step, DecisionNeeded)
     if step.kind == "more_cards":
@@ -557,17 +535,17 @@ def on_decision_timeout(
         # the common sequence never finishes. A system problem: pause
         # (docs/rules-baccarat.md, Errors and disconnections).
         return pausing.pause(
-            machine,
+            ctx,
             state,
             PauseReason.PLATFORM_SILENT,
             event.at,
             f"no answer within {state.settings.decision_s:g} s",
         )
-    return take_decision(machine, state, step.box, step.hand, step.default, event.at, auto=True)
+    return take_decision(ctx, state, step.box, step.hand, step.default, event.at, auto=True)
 
 
 def take_decision(
-    machine: TableMachine, state: TableState, box: int, hand: int, token: str, at: float, auto: bool
+    ctx: Context, state: TableState, box: int, hand: int, token: str, at: float, auto: bool
 ) -> list[Effect]:
     step = state.round.next_step()  # type: ignore[union-attr]
     assert isinstance(step, DecisionNeeded)
@@ -584,4 +562,4 @@ def take_decision(
             "auto": auto,
         },
     )
-    return [taken, *advance(machine, state, at)]
+    return [taken, *advance(ctx, state, at)]

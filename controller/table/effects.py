@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from controller.table.events import RoundRequested, SupervisorCommanded
+
 
 @dataclass(frozen=True, slots=True)
 class Effect:
@@ -110,6 +112,12 @@ class CommandAnswered(Effect):
     by: str
     ok: bool
     message: str
+
+
+def answer(event: SupervisorCommanded | RoundRequested, ok: bool, message: str) -> CommandAnswered:
+    """The answer to ``event``: a round request is answered as the command ``round``."""
+    command = event.command if isinstance(event, SupervisorCommanded) else "round"
+    return CommandAnswered(str(event.command_id), str(command), str(event.by), ok, message)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,15 +5,17 @@ locked, the dealer told to stop); :func:`pause` is the one way there, and it dec
 the pause needs before the table can resume (cards held, a card unread, a gap the shoe may
 not show). The ``on_*`` functions are the handlers that
 :data:`~controller.table.transitions.TRANSITIONS` names for the events that pause the table
-or that a pause takes in. How a supervisor resumes is in ``resuming.py``.
+or that a pause takes in: functions of the :class:`~controller.table.state.Context`, the
+state and the event, returning effects. A supervisor's ``pause`` is in ``commands.py``; how
+a supervisor resumes is in ``resuming.py``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from controller.kernel.cards import Card
-from controller.kernel.errors import RulesError, TransitionError
+from controller.kernel.errors import RulesError
 from controller.table.effects import Effect, LockShoe, PublishEvent, TellDealer, UnlockShoe
 from controller.table.events import (
     CardDrawn,
@@ -23,7 +25,6 @@ from controller.table.events import (
     CutCardDrawn,
     ShoeFault,
     ShoeOffline,
-    SupervisorCommanded,
     TimerExpired,
 )
 from controller.table.state import (
@@ -31,14 +32,14 @@ from controller.table.state import (
     DRAWING_PHASES,
     PAUSE_MESSAGES,
     Cause,
+    Context,
     Pause,
     PauseReason,
     Phase,
     TableState,
+    phase_at_stake,
 )
-
-if TYPE_CHECKING:
-    from controller.table.machine import TableMachine
+from controller.table.views import published
 
 P = Phase
 
@@ -47,7 +48,7 @@ NINTH_COPY: Final = "all 8 copies of that face were already drawn"
 
 
 def pause(
-    machine: TableMachine,
+    ctx: Context,
     state: TableState,
     reason: PauseReason,
     at: float,
@@ -68,15 +69,13 @@ def pause(
     # A resolution given within a supervisor's pause cleared the pause it resolved: the
     # supervisors' pauses are still in effect, and the table has been paused since then.
     earlier = previous.causes if previous is not None else state.holds
-    causes = _with_cause(earlier, Cause(reason, message, by, at))
+    causes = with_cause(earlier, Cause(reason, message, by, at))
     if previous is None and state.holds:
         since = state.holds[0].since
     offline_gap = offline_gap or (
-        machine.revision >= 2 and reason is PauseReason.SHOE_OFFLINE and resume_to in DRAWING_PHASES
+        ctx.revision >= 2 and reason is PauseReason.SHOE_OFFLINE and resume_to in DRAWING_PHASES
     )
-    idle_gap = (
-        machine.revision >= 3 and reason is PauseReason.DEALER_IDLE and resume_to is P.DEALING
-    )
+    idle_gap = ctx.revision >= 3 and reason is PauseReason.DEALER_IDLE and resume_to is P.DEALING
     gap_before_held = offline_gap and not held
     if previous is not None:
         if previous.offline_gap:
@@ -125,11 +124,11 @@ def pause(
         )
     )
     effects.append(TellDealer("stop", f"stop: {message}; call the supervisor"))
-    effects.append(machine._publish(state))
+    effects.append(published(ctx, state))
     return effects
 
 
-def _with_cause(causes: tuple[Cause, ...], cause: Cause) -> tuple[Cause, ...]:
+def with_cause(causes: tuple[Cause, ...], cause: Cause) -> tuple[Cause, ...]:
     """``causes`` with ``cause`` last. The same reason from the same source again (a second
     card out of turn, a supervisor pausing again) is one pause in effect, with its latest
     message and its first ``since``: the list stays as short as the reasons and people."""
@@ -139,59 +138,55 @@ def _with_cause(causes: tuple[Cause, ...], cause: Cause) -> tuple[Cause, ...]:
     return (*(c for c in causes if (c.reason, c.by) != (cause.reason, cause.by)), cause)
 
 
-def on_shoe_offline(machine: TableMachine, state: TableState, event: ShoeOffline) -> list[Effect]:
+def on_shoe_offline(ctx: Context, state: TableState, event: ShoeOffline) -> list[Effect]:
     state.shoe_online = False
     notice = PublishEvent("shoe_offline", {"port": event.port, "reason": event.reason})
     if state.phase in ACTIVE_PHASES:
-        return [notice, *pause(machine, state, PauseReason.SHOE_OFFLINE, event.at, event.reason)]
-    return [notice, machine._publish(state)]
+        return [notice, *pause(ctx, state, PauseReason.SHOE_OFFLINE, event.at, event.reason)]
+    return [notice, published(ctx, state)]
 
 
-def on_idle_notice(
-    machine: TableMachine, state: TableState, event: ShoeFault | CardsLost
-) -> list[Effect]:
+def on_idle_notice(ctx: Context, state: TableState, event: ShoeFault | CardsLost) -> list[Effect]:
     if isinstance(event, ShoeFault):
         return [PublishEvent("shoe_fault", {"code": event.code, "message": event.message})]
-    unaccounted(machine, state, event)  # news either way; the cards entered are spoken for
+    unaccounted(ctx, state, event)  # news either way; the cards entered are spoken for
     return [PublishEvent("cards_lost", {"count": len(event.sequences)})]
 
 
-def unaccounted(machine: TableMachine, state: TableState, event: CardsLost) -> int:
+def unaccounted(ctx: Context, state: TableState, event: CardsLost) -> int:
     """How many of the cards the shoe says it lost no card entered by hand accounts for.
 
     A frame the shoe lost is a card that left it unannounced; if the supervisor entered
     that card from the felt, the shoe's numbering shows the gap with its next card."""
     lost = len(event.sequences)
-    if machine.revision < 3:
+    if ctx.revision < 3:
         return lost
     accounted = min(lost, len(state.unannounced_entered) - state.unannounced_gaps)
     state.unannounced_gaps += accounted
     return lost - accounted
 
 
-def on_paused_notice(
-    machine: TableMachine, state: TableState, event: ShoeFault | CardsLost
-) -> list[Effect]:
-    return on_idle_notice(machine, state, event)
+def on_paused_notice(ctx: Context, state: TableState, event: ShoeFault | CardsLost) -> list[Effect]:
+    return on_idle_notice(ctx, state, event)
 
 
-def on_shoe_fault(machine: TableMachine, state: TableState, event: ShoeFault) -> list[Effect]:
-    return pause(machine, state, PauseReason.SHOE_FAULT, event.at, f"{event.code}: {event.message}")
+def on_shoe_fault(ctx: Context, state: TableState, event: ShoeFault) -> list[Effect]:
+    return pause(ctx, state, PauseReason.SHOE_FAULT, event.at, f"{event.code}: {event.message}")
 
 
-def on_cards_lost(machine: TableMachine, state: TableState, event: CardsLost) -> list[Effect]:
-    lost = unaccounted(machine, state, event)
+def on_cards_lost(ctx: Context, state: TableState, event: CardsLost) -> list[Effect]:
+    lost = unaccounted(ctx, state, event)
     if lost == 0:
         return [PublishEvent("cards_lost", {"count": len(event.sequences)})]
     held: tuple[Card | None, ...] = (None,) * lost
     return pause(
-        machine, state, PauseReason.CARDS_LOST, event.at, f"{lost} card(s) left unread", held=held
+        ctx, state, PauseReason.CARDS_LOST, event.at, f"{lost} card(s) left unread", held=held
     )
 
 
-def on_dealer_idle(machine: TableMachine, state: TableState, event: TimerExpired) -> list[Effect]:
+def on_dealer_idle(ctx: Context, state: TableState, event: TimerExpired) -> list[Effect]:
     return pause(
-        machine,
+        ctx,
         state,
         PauseReason.DEALER_IDLE,
         event.at,
@@ -199,41 +194,26 @@ def on_dealer_idle(machine: TableMachine, state: TableState, event: TimerExpired
     )
 
 
-def on_started(machine: TableMachine, state: TableState, event: ControllerStarted) -> list[Effect]:
+def on_started(ctx: Context, state: TableState, event: ControllerStarted) -> list[Effect]:
     # Whatever the daemon was doing before the restart is gone: its timers and the
     # shoe's gate. Ask again for the lock the phase needs.
     state.timers = {}
     lock: Effect = LockShoe() if state.shoe_locked else UnlockShoe()
     # A card drawn while nobody read the shoe is gone unless the protocol resends it or
     # names it lost: a person says whether one was (see MACHINE_REVISION 4).
-    unseen = machine.revision >= 4 and not event.gaps_visible
+    unseen = ctx.revision >= 4 and not event.gaps_visible
     if state.phase in ACTIVE_PHASES:
         return pause(
-            machine, state, PauseReason.RECOVERED, event.at, "resume or cancel", offline_gap=unseen
+            ctx, state, PauseReason.RECOVERED, event.at, "resume or cancel", offline_gap=unseen
         )
     if state.phase is P.PAUSED and unseen and state.pause.resume_to in ACTIVE_PHASES:  # type: ignore[union-attr]
         return pause(
-            machine, state, PauseReason.RECOVERED, event.at, "resume or cancel", offline_gap=True
+            ctx, state, PauseReason.RECOVERED, event.at, "resume or cancel", offline_gap=True
         )
     if state.phase is P.PAUSED:
         state.shoe_locked = True
-        return [LockShoe(), machine._publish(state)]
-    return [lock, machine._publish(state)]
-
-
-def on_pause_command(
-    machine: TableMachine, state: TableState, event: SupervisorCommanded
-) -> list[Effect]:
-    reason = str(event.reason).strip()
-    if not reason:
-        raise TransitionError("pause needs a reason")
-    if state.phase is P.PAUSED and machine.revision < 5:
-        raise TransitionError("the table is already paused")
-    effects = pause(machine, state, PauseReason.SUPERVISOR, event.at, reason, by=event.by)
-    if machine.revision >= 5:
-        # A supervisor who pauses again keeps one pause, with the reason given last.
-        state.holds = _with_cause(state.holds, state.pause.causes[-1])  # type: ignore[union-attr]
-    return [machine._answer(event, True, "paused"), *effects]
+        return [LockShoe(), published(ctx, state)]
+    return [lock, published(ctx, state)]
 
 
 def held_by(holds: tuple[Cause, ...]) -> str:
@@ -241,7 +221,7 @@ def held_by(holds: tuple[Cause, ...]) -> str:
     return "; ".join(f"{hold.by}: {hold.detail()}" for hold in holds)
 
 
-def hold(machine: TableMachine, state: TableState, since: float | None) -> list[Effect]:
+def hold(ctx: Context, state: TableState, since: float | None) -> list[Effect]:
     """Keep the table paused by the supervisors' pauses in effect (``state.holds``) where a
     resolution given within them led it (the phase it would be in now becomes the phase
     to resume to). The shoe stays locked and the dealer stopped; nothing of that phase was
@@ -263,15 +243,15 @@ def hold(machine: TableMachine, state: TableState, since: float | None) -> list[
     return [
         LockShoe(),
         TellDealer("stop", f"stop: {last.message}; call the supervisor"),
-        machine._publish(state),
+        published(ctx, state),
     ]
 
 
-def anomaly_of(machine: TableMachine, pause_: Pause) -> tuple[PauseReason, str | None]:
+def anomaly_of(ctx: Context, pause_: Pause) -> tuple[PauseReason, str | None]:
     """The reason and ``by`` a pause keeps when it is paused again after a resolution that
     leaves it needing more: its own (revision 4); from revision 5 its latest anomaly's,
     since the supervisors' pauses among its causes are still in effect by themselves."""
-    if machine.revision >= 5:
+    if ctx.revision >= 5:
         for cause in reversed(pause_.causes):
             if cause.reason is not PauseReason.SUPERVISOR:
                 return cause.reason, cause.by
@@ -279,13 +259,13 @@ def anomaly_of(machine: TableMachine, pause_: Pause) -> tuple[PauseReason, str |
 
 
 def on_card_out_of_turn(
-    machine: TableMachine, state: TableState, event: CardDrawn | CardMisread
+    ctx: Context, state: TableState, event: CardDrawn | CardMisread
 ) -> list[Effect]:
-    return hold_out_of_turn(machine, state, event, why_out_of_turn(state))
+    return hold_out_of_turn(ctx, state, event, why_out_of_turn(state))
 
 
 def hold_out_of_turn(
-    machine: TableMachine, state: TableState, event: CardDrawn | CardMisread, why: str
+    ctx: Context, state: TableState, event: CardDrawn | CardMisread, why: str
 ) -> list[Effect]:
     """Pause and hold a card that came when none was due (counted: a ninth copy is
     impossible whenever it comes)."""
@@ -297,9 +277,9 @@ def hold_out_of_turn(
         try:
             state.count.record(card)
         except RulesError:
-            return pause(machine, state, PauseReason.IMPOSSIBLE_CARD, event.at, NINTH_COPY)
+            return pause(ctx, state, PauseReason.IMPOSSIBLE_CARD, event.at, NINTH_COPY)
     return pause(
-        machine,
+        ctx,
         state,
         PauseReason.CARD_OUT_OF_TURN,
         event.at,
@@ -310,7 +290,7 @@ def hold_out_of_turn(
 
 
 def why_out_of_turn(state: TableState) -> str:
-    phase = state.pause.resume_to if state.pause is not None else state.phase
+    phase = phase_at_stake(state)
     if phase is P.AWAITING_SHUFFLE:
         return "before a new shoe was declared and its burn done"
     if phase is P.SHOE_READY:
@@ -327,16 +307,14 @@ def why_out_of_turn(state: TableState) -> str:
 
 
 def on_card_while_paused(
-    machine: TableMachine, state: TableState, event: CardDrawn | CardMisread
+    ctx: Context, state: TableState, event: CardDrawn | CardMisread
 ) -> list[Effect]:
-    return hold_out_of_turn(machine, state, event, "while the table was paused")
+    return hold_out_of_turn(ctx, state, event, "while the table was paused")
 
 
-def on_cut_card_out_of_turn(
-    machine: TableMachine, state: TableState, event: CutCardDrawn
-) -> list[Effect]:
+def on_cut_card_out_of_turn(ctx: Context, state: TableState, event: CutCardDrawn) -> list[Effect]:
     return pause(
-        machine,
+        ctx,
         state,
         PauseReason.CARD_OUT_OF_TURN,
         event.at,
@@ -344,7 +322,5 @@ def on_cut_card_out_of_turn(
     )
 
 
-def on_misread_pause(machine: TableMachine, state: TableState, event: CardMisread) -> list[Effect]:
-    return pause(
-        machine, state, PauseReason.MISREAD, event.at, "the revealed burn card", unread="burn"
-    )
+def on_misread_pause(ctx: Context, state: TableState, event: CardMisread) -> list[Effect]:
+    return pause(ctx, state, PauseReason.MISREAD, event.at, "the revealed burn card", unread="burn")

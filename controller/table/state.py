@@ -1,11 +1,11 @@
 """The table's state model: what the state machine knows, in the words it uses.
 
-The phases, the reasons for a pause and what a pause needs before the table can resume, and
-:class:`TableState`, which the machine copies before every transition. Nothing here decides
-anything: every transition is a row of ``controller/table/transitions.py``, the machine
-(``machine.py`` and the handlers it calls: ``dealing.py``, ``pausing.py``, ``resuming.py``)
-alone changes a :class:`TableState`, and ``controller/table/views.py`` says what of it is
-shown.
+The phases, the reasons for a pause and what a pause needs before the table can resume,
+:class:`TableState`, which the machine copies before every transition, and :class:`Context`,
+what every handler is given besides the state and the event. Nothing here decides anything:
+every transition is a row of ``controller/table/transitions.py``, whose handlers
+(``commands.py``, ``news.py``, ``dealing.py``, ``pausing.py``, ``resuming.py``) alone change
+a :class:`TableState`, and ``controller/table/views.py`` says what of it is shown.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any, Final
 from controller.games.base import LiveRound
 from controller.kernel.cards import Card, ShoeCount
 from controller.kernel.vocabulary import RESOLUTIONS  # noqa: F401 (the machine takes it from here)
-from controller.table.config import OperationalSettings
+from controller.table.config import OperationalSettings, TableConfig
 
 
 class Phase(enum.Enum):
@@ -42,6 +42,10 @@ BURN_PHASES: Final = frozenset({Phase.BURN_REVEAL, Phase.BURNING})
 # Phases in which the dealer may draw: the shoe is unlocked only there.
 DRAWING_PHASES: Final = frozenset({Phase.BURN_REVEAL, Phase.BURNING, Phase.DEALING})
 ACTIVE_PHASES: Final = ROUND_PHASES | BURN_PHASES
+# Where the table goes once a round is over (its shoe goes on, or it ended), and where a round
+# may go on to after a card or a decision (the rules ask for the next, or it is over).
+AFTER_ROUND: Final = (Phase.SHOE_READY, Phase.AWAITING_SHUFFLE)
+ONWARDS: Final = (Phase.DEALING, Phase.DECIDING, Phase.READING, *AFTER_ROUND)
 
 # What a pause's ``unread`` says when the misread card is the dealer's hole card.
 HOLE_UNREAD: Final = "the dealer's hole card"
@@ -164,6 +168,22 @@ class Pause:
         return needs
 
 
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What a handler knows besides the state and the event, fixed for a machine's life.
+
+    ``config``: the table's configuration (its game, variant, id). ``revision``: the
+    machine revision the journal was written under (``transitions.MACHINE_REVISION``),
+    which decides how some events are read. ``dismissible_unread``: whether, under that
+    revision, a supervisor may dismiss an unread card as no card at all (the resume table
+    says; the published pause's ``needs`` says so too).
+    """
+
+    config: TableConfig
+    revision: int
+    dismissible_unread: bool = False
+
+
 @dataclass(slots=True)
 class TableState:
     """Everything the machine knows. Copied (containers included) before each transition."""
@@ -214,6 +234,12 @@ class TableState:
         if self.count is not None:
             clone.count = ShoeCount(self.count.decks, Counter(self.count.seen))
         return clone
+
+
+def phase_at_stake(state: TableState) -> Phase:
+    """The phase the table is in or, paused, the phase it paused and returns to: whether a
+    round or a burn is in progress, whatever pauses it."""
+    return state.pause.resume_to if state.pause is not None else state.phase
 
 
 def hole_revealed(live: LiveRound | None) -> bool:

@@ -1,9 +1,10 @@
 """What the table's state machine shows: its public state and its whole-state snapshot.
 
-:func:`public_state` is the table as the platform and the supervisors may see it (published
-with every change); :func:`snapshot` is the whole state, secrets included, for replay
-checks, the tests and the journal CLI. Both only read a :class:`TableState`; the machine
-(``controller/table/machine.py`` and the handlers it calls) alone changes it.
+:func:`published` is the one way the handlers say the state changed: the ``PublishState``
+effect of :func:`public_state`, the table as the platform and the supervisors may see it.
+:func:`snapshot` is the whole state, secrets included, for replay checks, the tests and the
+journal CLI. The parts both show (a pause, its causes, the settings) are built once, here.
+Nothing here changes a :class:`TableState`: the handlers of ``transitions.py`` alone do.
 """
 
 from __future__ import annotations
@@ -15,14 +16,23 @@ from controller.games.base import CardNeeded, DecisionNeeded
 from controller.kernel.cards import Card
 from controller.table import games
 from controller.table.config import TableConfig
+from controller.table.effects import PublishState
 from controller.table.state import (
     ROUND_PHASES,
     Cause,
+    Context,
+    Pause,
     Phase,
     TableState,
     hole_card_number,
     hole_revealed,
+    phase_at_stake,
 )
+
+
+def published(ctx: Context, state: TableState) -> PublishState:
+    """The effect that publishes ``state``: every change a handler makes ends with it."""
+    return PublishState(public_state(ctx.config, state, ctx.dismissible_unread))
 
 
 def public_state(
@@ -44,20 +54,14 @@ def public_state(
         "cards_left": None if state.count is None else state.count.cards_left,
         "cards_drawn": None if state.count is None else state.count.cards_seen,
         "cut_card_seen": state.final_round is not None,
-        "round_active": (state.pause.resume_to if state.pause else state.phase) in ROUND_PHASES,
+        "round_active": phase_at_stake(state) in ROUND_PHASES,
         "shoe_online": state.shoe_online,
         "camera_online": state.camera_online,
         "paused": None
         if pause is None
         else {
-            "reason": pause.reason.value,
-            "message": pause.message,
-            "resume_to": pause.resume_to.value,
+            **_pause(pause),
             "needs": pause.needs(dismissible_unread),
-            "by": pause.by,
-            "since": pause.since,
-            "offline_gap": pause.offline_gap,
-            "idle_gap": pause.idle_gap,
             "pauses": [_cause(cause) for cause in pause.causes],
         },
         "round": None if state.round is None else _without_stand_in(state),
@@ -66,10 +70,7 @@ def public_state(
         "bets_open": games.available_bets(config.game, state.round_number)
         if state.phase is Phase.BETTING
         else [],
-        "settings": None if state.settings is None else state.settings.to_dict(),
-        "pending_settings": None
-        if state.pending_settings is None
-        else state.pending_settings.to_dict(),
+        **_settings(state),
         "variant": games.variant(config.game, config.variant),
     }
 
@@ -142,15 +143,9 @@ def snapshot(state: TableState) -> dict[str, Any]:
         "pause": None
         if pause is None
         else {
-            "reason": pause.reason.value,
-            "message": pause.message,
-            "resume_to": pause.resume_to.value,
+            **_pause(pause),
             "held": [_card_text(card) for card in pause.held],
             "unread": pause.unread,
-            "by": pause.by,
-            "since": pause.since,
-            "offline_gap": pause.offline_gap,
-            "idle_gap": pause.idle_gap,
             "uncounted": list(pause.uncounted),
             "gap_before_held": pause.gap_before_held,
             "causes": [_cause(cause) for cause in pause.causes],
@@ -164,10 +159,7 @@ def snapshot(state: TableState) -> dict[str, Any]:
         "shoe_reports_locked": state.shoe_reports_locked,
         "camera_online": state.camera_online,
         "deadline": state.deadline,
-        "settings": None if state.settings is None else state.settings.to_dict(),
-        "pending_settings": None
-        if state.pending_settings is None
-        else state.pending_settings.to_dict(),
+        **_settings(state),
     }
 
 
@@ -186,6 +178,28 @@ def step_data(step: object) -> dict[str, Any] | None:
             "default": step.default,
         }
     return None
+
+
+def _pause(pause: Pause) -> dict[str, Any]:
+    """What the public state and the snapshot both show of a pause."""
+    return {
+        "reason": pause.reason.value,
+        "message": pause.message,
+        "resume_to": pause.resume_to.value,
+        "by": pause.by,
+        "since": pause.since,
+        "offline_gap": pause.offline_gap,
+        "idle_gap": pause.idle_gap,
+    }
+
+
+def _settings(state: TableState) -> dict[str, Any]:
+    """The settings in force and those that apply from the next round, as both show them."""
+    pending = state.pending_settings
+    return {
+        "settings": None if state.settings is None else state.settings.to_dict(),
+        "pending_settings": None if pending is None else pending.to_dict(),
+    }
 
 
 def _cause(cause: Cause) -> dict[str, Any]:

@@ -3,6 +3,7 @@ exists, and a resume leads only where its cell says."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,15 +17,15 @@ from controller.table.events import (
     SupervisorCommanded,
 )
 from controller.table.machine import MACHINE_REVISION, TableMachine
-from controller.table.state import RESOLUTIONS, Pause, PauseReason, Phase
-from controller.table.transitions import (
+from controller.table.resuming import (
     PAUSE_KINDS,
     RESUME_TARGETS,
     RESUMES,
     RETURNS,
-    TRANSITIONS,
     pause_kind,
 )
+from controller.table.state import RESOLUTIONS, Pause, PauseReason, Phase
+from controller.table.transitions import TRANSITIONS
 
 
 def test_every_revision_has_a_cell_for_every_pause_kind_and_resolution() -> None:
@@ -39,7 +40,7 @@ def test_every_cell_names_a_resolution_function_or_a_refusal() -> None:
             if resume.handler is None:
                 assert resume.refusal and not resume.targets and not resume.returns
             else:
-                assert callable(resuming._HANDLERS[resume.handler])
+                assert callable(resume.handler)
                 assert not resume.refusal
 
 
@@ -58,7 +59,12 @@ def test_a_resume_leads_only_to_the_phases_the_resume_table_allows() -> None:
         for resume in table.values():
             assert resume.returns == (
                 resume.handler
-                in ("resume_as_paused", "burn_held", "confirm_no_cards", "dismiss_unread")
+                in (
+                    resuming.resume_as_paused,
+                    resuming.burn_held,
+                    resuming.confirm_no_cards,
+                    resuming.dismiss_unread,
+                )
             )
 
 
@@ -121,12 +127,17 @@ def test_a_resume_that_leads_elsewhere_than_its_cell_says_is_refused_and_changes
     assert machine.state.phase is Phase.PAUSED
     before = machine.snapshot()
 
-    def to_betting(machine, state, event, pause, resume):  # type: ignore[no-untyped-def]
+    def to_betting(ctx, state, event, pause, resume):  # type: ignore[no-untyped-def]
         state.pause = None
         state.phase = Phase.BETTING
         return []
 
-    monkeypatch.setitem(resuming._HANDLERS, "resume_as_paused", to_betting)
+    # The plain resume's cell, carried out by a function that goes where the cell says not.
+    cell = ("other", "")
+    assert RESUMES[MACHINE_REVISION][cell].handler is resuming.resume_as_paused
+    wrong = {cell: replace(RESUMES[MACHINE_REVISION][cell], handler=to_betting)}
+    rows = {**RESUMES, MACHINE_REVISION: {**RESUMES[MACHINE_REVISION], **wrong}}
+    monkeypatch.setattr(resuming, "RESUMES", rows)
     effects = machine.handle(command("resume"))
     assert isinstance(effects[0], EventRejected) or (
         isinstance(effects[0], CommandAnswered) and not effects[0].ok

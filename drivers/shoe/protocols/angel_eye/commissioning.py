@@ -8,10 +8,14 @@ returns text.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from drivers.shoe.protocols.angel_eye.session import AngelEyeSession
+from drivers.shoe.codec import DecoderStats
+from drivers.shoe.protocols.angel_eye.codec import AngelEyeDecoder
+from drivers.shoe.protocols.angel_eye.variants import SequenceCounter
+from drivers.shoe.sessions import SessionStats
 
 _CODE_NAMES = {
     "S": "start signal",
@@ -32,7 +36,37 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}" + ("" if count == 1 else "s")
 
 
-def angel_eye_report(session: AngelEyeSession) -> str:
+@dataclass(slots=True)
+class AngelEyeObservations:
+    """What one run saw of an Angel Eye shoe: the commissioning report is made from it."""
+
+    codes: Counter[str] = field(default_factory=Counter)
+    seq_symbols: set[str] = field(default_factory=set)
+    wraps: Counter[str] = field(default_factory=Counter)
+    """SEQ steps across the top of the count, e.g. ``"9→0"``, ``"9→1"``."""
+    bit7_set: int = 0
+    bit7_clear: int = 0
+    impossible: Counter[str] = field(default_factory=Counter)
+    """Card frames with a field no shoe can send, by reason."""
+    new_shoes_confirmed: int = 0
+    results: int = 0
+    gaps: int = 0
+
+
+class ReportedSession(Protocol):
+    """What the report reads of an Angel Eye session (the session module imports this
+    one, never the reverse)."""
+
+    observed: AngelEyeObservations
+    counter: SequenceCounter
+    decoder: AngelEyeDecoder
+    session_stats: SessionStats
+
+    @property
+    def decoder_stats(self) -> DecoderStats: ...
+
+
+def angel_eye_report(session: ReportedSession) -> str:
     """The commissioning report of an Angel Eye run."""
     observed, counter = session.observed, session.counter
     detection = counter.detection

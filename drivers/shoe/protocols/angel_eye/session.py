@@ -6,8 +6,6 @@ of a frame is read through the codec's dataclasses. See ``docs/shoe-protocol.md`
 
 from __future__ import annotations
 
-from collections import Counter
-from dataclasses import dataclass, field
 from typing import Final
 
 from controller.kernel.errors import ConfigurationError
@@ -23,6 +21,10 @@ from drivers.shoe.events import (
 )
 from drivers.shoe.options import ProtocolOptions
 from drivers.shoe.protocols.angel_eye import codec as angel_eye
+from drivers.shoe.protocols.angel_eye.commissioning import (
+    AngelEyeObservations,
+    angel_eye_report,
+)
 from drivers.shoe.protocols.angel_eye.options import AngelEyeOptions
 from drivers.shoe.protocols.angel_eye.variants import (
     BIT7_SETTINGS,
@@ -46,23 +48,6 @@ COMMANDS: Final[dict[HostCommand, tuple[str, str]]] = {
     HostCommand.CONFIRM_GAME: ("GP", "00"),
 }
 _BCC_ERROR: Final = 0x02
-
-
-@dataclass(slots=True)
-class AngelEyeObservations:
-    """What one run saw of an Angel Eye shoe: the commissioning report is made from it."""
-
-    codes: Counter[str] = field(default_factory=Counter)
-    seq_symbols: set[str] = field(default_factory=set)
-    wraps: Counter[str] = field(default_factory=Counter)
-    """SEQ steps across the top of the count, e.g. ``"9→0"``, ``"9→1"``."""
-    bit7_set: int = 0
-    bit7_clear: int = 0
-    impossible: Counter[str] = field(default_factory=Counter)
-    """Card frames with a field no shoe can send, by reason."""
-    new_shoes_confirmed: int = 0
-    results: int = 0
-    gaps: int = 0
 
 
 class AngelEyeSession(ShoeSession):
@@ -123,8 +108,6 @@ class AngelEyeSession(ShoeSession):
         )
 
     def commissioning_report(self) -> str:
-        from drivers.shoe.protocols.angel_eye.commissioning import angel_eye_report
-
         return angel_eye_report(self)
 
     @property
