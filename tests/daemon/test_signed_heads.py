@@ -413,3 +413,77 @@ def test_signing_key_is_no_part_of_what_binds_the_journal(tmp_path: Path) -> Non
     )
     assert config.signing_key == tmp_path / "keys" / "t1.key"
     assert "t1.key" not in repr(config.table)
+
+
+def test_the_daemon_signs_at_start_while_the_head_moves_and_at_stop(
+    tmp_path: Path, mqtt_broker: tuple[str, int]
+) -> None:
+    """The daemon's own loop (its minute shortened): a start's head is signed before the
+    table says it runs, a moved head again once the interval passed, the last one at stop."""
+    import threading
+
+    from controller.service.config import LivetableConfig, MqttConfig
+    from controller.service.daemon import TableDaemon
+    from controller.table.config import TableConfig
+    from controller.table.events import SupervisorCommanded
+
+    keygen(tmp_path / "t1.key")
+    host, port = mqtt_broker
+    config = LivetableConfig(
+        table=TableConfig(table_id="t1", game="baccarat", journal_path=tmp_path / "t1.journal"),
+        mqtt=MqttConfig(host=host, port=port),
+        signing_key=tmp_path / "t1.key",
+    )
+    daemon = TableDaemon(config, shoe=False)
+    assert daemon.signer is not None
+    daemon.signer.every_s = 0.3
+    stop, seen, errors = threading.Event(), [], []
+
+    def signed() -> dict[str, Any] | None:
+        _version, state = daemon.publications.state_snapshot()
+        return None if state is None else state["journal"].get("signed")
+
+    def drive() -> None:
+        try:
+            first = wait_until(signed, 20, "the start's signed head")
+            seen.append(first)
+            daemon.runtime.submit(
+                SupervisorCommanded("alice/1", "new_shoe", "alice", "supervisor", time.time())
+            )
+            moved = wait_until(
+                lambda: (s := signed()) is not None and s["seq"] > first["seq"] and s,
+                20,
+                "the moved head signed again",
+            )
+            seen.append(moved)
+        except BaseException as error:  # the main thread fails the test with it
+            errors.append(error)
+        finally:
+            stop.set()
+
+    driver = threading.Thread(target=drive)
+    driver.start()
+    assert daemon.run(stop) == 0
+    driver.join(10)
+    assert not errors, errors
+    first, moved = seen
+    with Journal(tmp_path / "t1.journal", read_only=True) as journal:
+        head = journal.head
+        heads = journal.signed_heads()
+    assert first["seq"] == heads[0][0]
+    assert moved["seq"] in [h[0] for h in heads]
+    # Signed by the interval (no settlement here), not sooner: 0.3 s after the start's.
+    assert seconds(moved["time"]) - seconds(first["time"]) >= 0.3
+    # The last row (the stop's, if one) is signed as the journal closes.
+    assert heads[-1][0] == head[0], (heads[-1], head)
+    verified = livetable("journal", "verify", tmp_path / "t1.journal", "--public-key",
+                         tmp_path / "t1.key.pub")  # fmt: skip
+    assert verified.returncode == 0, verified.stderr
+    assert f"signed up to seq {head[0]} " in verified.stdout
+    assert "no row after it" in verified.stdout
+
+
+def seconds(text: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
