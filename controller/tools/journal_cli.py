@@ -38,7 +38,7 @@ from controller.kernel.cli_support import (
     positive_int,
     print_json,
 )
-from controller.kernel.errors import ConfigurationError, JournalError
+from controller.kernel.errors import JournalError
 from controller.tools.event_text import (
     describe_input,
     describe_published,
@@ -172,7 +172,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "signed head, the signature and the public key; needs --public-key)",
     )
     _public_key_argument(export)
-    export.set_defaults(func=run_export)
+    export.set_defaults(func=run_export, usage_error=export.error)
 
     keygen = commands.add_parser(
         "keygen",
@@ -295,6 +295,8 @@ def _verify_bundle(args: argparse.Namespace) -> int:
 
     if args.journal is not None:
         args.usage_error("give a JOURNAL or --bundle FILE.zip, not both")
+    if args.expect_head is not None:
+        args.usage_error("--expect-head is a journal's: a bundle's head is the one it signs")
     report = verify_bundle(args.bundle, keys_by_fingerprint(args.public_keys))
     if args.json:
         print_json(
@@ -412,9 +414,7 @@ def _export_bundle(args: argparse.Namespace) -> int:
     from controller.service.signing import check_journal, fingerprint, load_public_key
 
     if not args.public_keys:
-        raise ConfigurationError(
-            "--bundle needs the table's --public-key PATH.pub (the bundle carries it)"
-        )
+        args.usage_error("--bundle needs the table's --public-key PATH.pub (the bundle carries it)")
     keys = {fingerprint(key): key for key in map(load_public_key, args.public_keys)}
     pems = {fingerprint(load_public_key(path)): path.read_bytes() for path in args.public_keys}
     with _open(args) as journal:

@@ -487,3 +487,27 @@ def seconds(text: str) -> float:
     from datetime import datetime
 
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+@pytest.mark.parametrize(
+    ("argv", "cause"),
+    [
+        (["journal", "verify"], "the following arguments are required: JOURNAL"),
+        (["journal", "verify", "{tmp}/j", "--bundle", "{tmp}/b.zip"], "give a JOURNAL or"),
+        (["journal", "verify", "--bundle", "{tmp}/b.zip", "--expect-head", "1:" + "0" * 64],
+         "--expect-head is a journal's"),
+        (["journal", "export", "{tmp}/j", "--round", "1", "--bundle", "{tmp}/b.zip"],
+         "--bundle needs the table's --public-key"),
+    ],
+)  # fmt: skip
+def test_a_bundle_without_what_it_needs_is_a_usage_error(
+    argv: list[str], cause: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from controller.tools.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main([arg.replace("{tmp}", str(tmp_path)) for arg in argv])
+    assert exit_.value.code == 2
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.split(": error: ", 1)[1].startswith(cause), last
+    assert not (tmp_path / "b.zip").exists()
