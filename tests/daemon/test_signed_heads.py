@@ -511,3 +511,37 @@ def test_a_bundle_without_what_it_needs_is_a_usage_error(
     last = capsys.readouterr().err.splitlines()[-1]
     assert last.split(": error: ", 1)[1].startswith(cause), last
     assert not (tmp_path / "b.zip").exists()
+
+
+def test_a_rotated_key_signs_from_its_start_on_and_verify_takes_every_key(
+    tmp_path: Path,
+) -> None:
+    """A new key from a point on: the old signatures keep naming the old key."""
+    old, new = keygen(tmp_path / "old.key"), keygen(tmp_path / "new.key")
+    path = tmp_path / "t1.journal"
+    from controller.service.journaled_table import JournaledTable
+    from controller.table.config import TableConfig
+
+    # A journal bound to its table, as the daemon makes one (verify reads the table's id).
+    config = TableConfig(table_id="t1", game="baccarat", journal_path=path)
+    table, _effects = JournaledTable.open(config, at=1.0)
+    try:
+        journal = table.journal
+        HeadSigner(load_signing_key(tmp_path / "old.key"), journal, "t1").sign()
+        journal.append(ControllerStarted(at=2.0))
+        rotated = HeadSigner(load_signing_key(tmp_path / "new.key"), journal, "t1")
+        # The head the old key signed is not this key's: the first start signs it anew.
+        assert rotated.unsigned()
+        rotated.sign()
+    finally:
+        journal.close()
+    with Journal(path, read_only=True) as reread:
+        assert [head[3] for head in reread.signed_heads()] == [old, new]
+    only_new = livetable("journal", "verify", path, "--public-key", tmp_path / "new.key.pub")
+    assert only_new.returncode == 1 and f"signed by key {old}" in only_new.stderr
+    both = livetable(
+        "journal", "verify", path,
+        "--public-key", tmp_path / "old.key.pub", "--public-key", tmp_path / "new.key.pub",
+    )  # fmt: skip
+    assert both.returncode == 0, both.stderr
+    assert f"by key {new}" in both.stdout and "2 signed head(s) checked" in both.stdout
