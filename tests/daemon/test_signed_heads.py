@@ -10,6 +10,8 @@ from another folder with nothing but the zip and the public key (and by OpenSSL 
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -28,6 +30,7 @@ from controller.service.journal import Journal, row_hash
 from controller.service.signing import HeadSigner, SignedHead, load_public_key, load_signing_key
 from controller.service.wire import encode
 from controller.table.events import ControllerStarted
+from controller.tools.cli import main
 from simulators.broker import start_broker
 from tests.support.api_schema import validate_message
 from tests.support.daemon import REPO_ROOT, SimulatedTable
@@ -37,17 +40,26 @@ LIVETABLE = [sys.executable, "-m", "controller.tools.cli"]
 ROUNDS = 3
 
 
-def livetable(*args: str | Path, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess[str]:
-    # The repository on the path, whatever the folder: a copy elsewhere runs the same code.
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    return subprocess.run(
-        [*LIVETABLE, *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=60,
-    )
+def livetable(
+    *args: str | Path, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The command line's answer: its exit status and what it printed. In this process
+    (the same parser and code, without an interpreter's start each time); with ``cwd``, as
+    a process of its own started in that folder."""
+    argv = [str(arg) for arg in args]
+    if cwd is not None:
+        # The repository on the path, whatever the folder.
+        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+        return subprocess.run(
+            [*LIVETABLE, *argv], capture_output=True, text=True, cwd=cwd, env=env, timeout=60
+        )
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exit_:
+            code = int(exit_.code or 0)
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
 
 def keygen(path: Path) -> str:
@@ -388,7 +400,8 @@ def test_a_bad_signing_key_stops_the_start_in_one_line(
         broker_port=1,
         signing_key="t1.key",  # relative: beside the file, as journal_path is
     )
-    done = livetable("run", "--config", config)
+    # A process of its own: `run` takes over SIGTERM and SIGINT.
+    done = livetable("run", "--config", config, cwd=tmp_path)
     assert done.returncode == 1
     line = done.stderr.strip()
     assert len(line.splitlines()) == 1, line
