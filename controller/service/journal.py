@@ -502,11 +502,19 @@ class Journal:
             if known is None:
                 return []
             rows = self._db.execute(
-                "SELECT seq, hash, time, key, signature FROM signed_heads ORDER BY id"
+                "SELECT id, seq, hash, time, key, signature FROM signed_heads ORDER BY id"
             ).fetchall()
         except sqlite3.Error as error:
             raise JournalError(f"cannot read the journal {self.path}: {error}") from error
-        return [(int(s), str(h), str(t), str(k), str(g)) for s, h, t, k, g in rows]
+        heads = []
+        for number, seq, digest, time, key, signature in rows:
+            # The file is evidence that anyone may have edited: a malformed row is named.
+            if not isinstance(seq, int) or not all(
+                isinstance(text, str) for text in (digest, time, key, signature)
+            ):
+                raise JournalError(f"{self.path}: signed head {number} is malformed")
+            heads.append((seq, digest, time, key, signature))
+        return heads
 
     def hash_at(self, seq: int) -> str | None:
         """Row ``seq``'s stored hash, or None when the journal has no such row."""
