@@ -48,6 +48,7 @@ from controller.tools.event_text import (
 
 if TYPE_CHECKING:
     from controller.service.journal import Journal
+    from controller.service.signing import SignatureReport
 
 EXAMPLE_JOURNAL = "/var/lib/livetable/t1.journal"
 _HASH = re.compile(r"[0-9a-fA-F]{64}")
@@ -256,6 +257,7 @@ def run_verify(args: argparse.Namespace) -> int:
             check_head(journal, *args.expect_head)
         signed = check_journal(journal, keys) if keys else None
         heads = journal.signed_heads()
+        unsigned_settlements = _settled_after(journal, signed)
     if signed is not None and signed.last is None:
         raise JournalError(
             f"{args.journal} holds no signed head: rows 1..{rows} are unsigned (a table "
@@ -272,7 +274,7 @@ def run_verify(args: argparse.Namespace) -> int:
             expected_seq, expected_hash = args.expect_head
             document["expected_head"] = {"seq": expected_seq, "hash": expected_hash}
         if signed is not None:
-            document["signed"] = signed.to_dict()
+            document["signed"] = {**signed.to_dict(), "settled_unsigned": unsigned_settlements}
         print_json(document)
         return 0
     print(f"{args.journal}: {rows} rows, hash chain intact")
@@ -283,10 +285,31 @@ def run_verify(args: argparse.Namespace) -> int:
         print(f"expected head: row {expected_seq} is there with that hash{after}")
     if signed is not None:
         print(signed.line())
+        if unsigned_settlements:
+            print(
+                f"warning: {len(unsigned_settlements)} round(s) settled after the last signed "
+                f"head (rows {', '.join(map(str, unsigned_settlements))}), and the table signs "
+                "every settlement at once: signatures were removed, or the table stopped "
+                "between the two; compare with a head stored from its state (--expect-head)"
+            )
     elif heads:
         by = ", ".join(sorted({head[3] for head in heads}))
         print(f"{len(heads)} signed head(s) by key {by}, not checked: give --public-key")
     return 0
+
+
+def _settled_after(journal: Journal, signed: SignatureReport | None) -> list[int]:
+    """The settlement rows after the last signed head (none when nothing was checked)."""
+    if signed is None or signed.last is None or signed.rows <= signed.last.seq:
+        return []
+    from controller.service.journaled_table import config_of, round_summaries
+
+    after = signed.last.seq
+    return [
+        summary.last_row
+        for summary in round_summaries(journal, config_of(journal))
+        if summary.outcome == "settled" and summary.last_row > after
+    ]
 
 
 def _verify_bundle(args: argparse.Namespace) -> int:

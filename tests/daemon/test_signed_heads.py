@@ -558,3 +558,23 @@ def test_a_rotated_key_signs_from_its_start_on_and_verify_takes_every_key(
     )  # fmt: skip
     assert both.returncode == 0, both.stderr
     assert f"by key {new}" in both.stdout and "2 signed head(s) checked" in both.stdout
+
+
+def test_signatures_deleted_after_a_rewrite_show_as_settled_rounds_left_unsigned(
+    played: dict[str, Any],
+) -> None:
+    """The signatures live in the file: an attacker may delete those after the change. The
+    rounds settled in the unsigned tail, which the table signs at once, give it away."""
+    copy = _copy(played, "pruned.journal")
+    rounds = rounds_of(copy)
+    changed = _rewrite_a_card(copy, rounds[1]["rows"][0])
+    with sqlite3.connect(copy) as db:
+        db.execute("DELETE FROM signed_heads WHERE seq >= ?", (changed,))
+    done = livetable("journal", "verify", copy, "--public-key", played["pub"])
+    assert done.returncode == 0, done.stderr  # what is left is signed and intact
+    settled_after = [summary["rows"][1] for summary in rounds[1:]]
+    assert f"warning: {len(settled_after)} round(s) settled after the last signed" in done.stdout
+    assert f"(rows {', '.join(map(str, settled_after))})" in done.stdout
+    # The table's own journal has none.
+    intact = livetable("journal", "verify", played["journal"], "--public-key", played["pub"])
+    assert "warning" not in intact.stdout
