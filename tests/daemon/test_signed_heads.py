@@ -578,3 +578,22 @@ def test_signatures_deleted_after_a_rewrite_show_as_settled_rounds_left_unsigned
     # The table's own journal has none.
     intact = livetable("journal", "verify", played["journal"], "--public-key", played["pub"])
     assert "warning" not in intact.stdout
+
+
+def test_the_api_guide_checks_a_published_signature_as_written(
+    played: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/mqtt-api.md's snippet, run on the state the table published, beside its key."""
+    import re
+
+    from cryptography.exceptions import InvalidSignature
+
+    guide = (REPO_ROOT / "docs" / "mqtt-api.md").read_text()
+    section = guide.split("### Checking a signed head", 1)[1].split("\n## ", 1)[0]
+    (snippet,) = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    monkeypatch.chdir(played["base"])  # where t1.key.pub lies, as the snippet opens it
+    exec(snippet, {"state": played["state"]})  # raises unless the signature verifies
+    forged = json.loads(json.dumps(played["state"]))
+    forged["journal"]["signed"]["seq"] -= 1
+    with pytest.raises(InvalidSignature):
+        exec(snippet, {"state": forged})
