@@ -6,8 +6,8 @@
 
 ``manifest.json``  format, table, epoch, round, the rows (first, last of the round, the
                    signed head's), the key's fingerprint
-``round.jsonl``    the round's events as ``journal export --json`` gives them (each row's
-                   seq, hash, kind and fields, with its effects)
+``round.jsonl``    the round's events, one JSON object a line: each journal row's seq,
+                   hash, kind and fields (``event``), with the effects the replay gave it
 ``chain.jsonl``    every journal row from the round's first to the signed head, whole
                    (seq, kind, body, prev_hash, hash): the hashes can be computed again
 ``head.json``      the signed bytes themselves (:func:`controller.service.signing.head_message`)
