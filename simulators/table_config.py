@@ -44,6 +44,7 @@ def write_table_config(
     username: str | None = None,
     password: str | None = None,
     tls_ca_file: Path | str | None = None,
+    signing_key: Path | str | None = None,
     extra: str = "",
 ) -> Path:
     """Write the configuration of table ``table_id`` to ``path`` and return ``path``.
@@ -53,7 +54,8 @@ def write_table_config(
     cluster's nodes, is written as ``[mqtt] hosts`` instead of ``host`` and ``port``.
     ``password`` is
     written to ``<table_id>.mqtt-password`` beside ``path`` (mode 0600) and named by
-    ``password_file``. ``extra``: TOML text appended as it is (e.g. another section).
+    ``password_file``. ``signing_key``: the ``[table]`` key the daemon signs its journal's
+    head with. ``extra``: TOML text appended as it is (e.g. another section).
     """
     settings = {
         "betting_s": betting_s,
@@ -67,6 +69,8 @@ def write_table_config(
         *(f"{name} = {value}" for name, value in settings.items() if value is not None),
         f"journal_path = {_text(table_id + '.journal')}",
     ]
+    if signing_key is not None:
+        lines.append(f"signing_key = {_text(signing_key)}")
     if variant is not None:
         lines.append(f"variant = {_text(variant)}")
     lines += [

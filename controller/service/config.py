@@ -2,6 +2,7 @@
 
 ```toml
 [table]        # the table, its game and its journal (controller/table/config.py)
+signing_key = "/etc/livetable/t1.key"   # optional: sign the journal's head (see below)
 [shoe]         # where the card shoe is and how it talks (drivers/shoe/driver.py ShoeConfig)
 [camera]       # optional: the camera over the table (drivers/camera CameraConfig)
 [vision]       # with [camera]: its enrolled deck and how it reads (drivers/camera_reader.py)
@@ -32,6 +33,11 @@ the file with :func:`~controller.kernel.config_file.read_toml` and map errors th
 error is one :class:`~controller.kernel.errors.ConfigurationError` that names the file and the bad
 key (``t1.toml: unknown keys in [mqtt]: colour``). A password is never part of an error
 message, a log line or ``repr``. Relative paths are taken relative to the TOML file.
+
+``[table] signing_key`` names the table's Ed25519 private key (``livetable journal keygen``):
+the daemon then signs its journal's head (:mod:`controller.service.signing`). It is read here,
+not with the rest of ``[table]``: it is no part of what binds a journal (a key may be rotated
+under a living journal), and the daemon loads the key itself at start.
 """
 
 from __future__ import annotations
@@ -194,6 +200,8 @@ class LivetableConfig:
     mqtt: MqttConfig | None = None
     source: Path | None = None
     metrics: MetricsConfig | None = None
+    signing_key: Path | None = None
+    """``[table] signing_key``: the private key the daemon signs its journal's head with."""
 
     def require(self, *sections: str) -> None:
         """ConfigurationError unless the named sections are present."""
@@ -302,6 +310,7 @@ def config_from_mapping(
     unknown = sorted(set(document) - {"table", "shoe", "camera", "vision", "mqtt", "metrics"})
     if unknown:
         raise ConfigurationError(f"unknown sections: {', '.join(f'[{n}]' for n in unknown)}")
+    document, signing_key = _signing_key(document, base_dir)
     table = table_config_from_mapping(document, base_dir=base_dir, environ=environ)
     shoe = None
     if "shoe" in document:
@@ -346,7 +355,26 @@ def config_from_mapping(
         mqtt=mqtt,
         source=source,
         metrics=metrics,
+        signing_key=signing_key,
     )
+
+
+def _signing_key(
+    document: dict[str, Any], base_dir: Path | None
+) -> tuple[dict[str, Any], Path | None]:
+    """The document without ``[table] signing_key``, and that key's path (relative to the
+    file, as ``journal_path`` is), or None."""
+    section = document.get("table")
+    if not isinstance(section, dict) or "signing_key" not in section:
+        return document, None
+    value = section["signing_key"]
+    if not isinstance(value, str) or not value:
+        raise invalid("signing_key", "a non-empty path", value, section="table")
+    path = Path(value)
+    if not path.is_absolute() and base_dir is not None:
+        path = base_dir / path
+    rest = {key: item for key, item in section.items() if key != "signing_key"}
+    return {**document, "table": rest}, path
 
 
 @contextlib.contextmanager

@@ -79,6 +79,7 @@ from controller.service.publishing import (
 from controller.service.read_lanes import ReadLanes
 from controller.service.request_limits import CommandLimits, ReadLimits
 from controller.service.runtime import RuntimeTask
+from controller.service.signing import HeadSigner, load_signing_key
 from controller.service.wire import dealer_message, encode, response_message
 from controller.table.effects import CommandAnswered, Effect, EffectBatch, PublishEvent, TellDealer
 
@@ -666,10 +667,23 @@ class TableDaemon:
         config.require("mqtt")
         self.config = config
         self.clock = clock
+        self.signer: HeadSigner | None = None
+        signing_key = None
+        if config.signing_key is not None:
+            # Before the journal is touched: a table told to sign never runs unsigned.
+            try:
+                signing_key = load_signing_key(config.signing_key)
+            except ConfigurationError as error:
+                where = f"{config.source}: " if config.source is not None else ""
+                raise ConfigurationError(f"{where}{error}") from error
         # Before anything is opened: a second daemon on this journal stops here.
         self.lock = JournalLock.acquire(config.table.journal_path)
         try:
             self._open(shoe, camera_source)
+            if signing_key is not None:
+                self.signer = HeadSigner(
+                    signing_key, self.assembled.table.journal, config.table.table_id, clock
+                )
         except BaseException:
             self.lock.release()
             raise
@@ -797,7 +811,17 @@ class TableDaemon:
     def _publish(self, batch: EffectBatch) -> None:
         """What one event published, after the devices took theirs: the dealer's line to
         the link, the messages to the outbox (whose sending follows at once), the commands'
-        answers to whoever waits for them. JournalError if the outbox cannot be written."""
+        answers to whoever waits for them. JournalError if the outbox cannot be written.
+        A settlement's row is signed first (with a key), so its state carries the signature."""
+        if (
+            self.signer is not None
+            and batch.journal_seq is not None
+            and any(
+                isinstance(effect, PublishEvent) and effect.name == "round_settled"
+                for effect in batch.effects
+            )
+        ):
+            self._sign_head(republish=False)
         metrics = self.metrics
         if metrics is not None:
             # Before the sending: the broker may acknowledge a card before record returns.
@@ -813,6 +837,24 @@ class TableDaemon:
             metrics.published(
                 batch, self.publications.state_snapshot()[1], self.publications.seq
             )
+
+    def _sign_head(self, republish: bool = True) -> None:
+        """Sign the journal's head and publish the signature (the table's thread)."""
+        assert self.signer is not None
+        signed = self.signer.sign()
+        if signed is not None:
+            logger.debug("signed the journal's head: row %d (%s)", signed.seq, signed.key)
+            self.publications.set_signed(signed.published(), republish)
+
+    def _sign_if(self, wanted: bool) -> None:
+        """Sign when ``wanted``; a journal that cannot take it stops the table as a row
+        that cannot be written does (see :meth:`run`)."""
+        if self.signer is None or not wanted or self.runtime.failure is not None:
+            return
+        try:
+            self._sign_head()
+        except JournalError as error:
+            self.runtime.fail(error)
 
     # -- requests (the MQTT thread, then the table's) -------------------------------------
 
@@ -1208,6 +1250,9 @@ class TableDaemon:
             # A table that carries on an old journal says so (its numbers carry on too).
             log_reused_journal(self.assembled.table, logging.WARNING)
             self.assembled.start()
+            # The head as the table starts (its replay and this start's rows) is signed now,
+            # so the first state already carries a signature.
+            self._sign_if(self.signer is not None and self.signer.unsigned())
             if self.failure() is None:
                 sd_notify.ready(f"table {self.config.table.table_id} running")
                 lifecycle.info(
@@ -1217,10 +1262,13 @@ class TableDaemon:
                 )
             while not stop.is_set() and self.failure() is None:
                 self.runtime.step()
+                self._sign_if(self.signer is not None and self.signer.due())
                 if ping_every is not None and time.monotonic() - last_ping >= ping_every:
                     sd_notify.watchdog_ping()
                     last_ping = time.monotonic()
             self._answer_waiting()
+            # The last rows, before the journal closes.
+            self._sign_if(self.signer is not None and self.signer.unsigned())
         finally:
             sd_notify.stopping()
             try:

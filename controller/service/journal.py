@@ -32,6 +32,13 @@ A chain cannot show that its last rows were cut off: the rows that remain still 
 **head** (the last row's number and hash) is the anchor for that: the daemon publishes it in
 its state as ``journal: {seq, hash}``, a platform stores it away from the table PC, and
 :func:`check_head` later says whether the journal still reaches it unchanged.
+
+A chain proves order, not authorship: whoever holds the file can rewrite a row and every
+hash after it. A table with a signing key signs its head now and then
+(:mod:`controller.service.signing`) and keeps each **signed head** in the table
+``signed_heads`` of the same file, beside the chain rather than in it: a signature is about
+the chain, so it takes no row of it (no new event kind, no change to the event encoding or
+to replay), and builds that do not sign read the file as before.
 """
 
 from __future__ import annotations
@@ -83,6 +90,14 @@ CREATE TABLE IF NOT EXISTS events (
     body TEXT NOT NULL,
     prev_hash TEXT NOT NULL,
     hash TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS signed_heads (
+    id INTEGER PRIMARY KEY,
+    seq INTEGER NOT NULL,
+    hash TEXT NOT NULL,
+    time TEXT NOT NULL,
+    key TEXT NOT NULL,
+    signature TEXT NOT NULL
 );
 """
 
@@ -462,6 +477,44 @@ class Journal:
         """The last row's number and hash (0 and the genesis hash when empty): the anchor the
         daemon publishes as its state's ``journal: {seq, hash}``."""
         return self._last_seq, self._last_hash
+
+    def add_signed_head(self, seq: int, digest: str, time: str, key: str, signature: str) -> None:
+        """Keep one signed head (see :mod:`controller.service.signing`), committed at once."""
+        if self.read_only:
+            raise JournalError(f"{self.path} is open read-only")
+        try:
+            self._db.execute(
+                "INSERT INTO signed_heads (seq, hash, time, key, signature) VALUES (?, ?, ?, ?, ?)",
+                (seq, digest, time, key, signature),
+            )
+        except sqlite3.Error as error:
+            if is_write_failure(error):
+                raise JournalWriteError("write to the journal", self.path, error) from error
+            raise JournalError(f"cannot write to the journal {self.path}: {error}") from error
+
+    def signed_heads(self) -> list[tuple[int, str, str, str, str]]:
+        """Every signed head kept, as stored (seq, hash, time, key, signature), in the order
+        they were signed; none in a journal written before heads were signed."""
+        try:
+            known = self._db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='signed_heads'"
+            ).fetchone()
+            if known is None:
+                return []
+            rows = self._db.execute(
+                "SELECT id, seq, hash, time, key, signature FROM signed_heads ORDER BY id"
+            ).fetchall()
+        except sqlite3.Error as error:
+            raise JournalError(f"cannot read the journal {self.path}: {error}") from error
+        heads = []
+        for number, seq, digest, time, key, signature in rows:
+            # The file is evidence that anyone may have edited: a malformed row is named.
+            if not isinstance(seq, int) or not all(
+                isinstance(text, str) for text in (digest, time, key, signature)
+            ):
+                raise JournalError(f"{self.path}: signed head {number} is malformed")
+            heads.append((seq, digest, time, key, signature))
+        return heads
 
     def hash_at(self, seq: int) -> str | None:
         """Row ``seq``'s stored hash, or None when the journal has no such row."""

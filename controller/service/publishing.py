@@ -32,7 +32,13 @@ from typing import Any
 
 from controller.service.journal import JournalEntry
 from controller.service.outbox import Outbox
-from controller.service.wire import encode, event_message, response_message, state_message
+from controller.service.wire import (
+    encode,
+    event_message,
+    journal_object,
+    response_message,
+    state_message,
+)
 from controller.table.effects import (
     CommandAnswered,
     Effect,
@@ -113,6 +119,8 @@ class Publications:
         # The decision the table awaits: the seq of its decision_requested and its payload.
         self.awaited: tuple[int, dict[str, Any]] | None = None
         self._journal_head: tuple[int, str] = (0, "")
+        # The latest signed head (journal.signed), once the daemon signs one.
+        self._signed: dict[str, Any] | None = None
         self._writing = True
         self._sender: Callable[[], bool] | None = None
         # The rows holding the face-down cards of the round in play, revealed at its
@@ -133,6 +141,20 @@ class Publications:
 
     def live(self) -> None:
         self._writing = True
+
+    def set_signed(self, signed: dict[str, Any], republish: bool = True) -> None:
+        """The latest signed head, published as the state's ``journal.signed``. Set just
+        before the :meth:`record` of the row it signs, ``republish=False``: that row's state
+        carries it. Else the state is said again now, with it."""
+        with self._lock:
+            self._signed = signed
+            if not republish or self.state is None:
+                return
+            self.state = {**self.state, "journal": journal_object(self._journal_head, signed)}
+            self.state_version += 1
+        if self._sender is None or not self._sender():
+            with self._lock:
+                self.changed.notify_all()
 
     def record(self, batch: EffectBatch) -> list[tuple[dict[str, Any], CommandAnswered]]:
         """Number and store the messages of one event's effects; return the commands'
@@ -167,11 +189,17 @@ class Publications:
         with self._lock:
             self.seq = self.outbox.last_seq if self._writing else self.seq
             if state is not None:
-                self.state = state_message(self.seq, state, at, journal_head, epoch=self.epoch)
+                self.state = state_message(
+                    self.seq, state, at, journal_head, epoch=self.epoch, signed=self._signed
+                )
                 self.state_version += 1
             elif self.state is not None and journal_seq is not None:
                 # Nothing public changed but the journal grew: the state carries its head.
-                self.state = {**self.state, "journal": _head(journal_head), "seq": self.seq}
+                self.state = {
+                    **self.state,
+                    "journal": journal_object(journal_head, self._signed),
+                    "seq": self.seq,
+                }
                 self.state_version += 1
         if self._sender is None or not self._sender():
             with self._lock:
@@ -268,6 +296,3 @@ def _card_row(batch: EffectBatch) -> dict[str, Any] | None:
         "hash": batch.journal_hash,
     }
 
-
-def _head(head: tuple[int, str]) -> dict[str, Any]:
-    return {"seq": head[0], "hash": head[1]}

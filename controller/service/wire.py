@@ -136,6 +136,7 @@ def state_message(
     journal_head: tuple[int, str],
     *,
     epoch: str,
+    signed: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The retained ``.../state`` message from the machine's public state.
 
@@ -144,6 +145,8 @@ def state_message(
     the table's hash-chained journal: an anchor a platform can keep outside the table PC.
     ``epoch`` is that journal's id: ``seq`` and ``round.id`` count within it, so a new one
     (a journal started afresh) tells a consumer that both series started again at 1.
+    ``signed``: the latest head the table signed (:mod:`controller.service.signing`), as
+    ``journal.signed``; a table without a signing key publishes no ``signed``.
     Whether the daemon itself is up is ``.../availability`` (its Last Will), not this.
     """
     pause = public.get("paused")
@@ -197,8 +200,16 @@ def state_message(
         "settings": public["settings"],
         "pending_settings": public["pending_settings"],
         "variant": public["variant"],
-        "journal": {"seq": journal_head[0], "hash": journal_head[1]},
+        "journal": journal_object(journal_head, signed),
     }
+
+
+def journal_object(head: tuple[int, str], signed: dict[str, Any] | None) -> dict[str, Any]:
+    """The state's ``journal``: the head, and the latest signed head when the table signs."""
+    journal: dict[str, Any] = {"seq": head[0], "hash": head[1]}
+    if signed is not None:
+        journal["signed"] = signed
+    return journal
 
 
 def dealer_message(effect: TellDealer) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""``livetable journal verify / rounds / export``: a table's journal as evidence.
+"""``livetable journal verify / rounds / export / keygen``: a table's journal as evidence.
 
 ``verify`` checks the hash chain of a table's journal row by row, says where it breaks, and
 prints the head (the last row's number and hash); ``--expect-head`` compares it with a head
@@ -8,6 +8,11 @@ replays the journal through the table's state machine (under the settings the jo
 recorded) and prints one round's history: every event with who caused it and the effects it
 had, as text, CSV or JSON lines. It includes what the public never saw (the hole card before
 its reveal), because it is for supervisors and regulators.
+
+A table with a signing key signs its head (:mod:`controller.service.signing`): ``keygen`` makes
+the key pair, ``verify --public-key`` checks every signature against the chain and says up
+to where the journal is signed, ``export --bundle`` writes a round's evidence bundle
+(:mod:`controller.service.evidence`) that ``verify --bundle`` checks with nothing else.
 
 Every command opens the journal strictly read-only (see
 :func:`controller.service.journal.read_only_uri`): nothing is written beside the evidence,
@@ -43,6 +48,7 @@ from controller.tools.event_text import (
 
 if TYPE_CHECKING:
     from controller.service.journal import Journal
+    from controller.service.signing import SignatureReport
 
 EXAMPLE_JOURNAL = "/var/lib/livetable/t1.journal"
 _HASH = re.compile(r"[0-9a-fA-F]{64}")
@@ -83,19 +89,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     verify = commands.add_parser(
         "verify",
-        help="check the journal's hash chain and print its head",
+        help="check the journal's hash chain and signatures and print its head",
         description="Check every row of the journal against the hash chain, say where it "
         "breaks, and print the head: the last row's number and hash, which the table "
         "publishes in its state as journal: {seq, hash}. A chain alone cannot show that its "
         "last rows were cut off: give a head stored earlier with --expect-head, and verify "
-        "fails unless the journal still reaches that row with that hash.",
+        "fails unless the journal still reaches that row with that hash. Nor can it show who "
+        "wrote it: with --public-key, every head the table signed is checked against the "
+        "chain, and verify says up to which row the journal is signed. --bundle checks a "
+        "round's evidence bundle (journal export --bundle) instead of a journal.",
         epilog=examples(
             f"livetable journal verify {EXAMPLE_JOURNAL}",
+            f"livetable journal verify {EXAMPLE_JOURNAL} --public-key t1.key.pub",
             f"livetable journal verify {EXAMPLE_JOURNAL} --expect-head 4711:"
             "e7f6c011776e8db7cd330b54174fd76f7d0216b612387a5ffcfb81e6f0919683",
+            "livetable journal verify --bundle round-12.zip --public-key t1.key.pub",
         ),
     )
-    _journal_argument(verify)
+    _journal_argument(verify, optional=True)
+    _public_key_argument(verify)
+    verify.add_argument(
+        "--bundle",
+        type=Path,
+        metavar="FILE.zip",
+        help="check a round's evidence bundle instead of a journal (with --public-key, its "
+        "key must be one given; without, the key in the bundle is used)",
+    )
     verify.add_argument(
         "--expect-head",
         type=journal_head,
@@ -104,7 +123,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "unless the journal reaches row SEQ and its hash is HASH",
     )
     verify.add_argument("--json", action="store_true", help=JSON_HELP)
-    verify.set_defaults(func=run_verify)
+    verify.set_defaults(func=run_verify, usage_error=verify.error)
 
     rounds = commands.add_parser(
         "rounds",
@@ -146,12 +165,52 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="the round's id (as journal rounds lists it)",
     )
     _format_options(export)
-    export.set_defaults(func=run_export)
+    export.add_argument(
+        "--bundle",
+        type=Path,
+        metavar="FILE.zip",
+        help="write the round's evidence bundle instead (its events, the chain to the next "
+        "signed head, the signature and the public key; needs --public-key)",
+    )
+    _public_key_argument(export)
+    export.set_defaults(func=run_export, usage_error=export.error)
+
+    keygen = commands.add_parser(
+        "keygen",
+        help="make a table's signing key pair (Ed25519)",
+        description="Write a new Ed25519 key pair: PATH, the private key (PEM PKCS8, mode "
+        "0600), which the table's [table] signing_key names, and PATH.pub, the public key "
+        "(PEM), which auditors verify with. Never overwrites a file. Prints the key's "
+        "fingerprint (SHA256: and the base64 of the SHA-256 of the raw public key), the "
+        "name every signature gives its key by.",
+        epilog=examples("livetable journal keygen /etc/livetable/t1.key"),
+    )
+    keygen.add_argument("path", type=Path, metavar="PATH", help="the private key's file")
+    keygen.set_defaults(func=run_keygen)
     default_to_help(parser)
 
 
-def _journal_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("journal", type=Path, metavar="JOURNAL", help="the journal file")
+def _public_key_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--public-key",
+        dest="public_keys",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="PATH.pub",
+        help="a public key the table signs with (PEM; journal keygen's PATH.pub); again for "
+        "each key of the journal's life (a key rotated: each signature names its key)",
+    )
+
+
+def _journal_argument(parser: argparse.ArgumentParser, optional: bool = False) -> None:
+    parser.add_argument(
+        "journal",
+        type=Path,
+        metavar="JOURNAL",
+        nargs="?" if optional else None,
+        help="the journal file",
+    )
     parser.add_argument(
         "--immutable",
         action="store_true",
@@ -183,12 +242,27 @@ def _open(args: argparse.Namespace) -> Journal:
 
 def run_verify(args: argparse.Namespace) -> int:
     from controller.service.journal import check_head
+    from controller.service.signing import check_journal, keys_by_fingerprint
 
+    if args.bundle is not None:
+        return _verify_bundle(args)
+    if args.journal is None:
+        # As argparse says it of a required argument (a usage error, exit 2).
+        args.usage_error("the following arguments are required: JOURNAL (or --bundle FILE.zip)")
+    keys = keys_by_fingerprint(args.public_keys)
     with _open(args) as journal:
         rows = journal.verify()
         seq, digest = journal.head
         if args.expect_head is not None:
             check_head(journal, *args.expect_head)
+        signed = check_journal(journal, keys) if keys else None
+        heads = journal.signed_heads()
+        unsigned_settlements = _settled_after(journal, signed)
+    if signed is not None and signed.last is None:
+        raise JournalError(
+            f"{args.journal} holds no signed head: rows 1..{rows} are unsigned (a table "
+            "signs only with [table] signing_key)"
+        )
     if args.json:
         document: dict[str, Any] = {
             "file": str(args.journal),
@@ -199,6 +273,8 @@ def run_verify(args: argparse.Namespace) -> int:
         if args.expect_head is not None:
             expected_seq, expected_hash = args.expect_head
             document["expected_head"] = {"seq": expected_seq, "hash": expected_hash}
+        if signed is not None:
+            document["signed"] = {**signed.to_dict(), "settled_unsigned": unsigned_settlements}
         print_json(document)
         return 0
     print(f"{args.journal}: {rows} rows, hash chain intact")
@@ -207,6 +283,69 @@ def run_verify(args: argparse.Namespace) -> int:
         expected_seq = args.expect_head[0]
         after = f"; {seq - expected_seq} row(s) after it" if seq > expected_seq else ""
         print(f"expected head: row {expected_seq} is there with that hash{after}")
+    if signed is not None:
+        print(signed.line())
+        if unsigned_settlements:
+            print(
+                f"warning: {len(unsigned_settlements)} round(s) settled after the last signed "
+                f"head (rows {', '.join(map(str, unsigned_settlements))}), and the table signs "
+                "every settlement at once: signatures were removed, or the table stopped "
+                "between the two; compare with a head stored from its state (--expect-head)"
+            )
+    elif heads:
+        by = ", ".join(sorted({head[3] for head in heads}))
+        print(f"{len(heads)} signed head(s) by key {by}, not checked: give --public-key")
+    return 0
+
+
+def _settled_after(journal: Journal, signed: SignatureReport | None) -> list[int]:
+    """The settlement rows after the last signed head (none when nothing was checked)."""
+    if signed is None or signed.last is None or signed.rows <= signed.last.seq:
+        return []
+    from controller.service.journaled_table import config_of, round_summaries
+
+    after = signed.last.seq
+    return [
+        summary.last_row
+        for summary in round_summaries(journal, config_of(journal))
+        if summary.outcome == "settled" and summary.last_row > after
+    ]
+
+
+def _verify_bundle(args: argparse.Namespace) -> int:
+    from controller.service.evidence import verify_bundle
+    from controller.service.signing import keys_by_fingerprint
+
+    if args.journal is not None:
+        args.usage_error("give a JOURNAL or --bundle FILE.zip, not both")
+    if args.expect_head is not None:
+        args.usage_error("--expect-head is a journal's: a bundle's head is the one it signs")
+    report = verify_bundle(args.bundle, keys_by_fingerprint(args.public_keys))
+    if args.json:
+        print_json(
+            {
+                "file": str(args.bundle),
+                "round": report.round_id,
+                "table": report.table,
+                "rows": list(report.rows),
+                "signed": report.head.published(),
+                "key_given": report.key_given,
+            }
+        )
+        return 0
+    print(f"{args.bundle}: {report.line()}")
+    return 0
+
+
+# -- keygen ---------------------------------------------------------------------------------
+
+
+def run_keygen(args: argparse.Namespace) -> int:
+    from controller.service.signing import generate_key_pair, public_key_path
+
+    key = generate_key_pair(args.path)
+    print(f"private key {args.path} (mode 0600), public key {public_key_path(args.path)}")
+    print(f"fingerprint {key}")
     return 0
 
 
@@ -257,6 +396,8 @@ def run_rounds(args: argparse.Namespace) -> int:
 def run_export(args: argparse.Namespace) -> int:
     from controller.service.journaled_table import config_of, export_round
 
+    if args.bundle is not None:
+        return _export_bundle(args)
     with _open(args) as journal:
         config = config_of(journal)
         lines = export_round(journal, config, args.round_id)
@@ -288,6 +429,23 @@ def run_export(args: argparse.Namespace) -> int:
         )
     )
     _write_columns(header, rows)
+    return 0
+
+
+def _export_bundle(args: argparse.Namespace) -> int:
+    from controller.service.evidence import write_bundle
+    from controller.service.signing import check_journal, fingerprint, load_public_key
+
+    if not args.public_keys:
+        args.usage_error("--bundle needs the table's --public-key PATH.pub (the bundle carries it)")
+    keys = {fingerprint(key): key for key in map(load_public_key, args.public_keys)}
+    pems = {fingerprint(load_public_key(path)): path.read_bytes() for path in args.public_keys}
+    with _open(args) as journal:
+        # Only what verifies goes out: the chain, then every signature with the keys given.
+        journal.verify()
+        check_journal(journal, keys)
+        report = write_bundle(journal, args.round_id, args.bundle, pems)
+    print(f"{args.bundle}: {report.line()}")
     return 0
 
 
