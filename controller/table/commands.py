@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from controller.games.shuffle_check import ShuffleCheck
 from controller.kernel.cards import ShoeCount
 from controller.kernel.errors import TableError, TransitionError
 from controller.table import dealing, games
@@ -113,6 +114,9 @@ def on_new_shoe(ctx: Context, state: TableState, event: SupervisorCommanded) -> 
     state.shoes_started += 1
     state.shoe_id = state.shoes_started
     state.count = ShoeCount()
+    # From revision 6 the first cards of every shoe are checked for new-deck order.
+    state.shuffle_check = ShuffleCheck(state.count.decks) if ctx.revision >= 6 else None
+    state.shuffle_alarm = False
     state.burn_left = 0
     state.burn_cards = ()
     state.round_number = 0

@@ -44,6 +44,7 @@ from controller.table.state import (
     PauseReason,
     Phase,
     TableState,
+    count_out,
     hole_card_number,
     hole_revealed,
 )
@@ -232,6 +233,10 @@ def enter(ctx: Context, state: TableState, phase: Phase, at: float) -> list[Effe
 
 def advance(ctx: Context, state: TableState, at: float) -> list[Effect]:
     """Ask the round what it needs next and go there (or settle it)."""
+    if state.shuffle_alarm:
+        # Before anything else, and before a settlement: the round waits where it is.
+        state.phase = P.DEALING
+        return pausing.unshuffled(ctx, state, at)
     if state.hole_unread is not None:
         if hole_revealed(state.round):
             # The dealer turns the hole card over now: the camera can read it.
@@ -307,6 +312,8 @@ def end_shoe(ctx: Context, state: TableState, at: float, why: str) -> list[Effec
     effects: list[Effect] = [PublishEvent("shoe_ended", {"shoe_id": state.shoe_id, "why": why})]
     state.shoe_id = None
     state.count = None
+    state.shuffle_check = None
+    state.shuffle_alarm = False
     state.burn_left = 0
     state.burn_cards = ()
     state.final_round = None
@@ -314,12 +321,6 @@ def end_shoe(ctx: Context, state: TableState, at: float, why: str) -> list[Effec
     state.round_id = None
     _forget_round(state)
     return effects + enter(ctx, state, P.AWAITING_SHUFFLE, at)
-
-
-def count_out(state: TableState, card: Card) -> None:
-    """Count ``card`` as out of the shoe; RulesError for a ninth copy (nothing counted)."""
-    if state.count is not None:
-        state.count.record(card)
 
 
 def deal(ctx: Context, state: TableState, card: Card, at: float, source: str) -> list[Effect]:
@@ -374,10 +375,11 @@ def reveal_burn_card(ctx: Context, state: TableState, card: Card, at: float) -> 
     state.burn_left = burn_count(card)
     # The revealed card's face is on the table for all to see, but it is a burn card: it
     # goes to the journal (as the event) and nowhere else.
-    return [
+    effects = [
         PublishEvent("burn_started", {"shoe_id": state.shoe_id, "cards": state.burn_left}),
         *enter(ctx, state, P.BURNING, at),
     ]
+    return effects + pausing.unshuffled(ctx, state, at)
 
 
 def on_burn_card(ctx: Context, state: TableState, event: CardDrawn | CardMisread) -> list[Effect]:
@@ -393,10 +395,11 @@ def on_burn_card(ctx: Context, state: TableState, event: CardDrawn | CardMisread
         state.timers = {}
         # The state says how many are left to burn (never their faces).
         timer = start_timer(state, "dealer_idle", state.settings.dealer_idle_s, event.at)
-        return [timer, published(ctx, state)]
+        return [timer, published(ctx, state), *pausing.unshuffled(ctx, state, event.at)]
     return [
         PublishEvent("burn_completed", {"shoe_id": state.shoe_id, "cards": len(state.burn_cards)}),
         *enter(ctx, state, P.SHOE_READY, event.at),
+        *pausing.unshuffled(ctx, state, event.at),
     ]
 
 

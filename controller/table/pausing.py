@@ -37,6 +37,7 @@ from controller.table.state import (
     PauseReason,
     Phase,
     TableState,
+    count_out,
     phase_at_stake,
 )
 from controller.table.views import published
@@ -126,6 +127,23 @@ def pause(
     effects.append(TellDealer("stop", f"stop: {message}; call the supervisor"))
     effects.append(published(ctx, state))
     return effects
+
+
+def unshuffled(ctx: Context, state: TableState, at: float) -> list[Effect]:
+    """The pause of a shoe whose first cards ran in new-deck order, once the shuffle check
+    alarmed (:mod:`controller.games.shuffle_check`); nothing otherwise. A supervisor who
+    sees the shoe was shuffled resumes (the check is over for this shoe); else cancels the
+    round and ends the shoe."""
+    if not state.shuffle_alarm:
+        return []
+    state.shuffle_alarm = False
+    return pause(
+        ctx,
+        state,
+        PauseReason.UNSHUFFLED_SHOE,
+        at,
+        "resume if it was shuffled; else cancel the round and end the shoe",
+    )
 
 
 def with_cause(causes: tuple[Cause, ...], cause: Cause) -> tuple[Cause, ...]:
@@ -275,7 +293,7 @@ def hold_out_of_turn(
     late = card is not None and card in state.unannounced_entered
     if card is not None and state.count is not None and not late:
         try:
-            state.count.record(card)
+            count_out(state, card)
         except RulesError:
             return pause(ctx, state, PauseReason.IMPOSSIBLE_CARD, event.at, NINTH_COPY)
     return pause(

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from controller.games.base import LiveRound
+from controller.games.shuffle_check import ShuffleCheck
 from controller.kernel.cards import Card, ShoeCount
 from controller.kernel.vocabulary import RESOLUTIONS  # noqa: F401 (the machine takes it from here)
 from controller.table.config import OperationalSettings, TableConfig
@@ -68,6 +69,7 @@ class PauseReason(enum.Enum):
     RECOVERED = "recovered"  # the controller restarted in the middle of a round or burn
     PLATFORM_SILENT = "platform_silent"  # Boundless: no "more cards?" answer in time
     SHOE_EMPTY = "shoe_empty"  # the round needs a card and every card of the shoe is out
+    UNSHUFFLED_SHOE = "unshuffled_shoe"  # the shoe's first cards run in new-deck order
 
 
 PAUSE_MESSAGES: Final[Mapping[PauseReason, str]] = {
@@ -85,6 +87,8 @@ PAUSE_MESSAGES: Final[Mapping[PauseReason, str]] = {
     PauseReason.RECOVERED: "the controller restarted during a round or a burn",
     PauseReason.PLATFORM_SILENT: "the game platform did not say whether players want a card",
     PauseReason.SHOE_EMPTY: "the round needs a card and the shoe has none left",
+    PauseReason.UNSHUFFLED_SHOE: "the shoe looks not shuffled: its first cards run in the "
+    "order of new decks",
 }
 
 
@@ -227,6 +231,10 @@ class TableState:
     # The operational settings in force, and those journaled to apply from the next round.
     settings: OperationalSettings | None = None
     pending_settings: OperationalSettings | None = None
+    # Machine revision 6: the check that a new shoe was shuffled, over its first cards (None
+    # once it is over, or before revision 6), and whether it alarmed and awaits its pause.
+    shuffle_check: ShuffleCheck | None = None
+    shuffle_alarm: bool = False
 
     def copy(self) -> TableState:
         clone = dataclasses.replace(self)
@@ -234,6 +242,21 @@ class TableState:
         if self.count is not None:
             clone.count = ShoeCount(self.count.decks, Counter(self.count.seen))
         return clone
+
+
+def count_out(state: TableState, card: Card) -> None:
+    """Count ``card`` as out of the shoe, and show it to the shuffle check; RulesError for a
+    ninth copy (nothing counted, nothing shown)."""
+    if state.count is None:
+        return
+    state.count.record(card)
+    if state.shuffle_check is not None:
+        state.shuffle_check = state.shuffle_check.seen_card(card)
+        if state.shuffle_check.alarmed:
+            state.shuffle_alarm = True
+            state.shuffle_check = None
+        elif not state.shuffle_check.watching:
+            state.shuffle_check = None
 
 
 def phase_at_stake(state: TableState) -> Phase:

@@ -47,7 +47,7 @@ from controller.table.state import AFTER_ROUND, ONWARDS, Context, Phase, TableSt
 
 P = Phase
 
-MACHINE_REVISION: Final = 5
+MACHINE_REVISION: Final = 6
 """How the machine reads events, recorded in each journal so that a journal replays under
 the rules it was written with. 2: a shoe that goes offline while cards are due needs the
 supervisor's confirmation (``no_cards_drawn``) or the missing cards (``enter_card``).

@@ -160,6 +160,16 @@ def snapshot(state: TableState) -> dict[str, Any]:
         "camera_online": state.camera_online,
         "deadline": state.deadline,
         **_settings(state),
+        "shuffle_check": None
+        if state.shuffle_check is None
+        else {
+            "cards_seen": state.shuffle_check.cards_seen,
+            "log_ratio": state.shuffle_check.log_ratio,
+            "previous": _card_text(state.shuffle_check.previous),
+            "direction": state.shuffle_check.direction,
+            "suit_start": state.shuffle_check.suit_start,
+        },
+        "shuffle_alarm": state.shuffle_alarm,
     }
 
 

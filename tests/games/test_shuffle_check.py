@@ -39,8 +39,8 @@ def test_factory_order_is_a_deck_of_each_face_once() -> None:
     assert [str(card) for card in deck[-2:]] == ["2H", "AH"]
 
 
-def test_every_cut_of_a_factory_shoe_alarms_within_eight_cards() -> None:
-    """Wherever a player's cut puts the first card, the alarm comes by the eighth card: before
+def test_every_cut_of_a_factory_shoe_alarms_within_six_cards() -> None:
+    """Wherever a player's cut puts the first card, the alarm comes by the sixth card: before
     a first baccarat round settles even when an ace is revealed (reveal, one burn, four)."""
     shoe = factory_shoe(8)
     latest = 0
@@ -49,7 +49,7 @@ def test_every_cut_of_a_factory_shoe_alarms_within_eight_cards() -> None:
         _, alarmed_at = check_cards(cards[:12])
         assert alarmed_at is not None, f"not caught when the cut starts at {cards[0]}"
         latest = max(latest, alarmed_at)
-    assert latest <= 8
+    assert latest <= 6
 
 
 def test_shuffled_shoes_raise_no_alarm_and_stay_far_below_it() -> None:
@@ -64,13 +64,15 @@ def test_shuffled_shoes_raise_no_alarm_and_stay_far_below_it() -> None:
     assert highest < math.log(ALARM_RATIO) / 2
 
 
-def test_decks_riffled_once_are_caught_within_the_watched_cards() -> None:
+def test_most_decks_riffled_once_are_caught_within_the_watched_cards() -> None:
+    """A single riffle leaves new-deck order at about half the cards: most such shoes are
+    caught (some 85 % by ``livetable bench shuffle``), none is a false alarm to excuse."""
     rng = random.Random(7)
     caught = sum(
         check_cards(shoe_cards("riffle:1", 8, rng)[:WATCHED_CARDS])[1] is not None
         for _ in range(200)
     )
-    assert caught >= 190
+    assert caught >= 150
 
 
 @settings(max_examples=60, deadline=None)

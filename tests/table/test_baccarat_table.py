@@ -66,7 +66,8 @@ def test_burn_at_a_new_shoe_counts_the_revealed_cards_value_and_publishes_no_fac
     assert driver.command("new_shoe").ok
     assert driver.phase is Phase.BURN_REVEAL
     start = len(driver.effects)
-    burn = ["KD", "2C", "3C", "4C", "5C", "6C", "7C", "8C", "9C", "TC", "JC"]
+    # Not a run of one suit in rank order: that would be a shoe in new decks' order.
+    burn = ["KD", "2C", "7H", "4S", "9D", "5C", "JS", "8C", "3H", "TC", "6D"]
     driver.draw(burn[0])
     assert driver.phase is Phase.BURNING
     assert driver.machine.state.burn_left == 10  # K burns ten
