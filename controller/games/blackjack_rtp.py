@@ -167,6 +167,13 @@ def _seated_player(round_: BlackjackRound, resolver: PlayerResolver | None) -> P
     return resolver
 
 
+def main_net(round_: BlackjackRound, resolver: PlayerResolver | None) -> float:
+    """The one box's (the seated Boundless player's) net of a round from :func:`play_round`."""
+    if round_.rules.game == BOUNDLESS:
+        return _seated_player(round_, resolver).net(round_.dealer)
+    return round_.box_net(1)
+
+
 def simulate(
     game: str,
     rounds: int,

@@ -16,10 +16,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from controller.games.base import LiveRound
 from controller.kernel.config_file import unknown_choice
+
+if TYPE_CHECKING:
+    from controller.games.par_sheets import GamePar
 
 Progress = Callable[[int], None]
 Interval = tuple[float, float, float]
@@ -58,6 +61,9 @@ class GameSpec:
     """`rtp --rounds`: ``(variant, rounds, seed, progress)`` -> bet -> :data:`Interval`."""
     exact_rtp: Callable[[str], Mapping[str, Fraction]] | None = None
     """`rtp --exact`: ``variant`` -> bet -> exact RTP; ``None`` where only simulation exists."""
+    par_sheet: Callable[[str], GamePar] | None = None
+    """`rtp --exact` and `--par-sheet`: ``variant`` -> the game's PAR sheet (every bet's pay
+    lines, RTP, hit frequency, standard deviation); ``None`` where there is none."""
 
     @property
     def default_variant(self) -> str | None:
@@ -122,6 +128,12 @@ def _baccarat_exact(variant: str) -> Mapping[str, Fraction]:
     return exact_rtp(variant)
 
 
+def _baccarat_par_sheet(variant: str) -> GamePar:
+    from controller.games.par_sheets import baccarat_par
+
+    return baccarat_par(variant)
+
+
 # -- blackjack --------------------------------------------------------------------------------
 
 
@@ -177,6 +189,15 @@ def _blackjack_simulate(game: str) -> Callable[..., Mapping[str, Interval]]:
     return simulate
 
 
+def _blackjack_par_sheet(game: str) -> Callable[[str], GamePar]:
+    def par_sheet(variant: str) -> GamePar:
+        from controller.games.par_sheets import blackjack_par
+
+        return blackjack_par(game)
+
+    return par_sheet
+
+
 def _blackjack(
     game: str,
     label: str,
@@ -197,6 +218,7 @@ def _blackjack(
         bets_in_round=bets_in_round,
         replay=_blackjack_replay,
         simulate_rtp=_blackjack_simulate(game),
+        par_sheet=_blackjack_par_sheet(game),
     )
 
 
@@ -218,6 +240,7 @@ GAMES: Final[Mapping[str, GameSpec]] = {
             replay=_baccarat_replay,
             simulate_rtp=_baccarat_simulate,
             exact_rtp=_baccarat_exact,
+            par_sheet=_baccarat_par_sheet,
         ),
         _blackjack(
             "blackjack-boundless",

@@ -4,8 +4,9 @@
 line, in order, flushed after each, so another program can drive it line by line. A line
 the rules cannot play gives ``{"error": "..."}`` and the following lines still run.
 
-``rtp`` prints the return to player of every bet of a game, exactly (baccarat) or by
-simulation through the same live engine the table runs.
+``rtp`` prints the return to player of every bet of a game, exactly (the game's PAR sheet:
+pay lines, RTP, hit frequency, standard deviation; ``--par-sheet FILE.html`` writes it as a
+printable page) or by simulation through the same live engine the table runs.
 
 Both take the games from :mod:`controller.games.registry`, whose entry points import a
 rules module only when a line or a game asks for it: the baccarat commands work whatever
@@ -22,6 +23,8 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
 from typing import IO, Any, Final
 
 from controller.games.registry import (
@@ -105,11 +108,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "rtp",
         help="return to player of every bet of a game",
         description=(
-            "Return to player of every bet: --exact for baccarat (combinatorial, 8-deck "
-            "shoe), or --rounds N --seed S to simulate through the live engine."
+            "Return to player of every bet: --exact (combinatorial, first round off a full "
+            "8-deck shoe: every bet's pay lines, RTP, hit frequency and standard deviation; "
+            "--par-sheet FILE.html writes them as a printable PAR sheet), or --rounds N "
+            "--seed S to simulate through the live engine."
         ),
         epilog=examples(
             "livetable rtp --game baccarat --exact",
+            "livetable rtp --game blackjack-boundless --exact --par-sheet boundless.html",
             "livetable rtp --game blackjack-classic --rounds 1000000 --seed 7 --json",
         ),
     )
@@ -128,6 +134,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     method.add_argument("--rounds", type=positive_int, help="simulate this many rounds")
     rtp.add_argument("--seed", type=non_negative_int, default=1, help="simulation seed (default 1)")
+    rtp.add_argument(
+        "--par-sheet",
+        metavar="FILE.html",
+        help="with --exact: also write the game's PAR sheet as a printable HTML page",
+    )
     add_json(rtp)
     rtp.set_defaults(func=run_rtp)
 
@@ -137,7 +148,7 @@ def _games_with(test: Callable[[GameSpec], bool]) -> tuple[str, ...]:
 
 
 def _exact_games() -> tuple[str, ...]:
-    return _games_with(lambda spec: spec.exact_rtp is not None)
+    return _games_with(lambda spec: spec.exact_rtp is not None or spec.par_sheet is not None)
 
 
 # -- rules replay -------------------------------------------------------------------------
@@ -244,6 +255,12 @@ def run_replay(_args: argparse.Namespace) -> int:
 
 
 def run_rtp(args: argparse.Namespace) -> int:
+    if args.par_sheet is not None and not args.exact:
+        raise RulesError("--par-sheet needs --exact (a PAR sheet holds exact figures only)")
+    if args.exact and GAMES[args.game].par_sheet is not None:
+        return _run_par_sheet(args)
+    if args.par_sheet is not None:
+        raise RulesError(f"{args.game} has no PAR sheet yet; --exact prints its RTP")
     if args.exact:
         exact_rtp = GAMES[args.game].exact_rtp
         if exact_rtp is None:
@@ -267,6 +284,47 @@ def run_rtp(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - started
     _print_simulation(args, results, elapsed)
     return 0
+
+
+def _run_par_sheet(args: argparse.Namespace) -> int:
+    par_sheet = GAMES[args.game].par_sheet
+    assert par_sheet is not None  # run_rtp checked
+    if args.par_sheet is not None and not args.par_sheet.lower().endswith((".html", ".htm")):
+        raise RulesError(f"--par-sheet writes HTML: name a .html file, not {args.par_sheet!r}")
+    sheet = par_sheet(args.mode)
+    if args.par_sheet is not None:
+        from controller.tools.par_sheet_html import par_sheet_html
+
+        # Written whole to a side file, then renamed: a failed write leaves no half sheet.
+        target = Path(args.par_sheet)
+        partial = target.with_name(target.name + ".partial")
+        partial.write_text(par_sheet_html(sheet, _version()), encoding="utf-8")
+        partial.replace(target)
+    if args.json:
+        print(json.dumps(sheet.as_json()))
+        return 0
+    title = args.game + (f" ({sheet.variant})" if sheet.variant else "")
+    print(f"{title}, exact: first round off a full 8-deck shoe")
+    for rule in sheet.rules:
+        print(f"  {rule}")
+    print(f"{'bet':<20} {'RTP':>9} {'hit freq':>9} {'std dev':>8}")
+    for bet, par in sheet.bets.items():
+        print(
+            f"{bet:<20} {float(par.rtp) * 100:>8.4f}% {float(par.hit_frequency) * 100:>8.4f}%"
+            f" {par.standard_deviation:>8.4f}"
+        )
+    timings = ", ".join(f"{name} {value:.2f} s" for name, value in sheet.seconds.items())
+    print(f"({timings})")
+    if args.par_sheet is not None:
+        print(f"PAR sheet written to {args.par_sheet}")
+    return 0
+
+
+def _version() -> str:
+    try:
+        return metadata.version("livetable")
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def simulate(

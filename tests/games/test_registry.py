@@ -112,8 +112,9 @@ def test_simulated_rtp_covers_only_bets_of_the_game(spec: GameSpec) -> None:
     assert set(results) <= set(spec.bet_ids())
 
 
-def test_only_baccarat_has_an_exact_rtp() -> None:
+def test_only_baccarat_has_an_exact_rtp_alone_and_every_game_a_par_sheet() -> None:
     assert [spec.id for spec in SPECS if spec.exact_rtp is not None] == ["baccarat"]
+    assert [spec.id for spec in SPECS if spec.par_sheet is None] == []
 
 
 def test_unknown_games() -> None:

@@ -205,7 +205,8 @@ def test_rtp_simulation_json_has_intervals_and_is_reproducible() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["rtp", "--game", "blackjack-classic", "--exact"], "baccarat only"),
+        (["rtp", "--game", "baccarat", "--rounds", "5", "--par-sheet", "x.html"], "needs --exact"),
+        (["rtp", "--game", "baccarat", "--exact", "--par-sheet", "sheet.pdf"], "name a .html"),
     ],
 )
 def test_rtp_refuses_what_it_cannot_do(args: list[str], message: str) -> None:
