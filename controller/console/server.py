@@ -62,7 +62,13 @@ from aiohttp import web
 
 from controller.client.api_client import Account, BrokerRefused, StudioClient
 from controller.console.config import BrokerSettings, ConsoleConfig
-from controller.console.fleet import build_tile, possible_faces, round_events, urgency_order
+from controller.console.fleet import (
+    STATUS_ORDER,
+    build_tile,
+    possible_faces,
+    round_events,
+    urgency_order,
+)
 from controller.console.sessions import (
     AccountLinks,
     DeviceCookies,
@@ -946,7 +952,15 @@ class Console:
             return found
         _session, feed = found
         tiles = await self.blocking(feed.tiles)
-        return web.json_response({"tables": tiles, "link": feed.link, "now": time.time()})
+        return web.json_response(
+            {
+                "tables": tiles,
+                "link": feed.link,
+                "now": time.time(),
+                # The wall's order of statuses: the page sorts its tiles by it (one list).
+                "order": list(STATUS_ORDER),
+            }
+        )
 
     async def api_stream(self, request: web.Request) -> web.StreamResponse:
         found = self._api_session(request)

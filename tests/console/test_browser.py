@@ -41,6 +41,7 @@ from typing import Any
 
 import pytest
 
+from controller.console.fleet import STATUS_ORDER, urgency_order
 from simulators.shoe.simulator import FaultPlan
 from tests.support.console import ConsoleStudio, ConsoleTable
 from tests.support.wait import wait_until
@@ -441,6 +442,20 @@ def test_the_wall_shows_both_tables_and_a_pause_from_it_pauses_only_that_table(
         expect(tile.locator(by_id("tile-age"))).to_contain_text("last message")
     expect(page.locator(by_id("session-role"))).to_have_text("supervisor")
     expect(page.locator(by_id("queue-empty"))).to_be_visible()
+    # The wall's order is the server's one list, sent with the tables: the page sorts every
+    # status as the server does (unknown last, after running).
+    served = page.evaluate("() => fetch('/api/tables').then((answer) => answer.json())")
+    assert served["order"] == list(STATUS_ORDER), served["order"]
+    mixed = [
+        {"table": table, "status": status}
+        for table, status in zip(
+            [f"t{n}" for n in range(2 * len(STATUS_ORDER), 0, -1)], STATUS_ORDER * 2, strict=True
+        )
+    ]
+    on_page = page.evaluate("(tiles) => window.livetableConsole.wallOrder(tiles)", mixed)
+    assert [tile["table"] for tile in on_page] == [
+        tile["table"] for tile in urgency_order(mixed)
+    ], on_page
     # Buttons the state does not allow are disabled and say why.
     cancel = alice.tile("t1").locator(by_id("action-cancel"))
     expect(cancel).to_be_disabled()

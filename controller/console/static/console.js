@@ -16,8 +16,6 @@
   };
   const RANKS = "A23456789TJQK";
   const SUITS = "SHDC";
-  // The wall's order, as the server sorts /api/tables: most urgent first.
-  const STATUS_RANK = { paused: 0, offline: 1, stale: 2, unknown: 3, running: 4 };
   const STATUS_WORD = {
     paused: "PAUSED", offline: "OFFLINE", stale: "STALE", unknown: "UNKNOWN", running: "RUNNING",
   };
@@ -62,6 +60,9 @@
     beeps: 0,
     streamTiles: 0, // tiles the event stream brought, counted
     streamTileAt: new Map(), // table -> that count at its last tile from the stream
+    // The wall's order of statuses, most urgent first: the server's (/api/tables "order"),
+    // never a copy of it here.
+    statusOrder: [],
   };
 
   // --- small helpers -------------------------------------------------------------------------
@@ -673,9 +674,17 @@
 
   // --- the wall --------------------------------------------------------------------------------
 
+  /** `tiles` most urgent first, in the server's order of statuses, then by table id. */
+  function wallOrder(tiles, order = app.statusOrder) {
+    const rank = (status) => {
+      const index = order.indexOf(status);
+      return index < 0 ? order.length : index;
+    };
+    return [...tiles].sort((a, b) => rank(a.status) - rank(b.status) || a.table.localeCompare(b.table));
+  }
+
   function sortedTiles() {
-    return [...app.tiles.values()].sort((a, b) =>
-      (STATUS_RANK[a.status] ?? 9) - (STATUS_RANK[b.status] ?? 9) || a.table.localeCompare(b.table));
+    return wallOrder(app.tiles.values());
   }
 
   // --- redrawing without disturbing a click --------------------------------------------------
@@ -775,10 +784,6 @@
     });
   }
 
-  function renderNow() {
-    const t0 = performance.now(); const d0 = Date.now();
-    try { renderNow2(); } finally { if (window.__prof) window.__prof.render.push([d0, performance.now() - t0]); }
-  }
   /** Everything a tile's drawing depends on besides the clock (which tick() writes). A tile
    * whose inputs are all the same objects as when it was last drawn is not built again: with
    * twenty tables a state comes every few milliseconds, and rebuilding the whole wall for each
@@ -812,7 +817,7 @@
     replaceIfDifferent(wall, nodes);
   }
 
-  function renderNow2() {
+  function renderNow() {
     const wall = byTestId("wall");
     if (!wall) return;
     // Keep the keyboard focus on the same control of the same tile or queue item.
@@ -898,6 +903,7 @@
     const answer = await getJson("/api/tables");
     if (typeof answer.now === "number") app.clockOffset = answer.now - Date.now() / 1000;
     if (answer.link) app.link = answer.link;
+    if (Array.isArray(answer.order)) app.statusOrder = answer.order;
     const seen = new Set();
     const reconnect = document.body.dataset.loaded === "true";
     for (const tile of answer.tables || []) {
@@ -1487,8 +1493,8 @@
     }
   }
 
-  // For the tests and the curious: the card parser, read-only.
-  window.livetableConsole = Object.freeze({ parseCard });
+  // For the tests and the curious: the card parser and the wall's order, read-only.
+  window.livetableConsole = Object.freeze({ parseCard, wallOrder });
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
