@@ -911,16 +911,31 @@ def test_a_viewer_sees_no_actions_and_a_request_forged_from_its_page_is_refused(
 def test_a_killed_daemon_shows_its_tile_offline_within_2_s_and_the_other_stays_live(
     studio: ConsoleStudio, browser: Any, screens: Screens
 ) -> None:
+    """...and a dead table is in the pause queue, announced as a pause is, until it is back."""
     from playwright.sync_api import expect
 
     alice = sign_in(browser, studio, "alice")
     page = alice.page
+    page.check(by_id("sound-toggle"))
     expect(alice.tile("t2")).to_have_attribute("data-status", "running")
+    expect(page).to_have_title("livetable console")
     studio.tables["t2"].daemon.kill(signal.SIGKILL)
     # The requirement: OFFLINE on the wall within 2 s of the daemon's death.
     expect(alice.tile("t2")).to_have_attribute("data-status", "offline", timeout=2000)
     expect(alice.tile("t2").locator(by_id("tile-status"))).to_have_text("OFFLINE")
     expect(alice.tile("t2").locator(by_id("tile-offline"))).to_be_visible()
+    # A dead table is something for a supervisor to see to: it is in the pause queue, in
+    # plain words, said in the live region, counted in the title, and it beeps.
+    item = alice.queue_item("t2")
+    expect(item).to_have_attribute("data-state", "not-answering", timeout=2000)
+    not_answering = re.compile(r"Table t2 is not answering since \d\d:\d\d")
+    expect(item.locator(by_id("queue-message"))).to_have_text(not_answering)
+    expect(page.locator(by_id("announcer"))).to_contain_text(not_answering)
+    expect(page).to_have_title("(1 not answering) livetable console")
+    expect(page.locator("body")).to_have_attribute("data-beeps", "1")
+    expect(page.locator(by_id("queue-empty"))).to_be_hidden()
+    # Nothing to resolve from the queue: nothing would reach the table.
+    assert choices(alice, "t2") == []
     for action in ("action-pause", "action-new-shoe"):
         button = alice.tile("t2").locator(by_id(action))
         expect(button).to_be_disabled()
@@ -935,6 +950,12 @@ def test_a_killed_daemon_shows_its_tile_offline_within_2_s_and_the_other_stays_l
     )
     assert settled["data"]["round_id"] >= 1
     screens.shoot(page, "wall-offline-table")
+    # Back: the daemon started again, the table leaves the queue and the title.
+    studio.tables["t2"].daemon.start()
+    expect(alice.tile("t2")).to_have_attribute("data-status", "running")
+    expect(alice.queue_item("t2")).to_have_count(0)
+    expect(page.locator(by_id("queue-empty"))).to_be_visible()
+    expect(page).to_have_title("livetable console")
     alice.check_clean()
 
 
@@ -1174,12 +1195,22 @@ def test_a_table_silent_in_a_round_shows_stale(
     expect(tile.locator(by_id("tile-status"))).to_have_text("STALE")
     expect(tile.locator(by_id("tile-stale"))).to_be_visible()
     expect(alice.tile("t2")).to_have_attribute("data-status", "running")
+    # Its state stopped arriving: it is in the pause queue, said as a pause is.
+    item = alice.queue_item("t1")
+    expect(item).to_have_attribute("data-state", "not-answering")
+    expect(item).to_have_attribute("data-status", "stale")
+    not_answering = re.compile(r"Table t1 is not answering since \d\d:\d\d")
+    expect(item.locator(by_id("queue-message"))).to_have_text(not_answering)
+    expect(alice.page.locator(by_id("announcer"))).to_contain_text(not_answering)
+    expect(alice.page).to_have_title("(1 not answering) livetable console")
     screens.shoot(alice.page, "wall-stale-table")
-    # The card comes: live again.
+    # The card comes: live again, and out of the queue.
     drawn = hand.draw_wanted()
     hand.go()
     assert drawn.card is not None
     expect(tile).to_have_attribute("data-status", "running")
+    expect(alice.queue_item("t1")).to_have_count(0)
+    expect(alice.page).to_have_title("livetable console")
     alice.check_clean()
 
 

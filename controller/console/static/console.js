@@ -19,6 +19,9 @@
   const STATUS_WORD = {
     paused: "PAUSED", offline: "OFFLINE", stale: "STALE", unknown: "UNKNOWN", running: "RUNNING",
   };
+  // A table in these statuses does not answer (its daemon offline, or silent in a round):
+  // unless its last state is a pause, it has a place in the pause queue of its own.
+  const NOT_ANSWERING = ["offline", "stale"];
   // A running table waiting for a shuffle deals nothing: its badge says so, not RUNNING.
   const NO_SHOE_WORD = "NO SHOE";
   // How long a pause resolved from this page stays in the queue, with the table's answer.
@@ -48,6 +51,7 @@
     pending: new Set(), // `${table}|${slot}` while a request is on its way
     resolved: new Map(), // table -> {pause, until}: resolved here, still shown in the queue
     seenPauses: new Set(), // pause keys already known (no beep for them)
+    down: new Set(), // tables known not to answer (said once, when they stopped)
     selected: null, // the table selected in the pause queue
     // Chosen by the supervisor (keys, a click), or the queue's head by default. The default
     // follows the head: a pause older than the selected one can reach this page after it
@@ -586,6 +590,26 @@
     return paused;
   }
 
+  function isPaused(tile) {
+    return Boolean(tile.state && tile.state.phase === "PAUSED" && tile.state.pause);
+  }
+
+  /** A table that does not answer and is not paused: it is in the queue all the same. */
+  function notAnswering(tile) {
+    return NOT_ANSWERING.includes(tile.status) && !isPaused(tile);
+  }
+
+  function notAnsweringWords(tile) {
+    return `Table ${tile.table} is not answering since ${clock(tile.last_message_at)}`;
+  }
+
+  /** The pause queue: the paused tables and those that do not answer, oldest first. */
+  function queueTiles() {
+    const since = (tile) => (isPaused(tile) ? tile.state.pause.since : tile.last_message_at) ?? Infinity;
+    const down = [...app.tiles.values()].filter(notAnswering);
+    return [...pausedTables(), ...down].sort((a, b) => since(a) - since(b) || a.table.localeCompare(b.table));
+  }
+
   function resolve(table, resolution) {
     const tile = app.tiles.get(table);
     if (!tile || !tile.state || !tile.state.pause) return;
@@ -644,6 +668,25 @@
       .map((pause) => pause.by).join(", ");
   }
 
+  /** A table that does not answer: what it is, since when, and what to see to (nothing to
+   * send it: nothing would reach it). */
+  function notAnsweringItem(tile, selected) {
+    return h("li", {
+      class: `queue-item not-answering${selected ? " selected" : ""}`, testid: `queue-item-${tile.table}`,
+      "data-table": tile.table, "data-state": "not-answering", "data-status": tile.status,
+      "aria-current": selected ? "true" : null,
+      onclick: () => { if (app.selected !== tile.table || !app.selectedByHand) { select(tile.table); render(); } },
+    },
+    h("p", { class: "queue-title", testid: "queue-title" }, h("strong", null, tile.table), " ",
+      h("span", { class: `status-word status-${tile.status}` }, STATUS_WORD[tile.status])),
+    h("p", { testid: "queue-message" }, notAnsweringWords(tile)),
+    h("p", { class: "meta", testid: "queue-meta" },
+      tile.status === "offline"
+        ? "Its daemon is not connected to the broker: see to the table's PC."
+        : "Online, but silent in a round: see to the table.",
+      h("span", { class: "ago", "data-ago": String(tile.last_message_at ?? "") }, "")));
+  }
+
   function resolvedItem(table, entry) {
     return h("li", { class: "queue-item resolved", testid: `queue-item-${table}`, "data-table": table, "data-state": "resolved" },
       h("p", { class: "queue-title", testid: "queue-title" }, h("strong", null, table), " resumed (was: ", entry.pause.message || "paused", ")"),
@@ -657,13 +700,14 @@
   }
 
   function renderQueue() {
-    const paused = pausedTables();
+    const paused = queueTiles();
     if (!app.selectedByHand || !paused.some((tile) => tile.table === app.selected)) {
       app.selected = paused.length ? paused[0].table : null;
       app.selectedByHand = false;
     }
     const list = byTestId("queue-items");
-    const items = paused.map((tile) => queueItem(tile, tile.table === app.selected));
+    const items = paused.map((tile) => (isPaused(tile)
+      ? queueItem(tile, tile.table === app.selected) : notAnsweringItem(tile, tile.table === app.selected)));
     for (const [table, entry] of app.resolved) {
       if (!paused.some((tile) => tile.table === table)) items.push(resolvedItem(table, entry));
     }
@@ -843,7 +887,9 @@
     byTestId("banner-link-why").textContent = app.link.why ? `(${app.link.why})` : "";
     byTestId("banner-connection").hidden = app.streamUp;
     const paused = tiles.filter((tile) => tile.status === "paused").length;
-    const title = paused ? `(${paused} paused) ${TITLE}` : TITLE;
+    const down = tiles.filter(notAnswering).length;
+    const counts = [paused ? `${paused} paused` : "", down ? `${down} not answering` : ""].filter(Boolean);
+    const title = counts.length ? `(${counts.join(", ")}) ${TITLE}` : TITLE;
     if (document.title !== title) document.title = title;
     document.body.dataset.stream = app.streamUp ? "up" : "down";
     document.body.dataset.link = app.link.up ? "up" : "down";
@@ -890,6 +936,19 @@
           announce(`Table ${tile.table} paused: ${pause.message || pause.reason}`);
         }
       }
+    }
+    // A table that stopped answering is said as a pause is, once; unknown (the console's
+    // own link down) tells nothing of it either way.
+    if (notAnswering(tile)) {
+      if (!app.down.has(tile.table)) {
+        app.down.add(tile.table);
+        if (live) {
+          beep();
+          announce(notAnsweringWords(tile));
+        }
+      }
+    } else if (tile.status !== "unknown") {
+      app.down.delete(tile.table);
     }
     if (tile.state && tile.state.round) app.lastRound.set(tile.table, tile.state.round.id);
     app.tiles.set(tile.table, tile);
@@ -1381,7 +1440,7 @@
       return;
     }
     if (document.querySelector("dialog[open]")) return;
-    const paused = pausedTables();
+    const paused = queueTiles();
     const index = paused.findIndex((tile) => tile.table === app.selected);
     if (event.key === "j" || event.key === "ArrowDown") {
       if (paused.length) select(paused[Math.min(paused.length - 1, index + 1)].table);
@@ -1395,7 +1454,7 @@
       render();
       return;
     }
-    if (!isSupervisor() || index < 0) return;
+    if (!isSupervisor() || index < 0 || !isPaused(paused[index])) return;
     const tile = paused[index];
     const choice = choicesFor(tile.state.pause).find((known) => known[2] === event.key);
     if (choice && whyNotResolve(tile, choice[0]) === null) {
