@@ -908,6 +908,51 @@ def test_a_viewer_sees_no_actions_and_a_request_forged_from_its_page_is_refused(
     viewer.check_clean()
 
 
+def wall_order(visit: Visit) -> list[str]:
+    """The tables of the wall, as the page shows them."""
+    return visit.page.eval_on_selector_all(
+        f"{by_id('wall')} > article", "(tiles) => tiles.map((tile) => tile.dataset.table)"
+    )
+
+
+def test_the_wall_does_not_reorder_under_the_pointer_nor_around_the_focus(
+    studio: ConsoleStudio, browser: Any
+) -> None:
+    """A tile that moves as the supervisor reaches for it takes the click meant for another:
+    while the pointer is over the wall, or the keyboard focus is in a tile, the new order
+    waits, and comes when they leave."""
+    from playwright.sync_api import expect
+
+    alice = sign_in(browser, studio, "alice")
+    page = alice.page
+    expect(alice.tile("t2")).to_have_attribute("data-status", "running")
+    assert wall_order(alice) == ["t1", "t2"]
+    # The pointer rests on t2; t2 pauses: most urgent, it would lead the wall.
+    alice.tile("t2").locator(by_id("tile-shoe")).hover()
+    studio.pause("t2", "spill under the pointer")
+    expect(alice.tile("t2")).to_have_attribute("data-status", "paused")
+    expect(page.locator(by_id("wall"))).to_have_attribute("data-order", "held")
+    assert wall_order(alice) == ["t1", "t2"], "the wall moved under the pointer"
+    # The pointer leaves the wall (to the page's header): the new order comes.
+    page.mouse.move(5, 5)
+    expect(page.locator(f"{by_id('wall')} > article").first).to_have_attribute("data-table", "t2")
+    expect(page.locator(by_id("wall"))).to_have_attribute("data-order", "sorted")
+    # The keyboard's focus in t1's tile holds the order the same way.
+    alice.tile("t1").locator(by_id("action-history")).focus()
+    client = studio.supervisor("bob")
+    try:
+        assert client.request("t2", "resume", timeout=TIMEOUT_S)["ok"]
+    finally:
+        client.close()
+    expect(alice.tile("t2")).to_have_attribute("data-status", "running")
+    expect(page.locator(by_id("wall"))).to_have_attribute("data-order", "held")
+    assert wall_order(alice) == ["t2", "t1"], "the wall moved around the focus"
+    page.evaluate("() => document.activeElement.blur()")
+    expect(page.locator(f"{by_id('wall')} > article").first).to_have_attribute("data-table", "t1")
+    assert wall_order(alice) == ["t1", "t2"]
+    alice.check_clean()
+
+
 def test_a_killed_daemon_shows_its_tile_offline_within_2_s_and_the_other_stays_live(
     studio: ConsoleStudio, browser: Any, screens: Screens
 ) -> None:

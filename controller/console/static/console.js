@@ -67,6 +67,7 @@
     // The wall's order of statuses, most urgent first: the server's (/api/tables "order"),
     // never a copy of it here.
     statusOrder: [],
+    pointerOnWall: false, // the wall's new order waits while it is there (or the focus is)
   };
 
   // --- small helpers -------------------------------------------------------------------------
@@ -731,6 +732,24 @@
     return wallOrder(app.tiles.values());
   }
 
+  /** Whether the wall's order is held: a tile that moves as the supervisor reaches for it
+   * takes the click meant for another, and the keyboard's place would jump with it. The
+   * focus a click leaves on a button holds nothing (it would hold the wall until the next
+   * click elsewhere): only the keyboard's (:focus-visible) does. */
+  function orderHeld(wall) {
+    const active = document.activeElement;
+    const keyboardInTile = active !== wall && wall.contains(active) && active.matches(":focus-visible");
+    return app.pointerOnWall || keyboardInTile;
+  }
+
+  /** The tiles in the order the wall shows them now, a new table at the end. */
+  function heldOrder(wall, sorted) {
+    const byTable = new Map(sorted.map((tile) => [tile.table, tile]));
+    const shown = [...wall.children].map((node) => byTable.get(node.dataset.table)).filter(Boolean);
+    const placed = new Set(shown.map((tile) => tile.table));
+    return [...shown, ...sorted.filter((tile) => !placed.has(tile.table))];
+  }
+
   // --- redrawing without disturbing a click --------------------------------------------------
   //
   // A redraw builds fresh elements, then keeps every existing one whose fresh version is the
@@ -869,7 +888,9 @@
     const holder = active && active.closest ? active.closest("[data-table]") : null;
     const focused = holder && active.dataset.testid
       ? { holder: holder.dataset.testid, control: active.dataset.testid } : null;
-    const tiles = sortedTiles();
+    const held = orderHeld(wall);
+    const tiles = held ? heldOrder(wall, sortedTiles()) : sortedTiles();
+    wall.dataset.order = held ? "held" : "sorted";
     patchWall(wall, tiles);
     stampDrawn(tiles);
     byTestId("wall-count").textContent = tiles.length ? `(${tiles.length})` : "";
@@ -1512,6 +1533,11 @@
     setUpHistory();
     byTestId("audit-close").addEventListener("click", () => byTestId("audit-dialog").close());
     document.addEventListener("keydown", onKey);
+    const wall = byTestId("wall");
+    wall.addEventListener("pointerenter", () => { app.pointerOnWall = true; });
+    wall.addEventListener("pointerleave", () => { app.pointerOnWall = false; render(); });
+    // The focus leaving a tile lets the order come (a redraw, once the focus moved on).
+    wall.addEventListener("focusout", () => render());
     await reloadTables().catch(() => {});
     connectStream();
     setInterval(tick, 200);
