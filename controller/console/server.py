@@ -942,6 +942,9 @@ class Console:
                 # The person's session ended (idle): this page watches, read-only.
                 "wall": session.wall,
                 "idle_timeout_s": self.config.idle_timeout_s,
+                # A one-key action waits this long on the page, to be undone, before it
+                # is sent.
+                "undo_s": self.config.undo_s,
                 "link": feed.link,
             }
         )

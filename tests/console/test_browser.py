@@ -34,6 +34,7 @@ import shutil
 import signal
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -650,6 +651,59 @@ def test_accept_and_burn_resolve_the_cards_drawn_out_of_turn(
         ("resume", "accept"),
         ("resume", ""),
     ]
+    alice.check_clean()
+
+
+def test_a_one_key_action_waits_out_its_undo_window_and_esc_or_undo_sends_nothing(
+    console_studio_with: Any, browser: Any, screens: Screens
+) -> None:
+    """The console's default window (3 s): a burn by its key says so and waits; Esc, or the
+    Undo button, takes it back (the table's state and journal show nothing sent); let be,
+    it is sent when the window ends."""
+    from playwright.sync_api import expect
+
+    studio: ConsoleStudio = console_studio_with(undo_s=None)
+    alice = sign_in(browser, studio, "alice")
+    page = alice.page
+    studio.draw_out_of_turn("t1")
+    item = alice.queue_item("t1")
+    burn = item.locator(by_id("resolve-burn"))
+    expect(burn).to_be_enabled()
+    waiting = item.locator(by_id("undo"))
+    before = last_seq(studio, "t1")
+
+    # The key: "Burning in 3 s - Undo (Esc)", and the table still paused meanwhile.
+    page.keyboard.press("b")
+    expect(waiting).to_have_text(re.compile(r"^Burning in [123] s \u2014 Undo \(Esc\)$"))
+    assert studio.state("t1")["phase"] == "PAUSED"  # type: ignore[index]
+    expect(burn).to_be_disabled()
+    screens.shoot(page, "undo-window")
+    assert axe_violations(page, "the undo window", by_id("pause-queue")) == []
+    page.keyboard.press("Escape")
+    expect(waiting).to_have_count(0)
+    expect(item.locator(by_id("answer"))).to_contain_text("undone, nothing sent")
+    # The button, then its Undo.
+    burn.click()
+    expect(waiting).to_be_visible()
+    waiting.locator(by_id("undo-button")).click()
+    expect(waiting).to_have_count(0)
+    # Both windows over (3 s each, and a margin): nothing reached the table.
+    page.wait_for_timeout(4_500)
+    assert studio.state("t1")["phase"] == "PAUSED"  # type: ignore[index]
+    assert commands_by(studio.tables["t1"], "alice") == []
+    assert [e["type"] for e in studio.events("t1") if e["seq"] > before] == []
+
+    # Let be: sent when the window ends, not before.
+    pressed = time.time()
+    page.keyboard.press("b")
+    expect(waiting).to_be_visible()
+    resumed = next_event(studio, "t1", "table_resumed", after=before)
+    assert (resumed["data"]["resolution"], resumed["data"]["by"]) == ("burn", "alice")
+    [command] = commands_by(studio.tables["t1"], "alice")
+    assert command["command"] == "resume", command
+    assert resumed["at"] - pressed >= 2.9, (pressed, resumed)
+    expect(alice.tile("t1")).to_have_attribute("data-status", "running")
+    expect(waiting).to_have_count(0)
     alice.check_clean()
 
 

@@ -219,6 +219,7 @@ class ConsoleStudio:
         tables: dict[str, str] | None = None,
         idle_timeout_s: float = 900,
         stale_after_s: float = 120,
+        undo_s: float | None = 1,
         protocol: str = "5",
         wall: bool = False,
     ) -> None:
@@ -226,6 +227,9 @@ class ConsoleStudio:
         self.wall = wall
         self.idle_timeout_s = idle_timeout_s
         self.stale_after_s = stale_after_s
+        # The page's undo window for a one-key action: short, for the tests that resolve
+        # pauses; None leaves it out of console.toml (the console's default).
+        self.undo_s = undo_s
         self.protocol = protocol
         # Tables whose dealer has stepped away: nothing is drawn for them (see hold_dealer).
         self.dealer_away: set[str] = set()
@@ -353,7 +357,8 @@ class ConsoleStudio:
             'listen = "127.0.0.1:8080"\n'
             f"idle_timeout_s = {self.idle_timeout_s}\n"
             f"stale_after_s = {self.stale_after_s}\n"
-            "[broker]\n"
+            + ("" if self.undo_s is None else f"undo_s = {self.undo_s}\n")
+            + "[broker]\n"
             f'host = "{self.broker.host}"\n'
             f"port = {self.broker.port}\n"
             f'protocol = "{self.protocol}"\n'
@@ -530,9 +535,10 @@ class ConsoleStudio:
 def start_console_studio(workdir: Path, **options: Any) -> ConsoleStudio:
     """Start the whole studio in ``workdir`` (see the module); :meth:`ConsoleStudio.close`
     stops it. ``options`` (:class:`ConsoleStudio`'s): ``tables`` (id -> game, instead of
-    :data:`TABLES`), the console's ``idle_timeout_s`` and ``stale_after_s`` (console.toml;
-    default 900 and 120), its broker ``protocol`` ("5" or "3.1.1"), ``wall`` (give the
-    console its own viewer account, ``[wall]``)."""
+    :data:`TABLES`), the console's ``idle_timeout_s``, ``stale_after_s`` and ``undo_s``
+    (console.toml; default 900, 120 and 1; ``undo_s=None``: the console's default), its
+    broker ``protocol`` ("5" or "3.1.1"), ``wall`` (give the console its own viewer
+    account, ``[wall]``)."""
     studio = ConsoleStudio(workdir, **options)
     try:
         return studio.start()

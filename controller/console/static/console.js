@@ -68,6 +68,9 @@
     // never a copy of it here.
     statusOrder: [],
     pointerOnWall: false, // the wall's new order waits while it is there (or the focus is)
+    // One-key actions waiting out their undo window: table -> {resolution, verb, until,
+    // timer, key (the pause's)}. Sent when the window ends; Esc or Undo takes one back.
+    undo: new Map(),
   };
 
   // --- small helpers -------------------------------------------------------------------------
@@ -254,7 +257,7 @@
 
   function answerLine(table, slot) {
     const answer = currentAnswer(table, slot);
-    const cls = answer ? (answer.ok === null ? "waiting" : answer.ok ? "ok" : "refused") : "";
+    const cls = answer ? (answer.undone ? "undone" : answer.ok === null ? "waiting" : answer.ok ? "ok" : "refused") : "";
     return h("p", {
       class: `answer ${cls}`, testid: "answer", "data-ok": answer ? String(answer.ok) : null,
       "aria-live": "polite",
@@ -315,6 +318,7 @@
   function whyNotResolve(tile, resolution) {
     const why = whyNot(tile, "resume");
     if (why) return why;
+    if (app.undo.has(tile.table)) return "an action is about to be sent: Undo (Esc) first";
     const state = tile.state;
     if (state.devices && state.devices.shoe_online === false) return "the shoe is offline: bring it back first";
     const pause = state.pause || {};
@@ -611,6 +615,13 @@
     return [...pausedTables(), ...down].sort((a, b) => since(a) - since(b) || a.table.localeCompare(b.table));
   }
 
+  // What a one-key action is doing while its undo window runs ("Burning in 3 s").
+  const UNDO_VERB = {
+    accept: "Accepting", burn: "Burning", no_cards_drawn: "Sending no cards drawn", "": "Resuming",
+  };
+
+  /** A resolution from the pause queue (a key or a click). Entering a card opens the picker
+   * (its own confirmation); the others, one key each, wait out the undo window first. */
   function resolve(table, resolution) {
     const tile = app.tiles.get(table);
     if (!tile || !tile.state || !tile.state.pause) return;
@@ -619,6 +630,64 @@
       openPicker(table);
       return;
     }
+    const windowS = Number(app.session && app.session.undo_s) || 0;
+    if (windowS <= 0) {
+      sendResolution(table, resolution);
+      return;
+    }
+    const ms = windowS * 1000;
+    app.undo.set(table, {
+      resolution, verb: UNDO_VERB[resolution] || "Sending", until: Date.now() + ms,
+      key: pauseKey(table, tile.state.pause), timer: setTimeout(() => undoWindowEnded(table), ms),
+    });
+    render();
+  }
+
+  /** The window of `table`'s one-key action ended: sent, unless its pause is not the one
+   * it was meant for any more (resolved meanwhile, or another). */
+  function undoWindowEnded(table) {
+    const waiting = app.undo.get(table);
+    if (!waiting) return;
+    app.undo.delete(table);
+    const tile = app.tiles.get(table);
+    const pause = tile && tile.state && tile.state.phase === "PAUSED" ? tile.state.pause : null;
+    if (!pause || pauseKey(table, pause) !== waiting.key) {
+      app.answers.set(`${table}|queue`, {
+        ok: false, text: `${clock(Date.now() / 1000)} ${table}: not sent, the pause changed meanwhile`, at: Date.now(),
+      });
+      render();
+      return;
+    }
+    sendResolution(table, waiting.resolution);
+  }
+
+  /** Take back the one-key action of `table` (or the latest one): nothing is sent. */
+  function undo(table) {
+    const latest = [...app.undo.entries()].sort((a, b) => b[1].until - a[1].until)[0];
+    const name = table || (latest ? latest[0] : null);
+    const waiting = name === null ? null : app.undo.get(name);
+    if (!waiting) return false;
+    clearTimeout(waiting.timer);
+    app.undo.delete(name);
+    app.answers.set(`${name}|queue`, {
+      ok: false, text: `${clock(Date.now() / 1000)} ${name}: undone, nothing sent`, at: Date.now(), undone: true,
+    });
+    render();
+    return true;
+  }
+
+  function undoLine(table) {
+    const waiting = app.undo.get(table);
+    if (!waiting) return null;
+    return h("p", { class: "undo", testid: "undo", role: "status" },
+      h("span", { testid: "undo-words", "data-undo-verb": waiting.verb, "data-undo-until": String(waiting.until) }, ""),
+      " \u2014 ",
+      h("button", { type: "button", testid: "undo-button", onclick: () => undo(table) }, "Undo (Esc)"));
+  }
+
+  function sendResolution(table, resolution) {
+    const tile = app.tiles.get(table);
+    if (!tile || !tile.state || !tile.state.pause) return;
     const pause = tile.state.pause;
     const args = resolution ? { resolution } : {};
     act(table, "queue", "resume", args, (answer) => {
@@ -659,6 +728,7 @@
         ? `nothing to resolve: a plain resume lifts the pause of ${heldBy(tile.state)}`
         : "nothing to resolve: a plain resume will do"),
     buttons,
+    isSupervisor() ? undoLine(tile.table) : null,
     isSupervisor() ? answerLine(tile.table, "queue") : null);
   }
 
@@ -931,6 +1001,10 @@
     for (const element of document.querySelectorAll("[data-last]")) {
       const last = element.dataset.last;
       write(element, last === "" ? "no message yet" : `last message ${seconds(Math.max(0, now - Number(last)))} ago`);
+    }
+    for (const element of document.querySelectorAll("[data-undo-until]")) {
+      const left = Math.max(1, Math.ceil((Number(element.dataset.undoUntil) - Date.now()) / 1000));
+      write(element, `${element.dataset.undoVerb} in ${left} s`);
     }
     for (const element of document.querySelectorAll("[data-ago]")) {
       const since = element.dataset.ago;
@@ -1461,6 +1535,10 @@
       return;
     }
     if (document.querySelector("dialog[open]")) return;
+    if (event.key === "Escape" && undo(null)) {
+      event.preventDefault();
+      return;
+    }
     const paused = queueTiles();
     const index = paused.findIndex((tile) => tile.table === app.selected);
     if (event.key === "j" || event.key === "ArrowDown") {
