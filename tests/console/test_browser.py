@@ -440,6 +440,11 @@ def test_the_wall_shows_both_tables_and_a_pause_from_it_pauses_only_that_table(
         expect(tile.locator(by_id("tile-phase"))).to_have_text("SHOE_READY")
         expect(tile.locator(by_id("tile-shoe"))).to_contain_text("shoe 1")
         expect(tile.locator(by_id("device-shoe"))).to_contain_text("shoe online")
+        # The devices at a glance, in the tile's head: no camera is fitted in this studio.
+        head = tile.locator(by_id("tile-head"))
+        expect(head.locator(by_id("device-shoe"))).to_have_attribute("data-health", "online")
+        expect(head.locator(by_id("device-camera"))).to_have_attribute("data-health", "none")
+        expect(head.locator(by_id("device-camera"))).to_have_text("no camera")
         expect(tile.locator(by_id("tile-age"))).to_contain_text("last message")
     expect(page.locator(by_id("session-role"))).to_have_text("supervisor")
     expect(page.locator(by_id("queue-empty"))).to_be_visible()
@@ -453,6 +458,18 @@ def test_the_wall_shows_both_tables_and_a_pause_from_it_pauses_only_that_table(
             [f"t{n}" for n in range(2 * len(STATUS_ORDER), 0, -1)], STATUS_ORDER * 2, strict=True
         )
     ]
+    # The camera's words, from what a state says of it (no table here has a camera).
+    for online, words in ((True, "reading"), (False, "offline"), (None, "none")):
+        health = page.evaluate(
+            "(online) => window.livetableConsole.health({devices: "
+            "{shoe_online: true, camera_online: online}}, false)",
+            online,
+        )
+        assert health == {"shoe": "online", "camera": words}, (online, health)
+    gone = page.evaluate(
+        "() => window.livetableConsole.health({devices: {shoe_online: true}}, true)"
+    )
+    assert gone == {"shoe": "unknown", "camera": "unknown"}, gone
     on_page = page.evaluate("(tiles) => window.livetableConsole.wallOrder(tiles)", mixed)
     assert [tile["table"] for tile in on_page] == [
         tile["table"] for tile in urgency_order(mixed)
@@ -787,6 +804,9 @@ def test_an_outage_is_resolved_by_entering_the_card_drawn_then_no_cards_drawn(
     table.shoe.unplug()
     paused(studio, "t1", "shoe_offline")
     expect(alice.tile("t1").locator(by_id("device-shoe"))).to_contain_text("shoe offline")
+    expect(alice.tile("t1").locator(by_id("device-shoe"))).to_have_attribute(
+        "data-health", "offline"
+    )
     # The table refuses every resume while its shoe is offline: none is offered, each says why.
     offered = alice.queue_item("t1").locator(f"{by_id('queue-choices')} button")
     expect(offered.first).to_be_visible()
@@ -1007,6 +1027,93 @@ def test_the_wall_does_not_reorder_under_the_pointer_nor_around_the_focus(
     alice.check_clean()
 
 
+HD = {"width": 1280, "height": 720}
+FULL_HD = {"width": 1920, "height": 1080}
+
+
+def test_three_pauses_fit_a_1280x720_screen_and_a_1920x1080_wall_uses_its_width(
+    console_studio_with: Any, browser: Any, screens: Screens
+) -> None:
+    """A busy night on a small screen: three cards drawn out of turn at once, each pause and
+    its buttons on screen without scrolling; on a large one, the tiles use the width."""
+    from playwright.sync_api import expect
+
+    tables = {"t1": "baccarat", "t2": "blackjack-classic", "t3": "baccarat"}
+    studio: ConsoleStudio = console_studio_with(tables=tables)
+    alice = sign_in(browser, studio, "alice", viewport=HD)
+    page = alice.page
+    for table in tables:
+        studio.draw_out_of_turn(table)
+    for table in tables:
+        expect(alice.queue_item(table)).to_have_attribute("data-reason", "card_out_of_turn")
+        expect(alice.queue_item(table).locator(by_id("resolve-burn"))).to_be_enabled()
+    assert page.evaluate("() => window.scrollY") == 0
+    for table in tables:
+        for part in (
+            alice.queue_item(table),
+            alice.queue_item(table).locator(by_id("resolve-burn")),
+        ):
+            box = part.bounding_box()
+            assert box is not None and box["y"] >= 0, (table, box)
+            assert box["y"] + box["height"] <= HD["height"], (
+                f"{table}'s pause is below the fold: {box}"
+            )
+    width = page.evaluate("() => document.documentElement.scrollWidth")
+    assert width <= HD["width"], f"the page is {width} px wide at 1280"
+    screens.shoot(page, "three-pauses-1280x720")
+    assert axe_violations(page, "three pauses at 1280x720") == []
+
+    # 1920x1080: no column of the wall left empty, no third of the screen unused.
+    page.set_viewport_size(FULL_HD)
+    expect(alice.tile("t3")).to_be_visible()
+    wall = page.locator(by_id("wall")).bounding_box()
+    assert wall is not None
+    boxes = [alice.tile(table).bounding_box() for table in tables]
+    right = max(box["x"] + box["width"] for box in boxes)  # type: ignore[index]
+    assert right >= wall["x"] + wall["width"] - 2, (
+        f"the wall's right part is empty: {boxes}, {wall}"
+    )
+    assert FULL_HD["width"] - right < FULL_HD["width"] / 3, (right, boxes)
+    width = page.evaluate("() => document.documentElement.scrollWidth")
+    assert width <= FULL_HD["width"], f"the page is {width} px wide at 1920"
+    screens.shoot(page, "three-pauses-1920x1080")
+    alice.check_clean()
+
+
+def test_open_round_is_offered_between_rounds_and_opens_one_under_her_name(
+    studio: ConsoleStudio, browser: Any
+) -> None:
+    """A supervisor may open a round (the API's roles and the shipped ACL allow it): the
+    tile offers it to a table idle between rounds, and says why not otherwise."""
+    from playwright.sync_api import expect
+
+    alice = sign_in(browser, studio, "alice")
+    button = alice.tile("t1").locator(by_id("action-open-round"))
+    expect(button).to_be_enabled()
+    before = last_seq(studio, "t1")
+    button.click()
+    opened = next_event(studio, "t1", "round_opened", after=before)
+    [requested] = studio.tables["t1"].journal_rows("RoundRequested")
+    assert requested["by"] == "alice", requested
+    expect(alice.tile("t1").locator(by_id("answer"))).to_contain_text("t1 open_round")
+    # While it plays: refused, saying why.
+    expect(button).to_be_disabled()
+    expect(button).to_have_attribute("title", re.compile("a round is in play"))
+    settled = next_event(studio, "t1", "round_settled", after=before)
+    assert settled["data"]["round_id"] == opened["data"]["round_id"]
+    expect(button).to_be_enabled()
+    # A paused table opens no round.
+    studio.pause("t1")
+    expect(button).to_be_disabled()
+    expect(button).to_have_attribute("title", re.compile("paused"))
+    # A viewer has no actions at all.
+    viewer = sign_in(browser, studio, "viewer")
+    expect(viewer.tile("t2")).to_be_visible()
+    expect(viewer.tile("t2").locator(by_id("action-open-round"))).to_have_count(0)
+    alice.check_clean()
+    viewer.check_clean()
+
+
 def test_a_killed_daemon_shows_its_tile_offline_within_2_s_and_the_other_stays_live(
     studio: ConsoleStudio, browser: Any, screens: Screens
 ) -> None:
@@ -1023,6 +1130,8 @@ def test_a_killed_daemon_shows_its_tile_offline_within_2_s_and_the_other_stays_l
     expect(alice.tile("t2")).to_have_attribute("data-status", "offline", timeout=2000)
     expect(alice.tile("t2").locator(by_id("tile-status"))).to_have_text("OFFLINE")
     expect(alice.tile("t2").locator(by_id("tile-offline"))).to_be_visible()
+    for device in ("device-shoe", "device-camera"):
+        expect(alice.tile("t2").locator(by_id(device))).to_have_attribute("data-health", "unknown")
     # A dead table is something for a supervisor to see to: it is in the pause queue, in
     # plain words, said in the live region, counted in the title, and it beeps.
     item = alice.queue_item("t2")

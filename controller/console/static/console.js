@@ -290,6 +290,14 @@
         // Pauses nest: a supervisor's pause asked while the table is paused is taken, and
         // holds until a supervisor lifts it (a table whose journal is older refuses it).
         return null;
+      case "open_round":
+        // As the table takes it (docs/mqtt-api.md): in SHOE_READY, with the shoe online.
+        if (phase === "PAUSED") return "the table is paused";
+        if (state.round) return "a round is in play";
+        if (phase === "AWAITING_SHUFFLE") return "no shoe: declare a new shoe first";
+        if (phase !== "SHOE_READY") return `a round opens between rounds (now ${phase})`;
+        if (state.devices && state.devices.shoe_online === false) return "the shoe is offline";
+        return null;
       case "cancel":
         return state.round ? null : "no round is in play";
       case "end_shoe":
@@ -426,17 +434,37 @@
         : null);
   }
 
-  /** A device's line; `tableOffline`: its table is offline, so what it last said of the
-   * device is no news of it now. */
-  function device(name, online, testid, tableOffline) {
-    if (tableOffline) {
-      return h("span", { class: "device none", testid, "data-online": "unknown" },
-        h("span", { class: "dot", "aria-hidden": "true" }), `${name} unknown: the table is offline`);
-    }
-    const word = online === null || online === undefined ? "not reporting" : online ? "online" : "offline";
-    const cls = online === null || online === undefined ? "none" : online ? "up" : "down";
-    return h("span", { class: `device ${cls}`, testid, "data-online": String(online) },
-      h("span", { class: "dot", "aria-hidden": "true" }), `${name} ${word}`);
+  /** The shoe's and the camera's health as the table's state says it: the shoe online,
+   * offline or unknown; the camera reading, none (not fitted, or not reported yet) or
+   * offline; both unknown while the table is offline (what it last said of them is no
+   * news of them now). */
+  function health(state, tableOffline) {
+    if (tableOffline) return { shoe: "unknown", camera: "unknown" };
+    const devices = (state && state.devices) || {};
+    const word = (online, up, none) => (online === true ? up : online === false ? "offline" : none);
+    return {
+      shoe: word(devices.shoe_online, "online", "unknown"),
+      camera: word(devices.camera_online, "reading", "none"),
+    };
+  }
+
+  const HEALTH_WORDS = {
+    shoe: { online: "shoe online", offline: "shoe offline", unknown: "shoe unknown" },
+    camera: { reading: "camera reading", none: "no camera", offline: "camera offline", unknown: "camera unknown" },
+  };
+  const HEALTH_CLASS = { online: "up", reading: "up", offline: "down", none: "none", unknown: "none" };
+
+  /** The devices at a glance, in a tile's head: a word and a dot each (never colour alone). */
+  function healthView(state, tableOffline) {
+    const now = health(state, tableOffline);
+    const devices = (state && state.devices) || {};
+    const device = (name, online) => h("span", {
+      class: `device ${HEALTH_CLASS[now[name]]}`, testid: `device-${name}`, "data-health": now[name],
+      "data-online": tableOffline ? "unknown" : String(online),
+      title: tableOffline ? `${name}: unknown, the table is offline` : null,
+    }, h("span", { class: "dot", "aria-hidden": "true" }), HEALTH_WORDS[name][now[name]]);
+    return h("span", { class: "devices", testid: "tile-devices" },
+      device("shoe", devices.shoe_online), device("camera", devices.camera_online));
   }
 
   function pauseView(tile) {
@@ -489,6 +517,8 @@
     const round = state.round;
     const shoeId = state.shoe ? state.shoe.id : null;
     return h("div", { class: "actions", testid: "tile-actions" },
+      actionButton(tile, "open_round", "Open round", "action-open-round",
+        () => act(tile.table, "actions", "open_round", {})),
       actionButton(tile, "pause", "Pause\u2026", "action-pause", () => askPause(tile.table)),
       actionButton(tile, "cancel", round ? `Cancel round ${round.id}\u2026` : "Cancel round\u2026",
         "action-cancel", () => askCancel(tile.table)),
@@ -507,7 +537,8 @@
       h("span", { class: `status-word status-${badge}`, testid: "tile-status", "data-badge": badge },
         noShoe ? NO_SHOE_WORD : STATUS_WORD[status] || status.toUpperCase()),
       state ? h("span", { class: "game", testid: "tile-game" }, state.game + (state.variant ? ` (${state.variant})` : "")) : null,
-      state ? h("span", { class: "phase", testid: "tile-phase" }, state.phase) : null);
+      state ? h("span", { class: "phase", testid: "tile-phase" }, state.phase) : null,
+      state ? healthView(state, tableOffline) : null);
     const body = [];
     if (status === "offline") {
       body.push(h("p", { class: "offline-word", testid: "tile-offline" },
@@ -525,9 +556,6 @@
       body.push(h("p", { class: "shoe", testid: "tile-shoe" }, shoeLine(state)));
       body.push(handsView(state));
       body.push(awaitingView(state));
-      body.push(h("p", { class: "devices", testid: "tile-devices" },
-        device("shoe", state.devices ? state.devices.shoe_online : null, "device-shoe", tableOffline),
-        device("camera", state.devices ? state.devices.camera_online : null, "device-camera", tableOffline)));
       if (tile.dealer && tile.dealer.message) {
         body.push(h("p", { class: "dealer-line", testid: "tile-dealer" },
           h("span", { class: "label" }, "dealer: "), tile.dealer.message));
@@ -1656,8 +1684,9 @@
     }
   }
 
-  // For the tests and the curious: the card parser and the wall's order, read-only.
-  window.livetableConsole = Object.freeze({ parseCard, wallOrder });
+  // For the tests and the curious: the card parser, the wall's order and the devices'
+  // health, read-only.
+  window.livetableConsole = Object.freeze({ parseCard, wallOrder, health });
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
