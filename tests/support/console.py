@@ -110,6 +110,14 @@ TIMEOUT_S = 30.0
 DRAWING_PHASES = ("BURN_REVEAL", "BURNING", "DEALING")
 
 
+def _table_block(table_id: str) -> str:
+    """The shipped ACL's block of table t1, for another table (the ACL's way to add one)."""
+    shipped = PRODUCTION_ACL.read_text()
+    start = shipped.index("user livetable-t1\n")
+    block = shipped[start : shipped.index("\n\n", start) + 1]
+    return "\n" + block.replace("t1", table_id)
+
+
 def _password(name: str) -> str:
     return f"{name}-console-secret-{os.getpid()}"
 
@@ -234,7 +242,11 @@ class ConsoleStudio:
         # Tables whose dealer has stepped away: nothing is drawn for them (see hold_dealer).
         self.dealer_away: set[str] = set()
         workdir.mkdir(parents=True, exist_ok=True)
-        self.passwords: dict[str, str] = {name: _password(name) for name in ACCOUNTS}
+        self.table_games = dict(tables or TABLES)
+        # A table beyond the shipped ACL's own examples gets an account of its own, as the
+        # ACL's comment says an account is added (its role's block, the name changed).
+        accounts = [*ACCOUNTS, *(f"livetable-{t}" for t in self.table_games)]
+        self.passwords: dict[str, str] = {name: _password(name) for name in accounts}
         self.tables: dict[str, ConsoleTable] = {}
         self._wanted: dict[str, int] = {}
         self._acted: dict[str, Any] = {}
@@ -247,7 +259,7 @@ class ConsoleStudio:
         self.errors: list[str] = []
         self._locked_ptys: list[ShoeSimulator] = []
         self.broker = self._start_broker()
-        for table_id, game in (tables or TABLES).items():
+        for table_id, game in self.table_games.items():
             self.tables[table_id] = self._make_table(table_id, game)
             self._wanted[table_id] = 0
 
@@ -264,11 +276,17 @@ class ConsoleStudio:
             for line in PRODUCTION_CONF.read_text().splitlines()
             if line.startswith("use_username_as_clientid")
         )
+        acl = PRODUCTION_ACL
+        shipped = PRODUCTION_ACL.read_text()
+        added = [t for t in self.table_games if f"\nuser livetable-{t}\n" not in shipped]
+        if added:
+            acl = workdir / "livetable.acl"
+            acl.write_text(shipped + "".join(_table_block(t) for t in added))
         return start_broker(
             workdir,
             extra_config=(
                 f"allow_anonymous false\npassword_file {password_file}\n"
-                f"acl_file {PRODUCTION_ACL}\n" + identity
+                f"acl_file {acl}\n" + identity
             ),
             users=users,
         )
