@@ -19,7 +19,10 @@ link down; an idle sign-out that keeps the wall live; axe-core (no serious or cr
 violation) on every page and dialog.
 
 Screenshots of what a supervisor sees are saved in each test's ``screenshots`` folder (its
-path is printed) and copied to ``$LIVETABLE_SCREENSHOTS/<test>/`` when that is set.
+path is printed) and copied to ``$LIVETABLE_SCREENSHOTS/<test>/`` when that is set. The
+ones ``docs/console.md`` shows (:data:`DOC_SCREENSHOTS`) are written into
+``$LIVETABLE_DOC_SCREENSHOTS`` when that is set: ``LIVETABLE_DOC_SCREENSHOTS=docs/console
+.venv/bin/python -m pytest tests/console/test_browser.py`` takes them again.
 """
 
 from __future__ import annotations
@@ -70,6 +73,23 @@ DESK = {"width": 1400, "height": 1000}
 TABLET = {"width": 768, "height": 1024}
 
 
+# The screenshots docs/console.md shows: the test's name of each -> its file in docs/console/.
+DOC_SCREENSHOTS: dict[str, str] = {
+    "wall-running-and-paused": "wall.png",
+    "tablet": "tablet.png",
+    "broker-link-down": "link-down.png",
+    "wall-offline-table": "offline.png",
+    "pause-queue-out-of-turn": "pause-queue.png",
+    "undo-window": "undo.png",
+    "three-pauses-1280x720": "busy-night.png",
+    "card-picker": "card-picker.png",
+    "cancel-confirmation": "cancel.png",
+    "round-history": "history.png",
+    "audit": "audit.png",
+    "viewer-wall": "viewer.png",
+}
+
+
 def by_id(name: str) -> str:
     """The CSS selector of the element with that data-testid."""
     return f'[data-testid="{name}"]'
@@ -98,6 +118,7 @@ class Screens:
 
     folder: Path
     copy_to: Path | None
+    docs: Path | None = None
     taken: list[Path] = field(default_factory=list)
 
     def shoot(self, page: Any, name: str, *, full_page: bool = False) -> Path:
@@ -107,6 +128,8 @@ class Screens:
         if self.copy_to is not None:
             self.copy_to.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, self.copy_to / path.name)
+        if self.docs is not None and name in DOC_SCREENSHOTS:
+            shutil.copy(path, self.docs / DOC_SCREENSHOTS[name])
         return path
 
 
@@ -117,7 +140,8 @@ def screens(tmp_path: Path, request: pytest.FixtureRequest) -> Screens:
     root = os.environ.get("LIVETABLE_SCREENSHOTS")
     copy_to = Path(root) / request.node.name if root else None
     print(f"screenshots of {request.node.name}: {folder}" + (f" and {copy_to}" if copy_to else ""))
-    return Screens(folder, copy_to)
+    docs = os.environ.get("LIVETABLE_DOC_SCREENSHOTS")
+    return Screens(folder, copy_to, Path(docs) if docs else None)
 
 
 @dataclass
