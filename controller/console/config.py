@@ -5,6 +5,7 @@
 listen = "127.0.0.1:8080"      # HOST:PORT; --listen overrides
 idle_timeout_s = 900           # a session ends after this long without a request
 stale_after_s = 120            # an online table silent this long in a round is stale
+undo_s = 3                     # a one-key action waits this long, to be undone (0: none)
 certificate = "/etc/livetable/console.crt"   # both, or neither: HTTPS
 key = "/etc/livetable/console.key"
 [mqtt]                         # named and keyed as a table's [mqtt]
@@ -54,9 +55,14 @@ DEFAULT_STALE_AFTER_S: Final = 120.0
 # is a session nobody ends.
 IDLE_TIMEOUT_RANGE_S: Final = (10.0, 86400.0)
 STALE_AFTER_RANGE_S: Final = (1.0, 86400.0)
+# A one-key action (accept, burn, no cards drawn, resume from the pause queue) waits this
+# long before it is sent, so a key pressed by mistake can be undone: long enough to see
+# the words and press Esc, short enough not to hold a table that waits.
+DEFAULT_UNDO_S: Final = 3.0
+UNDO_RANGE_S: Final = (0.0, 30.0)
 
 _CONSOLE_KEYS: Final = frozenset(
-    {"listen", "idle_timeout_s", "stale_after_s", "certificate", "key"}
+    {"listen", "idle_timeout_s", "stale_after_s", "undo_s", "certificate", "key"}
 )
 _MQTT_KEYS: Final = frozenset({"host", "port", "hosts", "protocol", "topic_prefix", "tls"})
 # The console takes no client certificate: each person's account and password sign in.
@@ -95,6 +101,7 @@ class ConsoleConfig:
     port: int = 8080
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
     stale_after_s: float = DEFAULT_STALE_AFTER_S
+    undo_s: float = DEFAULT_UNDO_S
     certificate: Path | None = None
     key: Path | None = None
     broker: BrokerSettings = BrokerSettings()
@@ -246,6 +253,7 @@ def config_from_mapping(
         stale_after_s=_seconds(
             console, "stale_after_s", DEFAULT_STALE_AFTER_S, STALE_AFTER_RANGE_S
         ),
+        undo_s=_seconds(console, "undo_s", DEFAULT_UNDO_S, UNDO_RANGE_S),
         certificate=certificate,
         key=key,
         broker=broker_from_mapping(broker, base_dir, check_files, broker_name),

@@ -24,6 +24,7 @@ from controller.tools.ctl import round_events
 
 __all__ = [
     "RECENT_EVENTS",
+    "STATUS_ORDER",
     "build_tile",
     "possible_faces",
     "round_events",
@@ -36,7 +37,10 @@ DECKS: Final = 8
 RANKS: Final = "A23456789TJQK"
 SUITS: Final = "SHDC"
 FACES: Final = tuple(rank + suit for suit in SUITS for rank in RANKS)
-STATUS_ORDER: Final = {"paused": 0, "offline": 1, "stale": 2, "running": 3, "unknown": 4}
+# The wall's order, most urgent first: the one list of it (the page takes it from
+# ``/api/tables``). Unknown last: the console cannot hear the broker, so it knows nothing.
+STATUS_ORDER: Final = ("paused", "offline", "stale", "running", "unknown")
+_STATUS_RANK: Final = {status: rank for rank, status in enumerate(STATUS_ORDER)}
 # Keys of a round_settled result that hold cards, in every game's result.
 _CARD_KEYS: Final = frozenset({"cards", "player", "banker", "player_cards"})
 
@@ -88,7 +92,8 @@ def build_tile(feed: Feed, *, link_up: bool, now: float, stale_after_s: float) -
 
 def urgency_order(tiles: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Most urgent first: paused, offline, stale, running, unknown; then by table id."""
-    return sorted(tiles, key=lambda tile: (STATUS_ORDER.get(tile["status"], 9), tile["table"]))
+    last = len(STATUS_ORDER)
+    return sorted(tiles, key=lambda tile: (_STATUS_RANK.get(tile["status"], last), tile["table"]))
 
 
 def _cards_in(value: Any, key: str | None = None) -> list[str]:

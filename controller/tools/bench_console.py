@@ -63,7 +63,7 @@ CHROMIUM_ARGS = (
 LATENCY_TARGET_MS = 200.0
 WARM_UP_S = 30.0
 START_TIMEOUT_S = 120.0
-# The page keeps what it drew here (table, seq, Date.now()): console.js fills it.
+# The page keeps what it drew here (table, seq, Date.now()): its stream.js fills it.
 RENDERS = "window.livetableRenders"
 ACCOUNT = "bench"
 

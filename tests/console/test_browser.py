@@ -19,7 +19,10 @@ link down; an idle sign-out that keeps the wall live; axe-core (no serious or cr
 violation) on every page and dialog.
 
 Screenshots of what a supervisor sees are saved in each test's ``screenshots`` folder (its
-path is printed) and copied to ``$LIVETABLE_SCREENSHOTS/<test>/`` when that is set.
+path is printed) and copied to ``$LIVETABLE_SCREENSHOTS/<test>/`` when that is set. The
+ones ``docs/console.md`` shows (:data:`DOC_SCREENSHOTS`) are written into
+``$LIVETABLE_DOC_SCREENSHOTS`` when that is set: ``LIVETABLE_DOC_SCREENSHOTS=docs/console
+.venv/bin/python -m pytest tests/console/test_browser.py`` takes them again.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import shutil
 import signal
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +45,7 @@ from typing import Any
 
 import pytest
 
+from controller.console.fleet import STATUS_ORDER, urgency_order
 from simulators.shoe.simulator import FaultPlan
 from tests.support.console import ConsoleStudio, ConsoleTable
 from tests.support.wait import wait_until
@@ -66,6 +71,23 @@ TIMEOUT_S = 30.0
 PAGE_TIMEOUT_MS = 20_000
 DESK = {"width": 1400, "height": 1000}
 TABLET = {"width": 768, "height": 1024}
+
+
+# The screenshots docs/console.md shows: the test's name of each -> its file in docs/console/.
+DOC_SCREENSHOTS: dict[str, str] = {
+    "wall-running-and-paused": "wall.png",
+    "tablet": "tablet.png",
+    "broker-link-down": "link-down.png",
+    "wall-offline-table": "offline.png",
+    "pause-queue-out-of-turn": "pause-queue.png",
+    "undo-window": "undo.png",
+    "three-pauses-1280x720": "busy-night.png",
+    "card-picker": "card-picker.png",
+    "cancel-confirmation": "cancel.png",
+    "round-history": "history.png",
+    "audit": "audit.png",
+    "viewer-wall": "viewer.png",
+}
 
 
 def by_id(name: str) -> str:
@@ -96,6 +118,7 @@ class Screens:
 
     folder: Path
     copy_to: Path | None
+    docs: Path | None = None
     taken: list[Path] = field(default_factory=list)
 
     def shoot(self, page: Any, name: str, *, full_page: bool = False) -> Path:
@@ -105,6 +128,8 @@ class Screens:
         if self.copy_to is not None:
             self.copy_to.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, self.copy_to / path.name)
+        if self.docs is not None and name in DOC_SCREENSHOTS:
+            shutil.copy(path, self.docs / DOC_SCREENSHOTS[name])
         return path
 
 
@@ -115,7 +140,8 @@ def screens(tmp_path: Path, request: pytest.FixtureRequest) -> Screens:
     root = os.environ.get("LIVETABLE_SCREENSHOTS")
     copy_to = Path(root) / request.node.name if root else None
     print(f"screenshots of {request.node.name}: {folder}" + (f" and {copy_to}" if copy_to else ""))
-    return Screens(folder, copy_to)
+    docs = os.environ.get("LIVETABLE_DOC_SCREENSHOTS")
+    return Screens(folder, copy_to, Path(docs) if docs else None)
 
 
 @dataclass
@@ -438,9 +464,40 @@ def test_the_wall_shows_both_tables_and_a_pause_from_it_pauses_only_that_table(
         expect(tile.locator(by_id("tile-phase"))).to_have_text("SHOE_READY")
         expect(tile.locator(by_id("tile-shoe"))).to_contain_text("shoe 1")
         expect(tile.locator(by_id("device-shoe"))).to_contain_text("shoe online")
+        # The devices at a glance, in the tile's head: no camera is fitted in this studio.
+        head = tile.locator(by_id("tile-head"))
+        expect(head.locator(by_id("device-shoe"))).to_have_attribute("data-health", "online")
+        expect(head.locator(by_id("device-camera"))).to_have_attribute("data-health", "none")
+        expect(head.locator(by_id("device-camera"))).to_have_text("no camera")
         expect(tile.locator(by_id("tile-age"))).to_contain_text("last message")
     expect(page.locator(by_id("session-role"))).to_have_text("supervisor")
     expect(page.locator(by_id("queue-empty"))).to_be_visible()
+    # The wall's order is the server's one list, sent with the tables: the page sorts every
+    # status as the server does (unknown last, after running).
+    served = page.evaluate("() => fetch('/api/tables').then((answer) => answer.json())")
+    assert served["order"] == list(STATUS_ORDER), served["order"]
+    mixed = [
+        {"table": table, "status": status}
+        for table, status in zip(
+            [f"t{n}" for n in range(2 * len(STATUS_ORDER), 0, -1)], STATUS_ORDER * 2, strict=True
+        )
+    ]
+    # The camera's words, from what a state says of it (no table here has a camera).
+    for online, words in ((True, "reading"), (False, "offline"), (None, "none")):
+        health = page.evaluate(
+            "(online) => window.livetableConsole.health({devices: "
+            "{shoe_online: true, camera_online: online}}, false)",
+            online,
+        )
+        assert health == {"shoe": "online", "camera": words}, (online, health)
+    gone = page.evaluate(
+        "() => window.livetableConsole.health({devices: {shoe_online: true}}, true)"
+    )
+    assert gone == {"shoe": "unknown", "camera": "unknown"}, gone
+    on_page = page.evaluate("(tiles) => window.livetableConsole.wallOrder(tiles)", mixed)
+    assert [tile["table"] for tile in on_page] == [
+        tile["table"] for tile in urgency_order(mixed)
+    ], on_page
     # Buttons the state does not allow are disabled and say why.
     cancel = alice.tile("t1").locator(by_id("action-cancel"))
     expect(cancel).to_be_disabled()
@@ -638,6 +695,59 @@ def test_accept_and_burn_resolve_the_cards_drawn_out_of_turn(
     alice.check_clean()
 
 
+def test_a_one_key_action_waits_out_its_undo_window_and_esc_or_undo_sends_nothing(
+    console_studio_with: Any, browser: Any, screens: Screens
+) -> None:
+    """The console's default window (3 s): a burn by its key says so and waits; Esc, or the
+    Undo button, takes it back (the table's state and journal show nothing sent); let be,
+    it is sent when the window ends."""
+    from playwright.sync_api import expect
+
+    studio: ConsoleStudio = console_studio_with(undo_s=None)
+    alice = sign_in(browser, studio, "alice")
+    page = alice.page
+    studio.draw_out_of_turn("t1")
+    item = alice.queue_item("t1")
+    burn = item.locator(by_id("resolve-burn"))
+    expect(burn).to_be_enabled()
+    waiting = item.locator(by_id("undo"))
+    before = last_seq(studio, "t1")
+
+    # The key: "Burning in 3 s - Undo (Esc)", and the table still paused meanwhile.
+    page.keyboard.press("b")
+    expect(waiting).to_have_text(re.compile(r"^Burning in [123] s \u2014 Undo \(Esc\)$"))
+    assert studio.state("t1")["phase"] == "PAUSED"  # type: ignore[index]
+    expect(burn).to_be_disabled()
+    screens.shoot(page, "undo-window")
+    assert axe_violations(page, "the undo window", by_id("pause-queue")) == []
+    page.keyboard.press("Escape")
+    expect(waiting).to_have_count(0)
+    expect(item.locator(by_id("answer"))).to_contain_text("undone, nothing sent")
+    # The button, then its Undo.
+    burn.click()
+    expect(waiting).to_be_visible()
+    waiting.locator(by_id("undo-button")).click()
+    expect(waiting).to_have_count(0)
+    # Both windows over (3 s each, and a margin): nothing reached the table.
+    page.wait_for_timeout(4_500)
+    assert studio.state("t1")["phase"] == "PAUSED"  # type: ignore[index]
+    assert commands_by(studio.tables["t1"], "alice") == []
+    assert [e["type"] for e in studio.events("t1") if e["seq"] > before] == []
+
+    # Let be: sent when the window ends, not before.
+    pressed = time.time()
+    page.keyboard.press("b")
+    expect(waiting).to_be_visible()
+    resumed = next_event(studio, "t1", "table_resumed", after=before)
+    assert (resumed["data"]["resolution"], resumed["data"]["by"]) == ("burn", "alice")
+    [command] = commands_by(studio.tables["t1"], "alice")
+    assert command["command"] == "resume", command
+    assert resumed["at"] - pressed >= 2.9, (pressed, resumed)
+    expect(alice.tile("t1")).to_have_attribute("data-status", "running")
+    expect(waiting).to_have_count(0)
+    alice.check_clean()
+
+
 def test_enter_card_resolves_a_misread_with_the_card_typed_in_the_picker(
     studio: ConsoleStudio, browser: Any, screens: Screens
 ) -> None:
@@ -718,6 +828,9 @@ def test_an_outage_is_resolved_by_entering_the_card_drawn_then_no_cards_drawn(
     table.shoe.unplug()
     paused(studio, "t1", "shoe_offline")
     expect(alice.tile("t1").locator(by_id("device-shoe"))).to_contain_text("shoe offline")
+    expect(alice.tile("t1").locator(by_id("device-shoe"))).to_have_attribute(
+        "data-health", "offline"
+    )
     # The table refuses every resume while its shoe is offline: none is offered, each says why.
     offered = alice.queue_item("t1").locator(f"{by_id('queue-choices')} button")
     expect(offered.first).to_be_visible()
@@ -893,19 +1006,168 @@ def test_a_viewer_sees_no_actions_and_a_request_forged_from_its_page_is_refused(
     viewer.check_clean()
 
 
-def test_a_killed_daemon_shows_its_tile_offline_within_2_s_and_the_other_stays_live(
-    studio: ConsoleStudio, browser: Any, screens: Screens
+def wall_order(visit: Visit) -> list[str]:
+    """The tables of the wall, as the page shows them."""
+    return visit.page.eval_on_selector_all(
+        f"{by_id('wall')} > article", "(tiles) => tiles.map((tile) => tile.dataset.table)"
+    )
+
+
+def test_the_wall_does_not_reorder_under_the_pointer_nor_around_the_focus(
+    studio: ConsoleStudio, browser: Any
 ) -> None:
+    """A tile that moves as the supervisor reaches for it takes the click meant for another:
+    while the pointer is over the wall, or the keyboard focus is in a tile, the new order
+    waits, and comes when they leave."""
     from playwright.sync_api import expect
 
     alice = sign_in(browser, studio, "alice")
     page = alice.page
     expect(alice.tile("t2")).to_have_attribute("data-status", "running")
+    assert wall_order(alice) == ["t1", "t2"]
+    # The pointer rests on t2; t2 pauses: most urgent, it would lead the wall.
+    alice.tile("t2").locator(by_id("tile-shoe")).hover()
+    studio.pause("t2", "spill under the pointer")
+    expect(alice.tile("t2")).to_have_attribute("data-status", "paused")
+    expect(page.locator(by_id("wall"))).to_have_attribute("data-order", "held")
+    assert wall_order(alice) == ["t1", "t2"], "the wall moved under the pointer"
+    # The pointer leaves the wall (to the page's header): the new order comes.
+    page.mouse.move(5, 5)
+    expect(page.locator(f"{by_id('wall')} > article").first).to_have_attribute("data-table", "t2")
+    expect(page.locator(by_id("wall"))).to_have_attribute("data-order", "sorted")
+    # The keyboard's focus in t1's tile holds the order the same way.
+    alice.tile("t1").locator(by_id("action-history")).focus()
+    client = studio.supervisor("bob")
+    try:
+        assert client.request("t2", "resume", timeout=TIMEOUT_S)["ok"]
+    finally:
+        client.close()
+    expect(alice.tile("t2")).to_have_attribute("data-status", "running")
+    expect(page.locator(by_id("wall"))).to_have_attribute("data-order", "held")
+    assert wall_order(alice) == ["t2", "t1"], "the wall moved around the focus"
+    page.evaluate("() => document.activeElement.blur()")
+    expect(page.locator(f"{by_id('wall')} > article").first).to_have_attribute("data-table", "t1")
+    assert wall_order(alice) == ["t1", "t2"]
+    alice.check_clean()
+
+
+HD = {"width": 1280, "height": 720}
+FULL_HD = {"width": 1920, "height": 1080}
+
+
+def test_three_pauses_fit_a_1280x720_screen_and_a_1920x1080_wall_uses_its_width(
+    console_studio_with: Any, browser: Any, screens: Screens
+) -> None:
+    """A busy night on a small screen: three cards drawn out of turn at once, each pause and
+    its buttons on screen without scrolling; on a large one, the tiles use the width."""
+    from playwright.sync_api import expect
+
+    tables = {"t1": "baccarat", "t2": "blackjack-classic", "t3": "baccarat"}
+    studio: ConsoleStudio = console_studio_with(tables=tables)
+    alice = sign_in(browser, studio, "alice", viewport=HD)
+    page = alice.page
+    for table in tables:
+        studio.draw_out_of_turn(table)
+    for table in tables:
+        expect(alice.queue_item(table)).to_have_attribute("data-reason", "card_out_of_turn")
+        expect(alice.queue_item(table).locator(by_id("resolve-burn"))).to_be_enabled()
+    assert page.evaluate("() => window.scrollY") == 0
+    for table in tables:
+        for part in (
+            alice.queue_item(table),
+            alice.queue_item(table).locator(by_id("resolve-burn")),
+        ):
+            box = part.bounding_box()
+            assert box is not None and box["y"] >= 0, (table, box)
+            assert box["y"] + box["height"] <= HD["height"], (
+                f"{table}'s pause is below the fold: {box}"
+            )
+    width = page.evaluate("() => document.documentElement.scrollWidth")
+    assert width <= HD["width"], f"the page is {width} px wide at 1280"
+    screens.shoot(page, "three-pauses-1280x720")
+    assert axe_violations(page, "three pauses at 1280x720") == []
+
+    # 1920x1080: no column of the wall left empty, no third of the screen unused.
+    page.set_viewport_size(FULL_HD)
+    expect(alice.tile("t3")).to_be_visible()
+    wall = page.locator(by_id("wall")).bounding_box()
+    assert wall is not None
+    boxes = [alice.tile(table).bounding_box() for table in tables]
+    right = max(box["x"] + box["width"] for box in boxes)  # type: ignore[index]
+    assert right >= wall["x"] + wall["width"] - 2, (
+        f"the wall's right part is empty: {boxes}, {wall}"
+    )
+    assert FULL_HD["width"] - right < FULL_HD["width"] / 3, (right, boxes)
+    width = page.evaluate("() => document.documentElement.scrollWidth")
+    assert width <= FULL_HD["width"], f"the page is {width} px wide at 1920"
+    screens.shoot(page, "three-pauses-1920x1080")
+    alice.check_clean()
+
+
+def test_open_round_is_offered_between_rounds_and_opens_one_under_her_name(
+    studio: ConsoleStudio, browser: Any
+) -> None:
+    """A supervisor may open a round (the API's roles and the shipped ACL allow it): the
+    tile offers it to a table idle between rounds, and says why not otherwise."""
+    from playwright.sync_api import expect
+
+    alice = sign_in(browser, studio, "alice")
+    button = alice.tile("t1").locator(by_id("action-open-round"))
+    expect(button).to_be_enabled()
+    before = last_seq(studio, "t1")
+    button.click()
+    opened = next_event(studio, "t1", "round_opened", after=before)
+    [requested] = studio.tables["t1"].journal_rows("RoundRequested")
+    assert requested["by"] == "alice", requested
+    expect(alice.tile("t1").locator(by_id("answer"))).to_contain_text("t1 open_round")
+    # While it plays: refused, saying why.
+    expect(button).to_be_disabled()
+    expect(button).to_have_attribute("title", re.compile("a round is in play"))
+    settled = next_event(studio, "t1", "round_settled", after=before)
+    assert settled["data"]["round_id"] == opened["data"]["round_id"]
+    expect(button).to_be_enabled()
+    # A paused table opens no round.
+    studio.pause("t1")
+    expect(button).to_be_disabled()
+    expect(button).to_have_attribute("title", re.compile("paused"))
+    # A viewer has no actions at all.
+    viewer = sign_in(browser, studio, "viewer")
+    expect(viewer.tile("t2")).to_be_visible()
+    expect(viewer.tile("t2").locator(by_id("action-open-round"))).to_have_count(0)
+    alice.check_clean()
+    viewer.check_clean()
+
+
+def test_a_killed_daemon_shows_its_tile_offline_within_2_s_and_the_other_stays_live(
+    studio: ConsoleStudio, browser: Any, screens: Screens
+) -> None:
+    """...and a dead table is in the pause queue, announced as a pause is, until it is back."""
+    from playwright.sync_api import expect
+
+    alice = sign_in(browser, studio, "alice")
+    page = alice.page
+    page.check(by_id("sound-toggle"))
+    expect(alice.tile("t2")).to_have_attribute("data-status", "running")
+    expect(page).to_have_title("livetable console")
     studio.tables["t2"].daemon.kill(signal.SIGKILL)
     # The requirement: OFFLINE on the wall within 2 s of the daemon's death.
     expect(alice.tile("t2")).to_have_attribute("data-status", "offline", timeout=2000)
     expect(alice.tile("t2").locator(by_id("tile-status"))).to_have_text("OFFLINE")
     expect(alice.tile("t2").locator(by_id("tile-offline"))).to_be_visible()
+    for device in ("device-shoe", "device-camera"):
+        expect(alice.tile("t2").locator(by_id(device))).to_have_attribute("data-health", "unknown")
+    # A dead table is something for a supervisor to see to: it is in the pause queue, in
+    # plain words, said in the live region, counted in the title, and it beeps.
+    item = alice.queue_item("t2")
+    expect(item).to_have_attribute("data-state", "not-answering", timeout=2000)
+    not_answering = re.compile(r"Table t2 is not answering since \d\d:\d\d")
+    expect(item.locator(by_id("queue-message"))).to_have_text(not_answering)
+    expect(page.locator(by_id("announcer"))).to_contain_text(not_answering)
+    expect(page).to_have_title("(1 not answering) livetable console")
+    expect(page.locator("body")).to_have_attribute("data-beeps", "1")
+    expect(page.locator(by_id("queue-empty"))).to_be_hidden()
+    # Nothing to resolve from the queue: nothing would reach the table.
+    assert choices(alice, "t2") == []
     for action in ("action-pause", "action-new-shoe"):
         button = alice.tile("t2").locator(by_id(action))
         expect(button).to_be_disabled()
@@ -920,6 +1182,12 @@ def test_a_killed_daemon_shows_its_tile_offline_within_2_s_and_the_other_stays_l
     )
     assert settled["data"]["round_id"] >= 1
     screens.shoot(page, "wall-offline-table")
+    # Back: the daemon started again, the table leaves the queue and the title.
+    studio.tables["t2"].daemon.start()
+    expect(alice.tile("t2")).to_have_attribute("data-status", "running")
+    expect(alice.queue_item("t2")).to_have_count(0)
+    expect(page.locator(by_id("queue-empty"))).to_be_visible()
+    expect(page).to_have_title("livetable console")
     alice.check_clean()
 
 
@@ -1159,12 +1427,22 @@ def test_a_table_silent_in_a_round_shows_stale(
     expect(tile.locator(by_id("tile-status"))).to_have_text("STALE")
     expect(tile.locator(by_id("tile-stale"))).to_be_visible()
     expect(alice.tile("t2")).to_have_attribute("data-status", "running")
+    # Its state stopped arriving: it is in the pause queue, said as a pause is.
+    item = alice.queue_item("t1")
+    expect(item).to_have_attribute("data-state", "not-answering")
+    expect(item).to_have_attribute("data-status", "stale")
+    not_answering = re.compile(r"Table t1 is not answering since \d\d:\d\d")
+    expect(item.locator(by_id("queue-message"))).to_have_text(not_answering)
+    expect(alice.page.locator(by_id("announcer"))).to_contain_text(not_answering)
+    expect(alice.page).to_have_title("(1 not answering) livetable console")
     screens.shoot(alice.page, "wall-stale-table")
-    # The card comes: live again.
+    # The card comes: live again, and out of the queue.
     drawn = hand.draw_wanted()
     hand.go()
     assert drawn.card is not None
     expect(tile).to_have_attribute("data-status", "running")
+    expect(alice.queue_item("t1")).to_have_count(0)
+    expect(alice.page).to_have_title("livetable console")
     alice.check_clean()
 
 

@@ -23,7 +23,7 @@ def write(tmp_path: Path, text: str) -> Path:
 def test_an_empty_file_takes_the_defaults(tmp_path: Path) -> None:
     config = load_console_config(write(tmp_path, ""))
     assert (config.host, config.port) == ("127.0.0.1", 8080)
-    assert (config.idle_timeout_s, config.stale_after_s) == (900, 120)
+    assert (config.idle_timeout_s, config.stale_after_s, config.undo_s) == (900, 120, 3)
     assert not config.tls and config.origin == "http://127.0.0.1:8080"
     broker = config.broker
     assert (broker.host, broker.port, broker.protocol, broker.topic_prefix) == (
@@ -42,6 +42,7 @@ def test_every_setting_relative_paths_beside_the_file(tmp_path: Path) -> None:
         write(
             tmp_path,
             '[console]\nlisten = "[::1]:8443"\nidle_timeout_s = 60\nstale_after_s = 30.5\n'
+            "undo_s = 0\n"
             'certificate = "console.crt"\nkey = "console.key"\n'
             '[broker]\nhost = "broker.studio"\nport = 8883\nprotocol = "3.1.1"\n'
             'topic_prefix = "studio"\ntls_ca = "ca.crt"\n',
@@ -52,6 +53,7 @@ def test_every_setting_relative_paths_beside_the_file(tmp_path: Path) -> None:
         port=8443,
         idle_timeout_s=60,
         stale_after_s=30.5,
+        undo_s=0,
         certificate=tmp_path / "console.crt",
         key=tmp_path / "console.key",
         broker=config.broker,
@@ -80,6 +82,8 @@ def test_listen_from_the_command_line_wins(tmp_path: Path) -> None:
         ('[console]\nlisten = "h:99999"\n', "[console] listen must be HOST:PORT"),
         ("[console]\nidle_timeout_s = 1\n", "[console] idle_timeout_s must be a number"),
         ('[console]\nstale_after_s = "2"\n', "[console] stale_after_s must be a number"),
+        ("[console]\nundo_s = 31\n", "[console] undo_s must be a number of seconds from 0 to 30"),
+        ("[console]\nundo_s = -1\n", "[console] undo_s must be a number"),
         ('[console]\ncertificate = "c.crt"\n', "[console] certificate and key go together"),
         (
             '[console]\ncertificate = "c.crt"\nkey = "c.key"\n',

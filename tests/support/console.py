@@ -110,6 +110,14 @@ TIMEOUT_S = 30.0
 DRAWING_PHASES = ("BURN_REVEAL", "BURNING", "DEALING")
 
 
+def _table_block(table_id: str) -> str:
+    """The shipped ACL's block of table t1, for another table (the ACL's way to add one)."""
+    shipped = PRODUCTION_ACL.read_text()
+    start = shipped.index("user livetable-t1\n")
+    block = shipped[start : shipped.index("\n\n", start) + 1]
+    return "\n" + block.replace("t1", table_id)
+
+
 def _password(name: str) -> str:
     return f"{name}-console-secret-{os.getpid()}"
 
@@ -219,6 +227,7 @@ class ConsoleStudio:
         tables: dict[str, str] | None = None,
         idle_timeout_s: float = 900,
         stale_after_s: float = 120,
+        undo_s: float | None = 1,
         protocol: str = "5",
         wall: bool = False,
     ) -> None:
@@ -226,11 +235,18 @@ class ConsoleStudio:
         self.wall = wall
         self.idle_timeout_s = idle_timeout_s
         self.stale_after_s = stale_after_s
+        # The page's undo window for a one-key action: short, for the tests that resolve
+        # pauses; None leaves it out of console.toml (the console's default).
+        self.undo_s = undo_s
         self.protocol = protocol
         # Tables whose dealer has stepped away: nothing is drawn for them (see hold_dealer).
         self.dealer_away: set[str] = set()
         workdir.mkdir(parents=True, exist_ok=True)
-        self.passwords: dict[str, str] = {name: _password(name) for name in ACCOUNTS}
+        self.table_games = dict(tables or TABLES)
+        # A table beyond the shipped ACL's own examples gets an account of its own, as the
+        # ACL's comment says an account is added (its role's block, the name changed).
+        accounts = [*ACCOUNTS, *(f"livetable-{t}" for t in self.table_games)]
+        self.passwords: dict[str, str] = {name: _password(name) for name in accounts}
         self.tables: dict[str, ConsoleTable] = {}
         self._wanted: dict[str, int] = {}
         self._acted: dict[str, Any] = {}
@@ -243,7 +259,7 @@ class ConsoleStudio:
         self.errors: list[str] = []
         self._locked_ptys: list[ShoeSimulator] = []
         self.broker = self._start_broker()
-        for table_id, game in (tables or TABLES).items():
+        for table_id, game in self.table_games.items():
             self.tables[table_id] = self._make_table(table_id, game)
             self._wanted[table_id] = 0
 
@@ -260,11 +276,17 @@ class ConsoleStudio:
             for line in PRODUCTION_CONF.read_text().splitlines()
             if line.startswith("use_username_as_clientid")
         )
+        acl = PRODUCTION_ACL
+        shipped = PRODUCTION_ACL.read_text()
+        added = [t for t in self.table_games if f"\nuser livetable-{t}\n" not in shipped]
+        if added:
+            acl = workdir / "livetable.acl"
+            acl.write_text(shipped + "".join(_table_block(t) for t in added))
         return start_broker(
             workdir,
             extra_config=(
                 f"allow_anonymous false\npassword_file {password_file}\n"
-                f"acl_file {PRODUCTION_ACL}\n" + identity
+                f"acl_file {acl}\n" + identity
             ),
             users=users,
         )
@@ -353,7 +375,8 @@ class ConsoleStudio:
             'listen = "127.0.0.1:8080"\n'
             f"idle_timeout_s = {self.idle_timeout_s}\n"
             f"stale_after_s = {self.stale_after_s}\n"
-            "[broker]\n"
+            + ("" if self.undo_s is None else f"undo_s = {self.undo_s}\n")
+            + "[broker]\n"
             f'host = "{self.broker.host}"\n'
             f"port = {self.broker.port}\n"
             f'protocol = "{self.protocol}"\n'
@@ -530,9 +553,10 @@ class ConsoleStudio:
 def start_console_studio(workdir: Path, **options: Any) -> ConsoleStudio:
     """Start the whole studio in ``workdir`` (see the module); :meth:`ConsoleStudio.close`
     stops it. ``options`` (:class:`ConsoleStudio`'s): ``tables`` (id -> game, instead of
-    :data:`TABLES`), the console's ``idle_timeout_s`` and ``stale_after_s`` (console.toml;
-    default 900 and 120), its broker ``protocol`` ("5" or "3.1.1"), ``wall`` (give the
-    console its own viewer account, ``[wall]``)."""
+    :data:`TABLES`), the console's ``idle_timeout_s``, ``stale_after_s`` and ``undo_s``
+    (console.toml; default 900, 120 and 1; ``undo_s=None``: the console's default), its
+    broker ``protocol`` ("5" or "3.1.1"), ``wall`` (give the console its own viewer
+    account, ``[wall]``)."""
     studio = ConsoleStudio(workdir, **options)
     try:
         return studio.start()

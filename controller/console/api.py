@@ -1,0 +1,380 @@
+"""The page's JSON API under ``/api`` (not an API for other programs: use the MQTT API):
+the session, the tiles, a supervisor's actions, a round's history, the audit and its
+CSV, the faces still possible."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+import re
+import time
+import urllib.parse
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final
+
+from aiohttp import web
+
+from controller.client.api_client import BrokerRefused
+from controller.console.common import (
+    AUDIT_MAX_ENTRIES,
+    AUDIT_PAGE,
+    REQUEST_TIMEOUT_S,
+    error,
+    read_body,
+)
+from controller.console.fleet import (
+    STATUS_ORDER,
+    possible_faces,
+    round_events,
+)
+from controller.console.sessions import (
+    Session,
+)
+from controller.kernel.cli_support import defuse_formula
+
+if TYPE_CHECKING:
+    from controller.console.server import AccountFeed
+
+logger = logging.getLogger(__name__)
+
+# The commands a supervisor's page may send, with the fields each takes (the table checks
+# their values; a field not listed here never reaches it).
+ACTIONS: Final[dict[str, frozenset[str]]] = {
+    "pause": frozenset({"reason"}),
+    "resume": frozenset({"resolution", "card"}),
+    "enter_card": frozenset({"card"}),
+    "cancel": frozenset({"reason", "round_id"}),
+    "end_shoe": frozenset({"reason"}),
+    "new_shoe": frozenset(),
+    "open_round": frozenset({"boxes"}),
+}
+AUDIT_COLUMNS: Final = (
+    "journal_seq",
+    "at",
+    "time_utc",
+    "account",
+    "role",
+    "command",
+    "transaction",
+    "args",
+    "ok",
+    "code",
+    "message",
+)
+
+
+def spreadsheet_safe(value: Any) -> str:
+    """A CSV cell that a spreadsheet shows as text, never runs: ``'`` before a formula."""
+    text = "" if value is None else value if isinstance(value, str) else json.dumps(value)
+    return defuse_formula(text)
+
+
+def audit_csv(entries: list[dict[str, Any]]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(AUDIT_COLUMNS)
+    for entry in entries:
+        at = entry.get("at")
+        when = (
+            datetime.fromtimestamp(at, UTC).isoformat(timespec="milliseconds")
+            if isinstance(at, int | float)
+            else ""
+        )
+        row = {**entry, "time_utc": when}
+        writer.writerow([spreadsheet_safe(row.get(column)) for column in AUDIT_COLUMNS])
+    return out.getvalue()
+
+
+def attachment_header(filename: str) -> str:
+    """``Content-Disposition`` of a download named ``filename`` (which holds a table id:
+    any MQTT topic level, quotes and line breaks included): a plain ASCII name, and the
+    exact one percent-encoded (RFC 6266), so nothing in it ends the quoted name or the
+    header."""
+    plain = re.sub(r"[^A-Za-z0-9._-]", "_", filename)
+    exact = urllib.parse.quote(filename, safe="")
+    return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{exact}"
+
+
+class ApiRoutes:
+    """The API's routes, part of :class:`~controller.console.server.Console`."""
+
+    def _api_session(self, request: web.Request) -> tuple[Session, AccountFeed] | web.Response:
+        session = self.session_of(request)
+        feed = None if session is None else self.feed_of(session)
+        if session is None or feed is None:
+            return error(401, "unauthorized", "sign in first")
+        return session, feed
+
+    async def api_session(self, request: web.Request) -> web.Response:
+        found = self._api_session(request)
+        if isinstance(found, web.Response):
+            return found
+        session, feed = found
+        return web.json_response(
+            {
+                "account": session.account,
+                "role": session.role,
+                "csrf": session.csrf,
+                # The person's session ended (idle): this page watches, read-only.
+                "wall": session.wall,
+                "idle_timeout_s": self.config.idle_timeout_s,
+                # A one-key action waits this long on the page, to be undone, before it
+                # is sent.
+                "undo_s": self.config.undo_s,
+                "link": feed.link,
+            }
+        )
+
+    async def api_tables(self, request: web.Request) -> web.Response:
+        found = self._api_session(request)
+        if isinstance(found, web.Response):
+            return found
+        _session, feed = found
+        tiles = await self.blocking(feed.tiles)
+        return web.json_response(
+            {
+                "tables": tiles,
+                "link": feed.link,
+                "now": time.time(),
+                # The wall's order of statuses: the page sorts its tiles by it (one list).
+                "order": list(STATUS_ORDER),
+            }
+        )
+
+    async def api_request(self, request: web.Request) -> web.Response:
+        session, refusal = self._checked_post(request)
+        if refusal is not None:
+            return refusal
+        assert session is not None
+        feed = self.feed_of(session)
+        if feed is None or feed.client is None:
+            return error(401, "unauthorized", "sign in first")
+        if session.wall:
+            return error(403, "signed_out", "the session ended: sign in again to act")
+        if session.role != "supervisor":
+            return error(403, "forbidden", "viewers have no actions")
+        table = request.match_info["table"]
+        try:
+            body = await read_body(request.json())
+        except (ValueError, UnicodeDecodeError):
+            return error(400, "malformed", "the request's body is not JSON")
+        if not isinstance(body, dict):
+            return error(400, "malformed", 'the body must be {"command": ..., "args": {...}}')
+        command = body.get("command")
+        args = body.get("args") or {}
+        if command not in ACTIONS:
+            return error(400, "malformed", f"no such action: {str(command)[:40]!r}")
+        if not isinstance(args, dict) or set(args) - ACTIONS[command]:
+            fields = ", ".join(sorted(ACTIONS[command])) or "none"
+            return error(400, "malformed", f"{command} takes the fields: {fields}")
+        table_feed = feed.client.feed(table)
+        if table_feed is None:
+            return error(404, "unknown_table", f"no table {table[:40]!r}")
+        if table_feed.availability != "online":
+            # Sent now, it would wait at the broker and be executed whenever the table
+            # comes back, against whatever state it is in then.
+            return web.json_response(
+                {
+                    "ok": False,
+                    "code": "offline",
+                    "message": f"table {table} is offline: nothing sent",
+                }
+            )
+        logger.info("%s: %s on table %s", session.account, command, table)
+        try:
+            answer = await self.blocking(
+                lambda: feed.client.request(table, command, timeout=REQUEST_TIMEOUT_S, **args)
+            )
+        except BrokerRefused as refused:
+            return web.json_response(
+                {"ok": False, "code": "broker_refused", "message": f"the broker refused: {refused}"}
+            )
+        except TimeoutError:
+            return web.json_response(
+                {
+                    "ok": False,
+                    "code": "timeout",
+                    "message": f"table {table} did not answer within {REQUEST_TIMEOUT_S:g} s",
+                }
+            )
+        return web.json_response(_answer(answer))
+
+    async def _round(
+        self, session: Session, table: str, round_id: int
+    ) -> list[dict[str, Any]] | web.Response:
+        feed = self.feed_of(session)
+        if feed is None or feed.client is None:
+            return error(401, "unauthorized", "sign in first")
+        table_feed = feed.client.feed(table)
+        if table_feed is None:
+            return error(404, "unknown_table", f"no table {table[:40]!r}")
+        events = round_events(table_feed.events, round_id)
+        if not events and _older_than_feed(table_feed, round_id):
+            # Older than the feed keeps: the table's own record, read from its start up to
+            # that round only (a round that never was costs the table nothing).
+            client = feed.client
+            try:
+                events = await self.blocking(
+                    lambda: _round_from_table(client, table, round_id, table_feed)
+                )
+            except TimeoutError:
+                return error(504, "timeout", f"table {table} did not answer")
+            except (RuntimeError, BrokerRefused) as failure:
+                return error(502, "refused", str(failure))
+        if not events:
+            return error(404, "unknown_round", f"no round {round_id} in table {table}'s events")
+        return events
+
+    async def api_round(self, request: web.Request) -> web.Response:
+        found = self._api_session(request)
+        if isinstance(found, web.Response):
+            return found
+        session, _feed = found
+        table = request.match_info["table"]
+        round_text = request.match_info["round_id"]
+        if not round_text.isdigit():
+            return error(400, "malformed", "a round id is a whole number")
+        events = await self._round(session, table, int(round_text))
+        if isinstance(events, web.Response):
+            return events
+        return web.json_response({"table": table, "round_id": int(round_text), "events": events})
+
+    async def _audit(self, request: web.Request) -> dict[str, Any] | web.Response:
+        found = self._api_session(request)
+        if isinstance(found, web.Response):
+            return found
+        # Viewers read it too (the table lets them: it hides every card entered by hand).
+        _session, feed = found
+        table = request.match_info["table"]
+        if feed.client.feed(table) is None:
+            return error(404, "unknown_table", f"no table {table[:40]!r}")
+        since_text = request.query.get("since", "0")
+        if not since_text.isdigit():
+            return error(400, "malformed", "since is a whole number")
+
+        def pages() -> dict[str, Any]:
+            since, entries, epoch, cut = int(since_text), [], None, False
+            while True:
+                answer = feed.client.request(
+                    table, "audit", timeout=REQUEST_TIMEOUT_S, since=since, limit=AUDIT_PAGE
+                )
+                if not answer.get("ok"):
+                    raise RuntimeError(answer.get("message") or "the table refused the audit")
+                data = answer.get("data") or {}
+                epoch = data.get("epoch", epoch)
+                entries.extend(data.get("entries") or [])
+                last = data.get("last")
+                if not data.get("more") or not data.get("entries") or last is None:
+                    break
+                if len(entries) >= AUDIT_MAX_ENTRIES:
+                    cut = True
+                    break
+                since = int(last)
+            return {"table": table, "epoch": epoch, "entries": entries, "cut": cut}
+
+        try:
+            return await self.blocking(pages)
+        except TimeoutError:
+            return error(504, "timeout", f"table {table} did not answer")
+        except (RuntimeError, BrokerRefused) as failure:
+            return error(502, "refused", str(failure))
+
+    async def api_audit(self, request: web.Request) -> web.Response:
+        audit = await self._audit(request)
+        return audit if isinstance(audit, web.Response) else web.json_response(audit)
+
+    async def api_audit_csv(self, request: web.Request) -> web.Response:
+        audit = await self._audit(request)
+        if isinstance(audit, web.Response):
+            return audit
+        return web.Response(
+            text=audit_csv(audit["entries"]),
+            content_type="text/csv",
+            headers={"Content-Disposition": attachment_header(f"{audit['table']}-audit.csv")},
+        )
+
+    async def api_faces(self, request: web.Request) -> web.Response:
+        found = self._api_session(request)
+        if isinstance(found, web.Response):
+            return found
+        _session, feed = found
+        table = request.match_info["table"]
+        table_feed = feed.client.feed(table)
+        if table_feed is None:
+            return error(404, "unknown_table", f"no table {table[:40]!r}")
+        return web.json_response(
+            possible_faces(table_feed.events, table_feed.complete_since, table_feed.state)
+        )
+
+
+def _older_than_feed(feed: Any, round_id: int) -> bool:
+    """Whether round ``round_id``, not found in ``feed``, may be in the table's journal
+    before the feed's events: not if the feed holds the journal from its start, nor if no
+    round that high was ever opened (round ids count up)."""
+    if feed.ready and feed.complete_since == 0:
+        return False
+    known = [
+        event["data"]["round_id"]
+        for event in feed.events
+        if isinstance((event.get("data") or {}).get("round_id"), int)
+    ]
+    current = ((feed.state or {}).get("round") or {}).get("id")
+    if isinstance(current, int):
+        known.append(current)
+    return not known or round_id <= max(known)
+
+
+def _round_from_table(client: Any, table: str, round_id: int, feed: Any) -> list[dict[str, Any]]:
+    """Round ``round_id``'s events from the table's ``events`` answers, paged from the
+    journal's start and stopped at the round's end, at a later round's opening, or where the
+    feed's own events begin (which did not hold its opening; a feed still catching up
+    holds nothing yet)."""
+    since, span = 0, list[dict[str, Any]]()
+    while True:
+        answer = client.request(
+            table, "events", timeout=REQUEST_TIMEOUT_S, since=since, limit=AUDIT_PAGE
+        )
+        if not answer.get("ok"):
+            raise RuntimeError(answer.get("message") or "the table refused the events")
+        data = answer.get("data") or {}
+        if feed.epoch is not None and data.get("epoch") != feed.epoch:
+            raise RuntimeError(f"table {table}'s journal was replaced: reload the page")
+        batch = data.get("events") or []
+        for event in batch:
+            details = event.get("data") or {}
+            opened = event["type"] == "round_opened"
+            if opened and details.get("round_id") == round_id:
+                span = [event]
+            elif span:
+                span.append(event)
+                ended = event["type"] in ("round_settled", "round_voided")
+                if (ended and details.get("round_id") == round_id) or len(span) > (
+                    AUDIT_MAX_ENTRIES
+                ):
+                    return span
+            elif (
+                opened
+                and isinstance(details.get("round_id"), int)
+                and details["round_id"] > round_id
+            ):
+                return []  # round ids count up: that round was never opened
+            if not span and feed.ready and int(event["seq"]) > feed.complete_since:
+                return []  # from here on the feed has every event, and not that round
+        if not data.get("more") or not batch:
+            return span
+        since = int(batch[-1]["seq"])
+
+
+def _answer(response: dict[str, Any]) -> dict[str, Any]:
+    """The page's view of a table's response: ``ok``, ``code``, ``message``, ``data``."""
+    failure = response.get("error") or {}
+    return {
+        "ok": bool(response.get("ok")),
+        "code": failure.get("code", "") if not response.get("ok") else "",
+        "message": response.get("message", ""),
+        "data": response.get("data"),
+        "command": response.get("command"),
+        "transaction": response.get("transaction"),
+    }

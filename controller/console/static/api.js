@@ -1,0 +1,198 @@
+// The console's HTTP API (/api/...): the session, requests, the table's answers shown where the supervisor acted, and why a control is disabled.
+
+import { ANSWER_CAUSE_MS, ANSWER_SHOWN_MS, SIGNED_OUT_URL, app, byTestId, clock, h, seconds } from "./common.js";
+import { render } from "./stream.js";
+
+// --- the HTTP API --------------------------------------------------------------------------
+
+export async function getJson(path) {
+  const response = await fetch(path, { credentials: "same-origin", cache: "no-store" });
+  if (response.status === 401) {
+    window.location.assign(SIGNED_OUT_URL);
+    throw new Error("signed out");
+  }
+  if (!response.ok) {
+    // The console's own words when it gives them ({"ok": false, "message": ...}).
+    let words = `HTTP ${response.status}`;
+    try {
+      const body = await response.json();
+      if (body && body.message) words = `${body.message} (HTTP ${response.status})`;
+    } catch (error) {
+      // not JSON: the status says enough
+    }
+    throw new Error(words);
+  }
+  return response.json();
+}
+
+/** A command to a table through the console: the table's answer, normalised to
+ * {ok, code, message}. */
+export async function sendCommand(table, command, args) {
+  let response;
+  try {
+    response = await fetch(`/api/tables/${encodeURIComponent(table)}/request`, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-CSRF-Token": app.session.csrf },
+      body: JSON.stringify({ command, args: args || {} }),
+    });
+  } catch (error) {
+    return { ok: false, code: "network", message: `the console did not answer (${error})` };
+  }
+  if (response.status === 401) {
+    window.location.assign(SIGNED_OUT_URL);
+    return { ok: false, code: "signed_out", message: "the session ended: sign in again" };
+  }
+  let body = null;
+  try {
+    body = await response.json();
+  } catch (error) {
+    body = null;
+  }
+  if (body === null || typeof body !== "object") {
+    return { ok: false, code: `http_${response.status}`, message: `HTTP ${response.status}` };
+  }
+  const code = body.code || (body.error && body.error.code) || (body.ok ? "" : "error");
+  const message = body.message || (body.error && body.error.message) || "";
+  return { ok: Boolean(body.ok), code, message };
+}
+
+/** Send, showing "waiting" then the table's answer in `slot` (where the supervisor acted). */
+export async function act(table, slot, command, args, onDone) {
+  const key = `${table}|${slot}`;
+  app.pending.add(key);
+  app.answers.set(key, { ok: null, text: `${command}: waiting for the table's answer`, at: Date.now() });
+  render();
+  const answer = await sendCommand(table, command, args);
+  app.pending.delete(key);
+  const words = answer.message || (answer.ok ? "done" : "refused");
+  const said = answer.ok ? `${table} ${command}: ${words}` : `${table} ${command} ${answer.code}: ${words}`;
+  app.answers.set(key, { ok: answer.ok, text: `${clock(Date.now() / 1000)} ${said}`, at: Date.now() });
+  if (onDone) onDone(answer);
+  render();
+  return answer;
+}
+
+/** A new pause on `table`: the answers shown for it are of a moment past (one still
+ * awaited, or one that came just now, stays). */
+export function forgetAnswers(table) {
+  for (const slot of ["actions", "queue"]) {
+    const key = `${table}|${slot}`;
+    const answer = app.answers.get(key);
+    if (answer && answer.ok !== null && Date.now() - answer.at > ANSWER_CAUSE_MS) app.answers.delete(key);
+  }
+}
+
+/** The table's answer shown in `slot`, if any (one shown long enough is forgotten). */
+export function currentAnswer(table, slot) {
+  const key = `${table}|${slot}`;
+  const answer = app.answers.get(key);
+  if (answer && answer.ok !== null && Date.now() - answer.at > ANSWER_SHOWN_MS) {
+    app.answers.delete(key);
+    return undefined;
+  }
+  return answer;
+}
+
+export function answerLine(table, slot) {
+  const answer = currentAnswer(table, slot);
+  const cls = answer ? (answer.undone ? "undone" : answer.ok === null ? "waiting" : answer.ok ? "ok" : "refused") : "";
+  return h("p", {
+    class: `answer ${cls}`, testid: "answer", "data-ok": answer ? String(answer.ok) : null,
+    "aria-live": "polite",
+  }, answer ? answer.text : "");
+}
+
+// --- why a control is disabled ---------------------------------------------------------------
+
+export function whyNotReachable(tile) {
+  if (!app.link.up || tile.status === "unknown") return "the console's link to the broker is down";
+  if (!app.streamUp) return "no connection to the console";
+  if (tile.status === "offline" || tile.availability === "offline") {
+    return "the table is offline: nothing would reach it";
+  }
+  if (!tile.state) return "no state from this table yet";
+  return null;
+}
+
+/** Why `command` cannot be sent to this table now, or null if it can. */
+export function whyNot(tile, command) {
+  const unreachable = whyNotReachable(tile);
+  if (unreachable) return unreachable;
+  const state = tile.state;
+  const phase = state.phase;
+  for (const slot of ["actions", "queue"]) {
+    if (app.pending.has(`${tile.table}|${slot}`)) return "waiting for the table's answer";
+  }
+  switch (command) {
+    case "pause":
+      // Pauses nest: a supervisor's pause asked while the table is paused is taken, and
+      // holds until a supervisor lifts it (a table whose journal is older refuses it).
+      return null;
+    case "open_round":
+      // As the table takes it (docs/mqtt-api.md): in SHOE_READY, with the shoe online.
+      if (phase === "PAUSED") return "the table is paused";
+      if (state.round) return "a round is in play";
+      if (phase === "AWAITING_SHUFFLE") return "no shoe: declare a new shoe first";
+      if (phase !== "SHOE_READY") return `a round opens between rounds (now ${phase})`;
+      if (state.devices && state.devices.shoe_online === false) return "the shoe is offline";
+      return null;
+    case "cancel":
+      return state.round ? null : "no round is in play";
+    case "end_shoe":
+      if (!state.shoe || state.shoe.id === null || phase === "AWAITING_SHUFFLE") {
+        return "no shoe is in play";
+      }
+      if (state.round) return "a round is in play: cancel it first";
+      if (!["SHOE_READY", "BURN_REVEAL", "BURNING"].includes(phase)) {
+        return `the shoe cannot be ended now (${phase})`;
+      }
+      return null;
+    case "new_shoe":
+      if (state.round) return "a round is in play: cancel it first";
+      if (!["AWAITING_SHUFFLE", "SHOE_READY"].includes(phase)) {
+        return `a new shoe is declared between rounds or awaiting a shuffle (now ${phase})`;
+      }
+      return null;
+    default:
+      return phase === "PAUSED" ? null : "the table is not paused";
+  }
+}
+
+/** Why the pause's `resolution` would be refused now, or null if it can be sent: the
+ * table refuses every resume while its shoe is offline, and an accept unless the pause
+ * returns to a deal (a card expected where the held one would go). */
+export function whyNotResolve(tile, resolution) {
+  const why = whyNot(tile, "resume");
+  if (why) return why;
+  if (app.undo.has(tile.table)) return "an action is about to be sent: Undo (Esc) first";
+  const state = tile.state;
+  if (state.devices && state.devices.shoe_online === false) return "the shoe is offline: bring it back first";
+  const pause = state.pause || {};
+  if (resolution === "accept" && pause.resume_to !== undefined && pause.resume_to !== "DEALING") {
+    return "no card is expected now: burn it";
+  }
+  return null;
+}
+
+export function actionButton(tile, command, label, testid, onClick) {
+  const why = whyNot(tile, command);
+  return h("button", {
+    type: "button", testid, disabled: why !== null, title: why || label,
+    onclick: why === null ? onClick : null,
+  }, label);
+}
+
+/** The session as /api/session has it: a person's, or (theirs ended) the wall's. */
+export function showSession(session) {
+  app.session = session;
+  if (session.link) app.link = session.link;
+  byTestId("session-account").textContent = session.wall ? "signed out" : session.account;
+  byTestId("session-role").textContent = session.wall ? "watching" : session.role;
+  document.body.dataset.role = session.role;
+  document.body.dataset.wall = String(Boolean(session.wall));
+  byTestId("banner-wall").hidden = !session.wall;
+  byTestId("banner-wall-idle").textContent = seconds(session.idle_timeout_s || 0).replace(/ 0 s$/, "");
+  byTestId("signout").hidden = Boolean(session.wall);
+  render();
+}

@@ -1,0 +1,96 @@
+// The card picker: a card typed as people write it, among the faces still possible.
+
+import { act, getJson } from "./api.js";
+import { RANKS, RESOLVED_SHOWN_MS, SUITS, SUIT_SYMBOL, app, byTestId, cardName, h, parseCard, pauseKey, rankText } from "./common.js";
+
+// --- the card picker -------------------------------------------------------------------------
+
+export const picker = { table: null, possible: [], complete: true };
+
+export function pickerUpdate() {
+  const input = byTestId("card-input");
+  const parse = byTestId("card-parse");
+  const submit = byTestId("card-submit");
+  const text = input.value.trim();
+  const card = parseCard(text);
+  let ok = false;
+  parse.classList.remove("error");
+  if (!text) {
+    parse.textContent = "Type the card, or pick it below.";
+  } else if (!card) {
+    parse.textContent = `"${text}" is not a card: a rank (A 2-10 J Q K) then a suit (S H D C)`;
+    parse.classList.add("error");
+  } else if (!picker.possible.includes(card)) {
+    parse.textContent = `${rankText(card[0])}${SUIT_SYMBOL[card[1]]} cannot be in this shoe: its eight copies were dealt`;
+    parse.classList.add("error");
+  } else {
+    parse.textContent = `${rankText(card[0])}${SUIT_SYMBOL[card[1]]}: the ${cardName(card)}`;
+    ok = true;
+  }
+  submit.disabled = !ok;
+  submit.dataset.card = ok ? card : "";
+  for (const button of byTestId("card-faces").querySelectorAll("button")) {
+    button.classList.toggle("chosen", button.dataset.card === card);
+  }
+}
+
+export async function openPicker(table) {
+  const tile = app.tiles.get(table);
+  if (!tile || !tile.state || !tile.state.pause) return;
+  const dialog = byTestId("card-picker");
+  const input = byTestId("card-input");
+  const faces = byTestId("card-faces");
+  picker.table = table;
+  picker.possible = [];
+  byTestId("card-picker-title").textContent = `Enter a card on table ${table}`;
+  byTestId("card-picker-need").textContent = (tile.state.pause.needs || []).join("; ") || tile.state.pause.message;
+  byTestId("card-faces-note").textContent = "Loading the faces still possible in this shoe\u2026";
+  faces.replaceChildren();
+  input.value = "";
+  pickerUpdate();
+  dialog.showModal();
+  input.focus();
+  try {
+    const answer = await getJson(`/api/tables/${encodeURIComponent(table)}/faces`);
+    if (picker.table !== table) return;
+    picker.possible = answer.possible || [];
+    picker.complete = answer.complete !== false;
+    byTestId("card-faces-note").textContent = picker.complete
+      ? "Only the faces still possible in this shoe are offered."
+      : "The console did not see this shoe's start: some faces offered may be used up.";
+    const bySuit = SUITS.split("").map((suit) => h("div", { class: "face-row" },
+      RANKS.split("").map((rank) => rank + suit).filter((card) => picker.possible.includes(card)).map((card) =>
+        h("button", {
+          type: "button", class: `face ${card[1] === "H" || card[1] === "D" ? "red" : "black"}`,
+          testid: `face-${card}`, "data-card": card, title: cardName(card),
+          onclick: () => { input.value = card; pickerUpdate(); input.focus(); },
+        }, rankText(card[0]), SUIT_SYMBOL[card[1]]))));
+    faces.replaceChildren(...bySuit);
+    pickerUpdate();
+  } catch (error) {
+    byTestId("card-faces-note").textContent = `The faces could not be loaded: ${error.message}`;
+  }
+}
+
+export function setUpPicker() {
+  const dialog = byTestId("card-picker");
+  const input = byTestId("card-input");
+  input.addEventListener("input", pickerUpdate);
+  byTestId("card-cancel").addEventListener("click", () => dialog.close());
+  dialog.querySelector("form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const card = byTestId("card-submit").dataset.card;
+    if (!card) return;
+    const table = picker.table;
+    dialog.close();
+    const tile = app.tiles.get(table);
+    const pause = tile && tile.state ? tile.state.pause : null;
+    act(table, "queue", "resume", { resolution: "enter_card", card }, (answer) => {
+      // The table may stay paused (an outage: each card, then no_cards_drawn).
+      if (answer.ok && pause) {
+        app.resolved.set(table, { pause, key: pauseKey(table, pause), until: Date.now() + RESOLVED_SHOWN_MS });
+      }
+    });
+  });
+  dialog.addEventListener("close", () => { picker.table = null; });
+}
