@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any, Final, Protocol
 
+from controller.kernel.presentation import CARD_KEYS
 from controller.tools.ctl import round_events
 
 __all__ = [
@@ -37,8 +38,8 @@ RANKS: Final = "A23456789TJQK"
 SUITS: Final = "SHDC"
 FACES: Final = tuple(rank + suit for suit in SUITS for rank in RANKS)
 STATUS_ORDER: Final = {"paused": 0, "offline": 1, "stale": 2, "running": 3, "unknown": 4}
-# Keys of a round_settled result that hold cards, in every game's result.
-_CARD_KEYS: Final = frozenset({"cards", "player", "banker", "player_cards"})
+# Keys of a round's view or result that hold cards, in every game's (as each game declares).
+_CARD_KEYS: Final = CARD_KEYS
 
 
 class Feed(Protocol):

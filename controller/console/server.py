@@ -76,6 +76,7 @@ from controller.console.sessions import (
 from controller.kernel.cli_support import defuse_formula
 from controller.kernel.errors import ConfigurationError
 from controller.kernel.logs import CONSOLE_LIFECYCLE_LOGGER
+from controller.kernel.presentation import PRESENTATIONS
 from controller.mqtt.connection import topic_level_ok
 
 logger = logging.getLogger(__name__)
@@ -134,6 +135,8 @@ ACTIONS: Final[dict[str, frozenset[str]]] = {
     "new_shoe": frozenset(),
     "open_round": frozenset({"boxes"}),
 }
+# Every game's presentation, as the page reads it (GET /api/games): game id -> how it is shown.
+GAMES_SHOWN: Final = {game: shown.as_json() for game, shown in PRESENTATIONS.items()}
 CSP: Final = "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 ACCESS_LOG_FORMAT: Final = '%a "%r" %s %b %Tfs'
 AUDIT_COLUMNS: Final = (
@@ -607,6 +610,7 @@ class Console:
             web.get("/history", self.history_page),
             web.get("/api/session", self.api_session),
             web.get("/api/tables", self.api_tables),
+            web.get("/api/games", self.api_games),
             web.get("/api/stream", self.api_stream),
             web.post("/api/tables/{table}/request", self.api_request),
             web.get("/api/tables/{table}/rounds/{round_id}", self.api_round),
@@ -1068,7 +1072,7 @@ class Console:
         found = self._api_session(request)
         if isinstance(found, web.Response):
             return found
-        session, _feed = found
+        session, feed = found
         table = request.match_info["table"]
         round_text = request.match_info["round_id"]
         if not round_text.isdigit():
@@ -1076,7 +1080,20 @@ class Console:
         events = await self._round(session, table, int(round_text))
         if isinstance(events, web.Response):
             return events
-        return web.json_response({"table": table, "round_id": int(round_text), "events": events})
+        # The table's game (a journal's is fixed): the page shows the result as it says.
+        table_feed = feed.client.feed(table)
+        game = ((table_feed.state if table_feed else None) or {}).get("game")
+        return web.json_response(
+            {"table": table, "round_id": int(round_text), "game": game, "events": events}
+        )
+
+    async def api_games(self, request: web.Request) -> web.Response:
+        """How each game is shown (``controller/kernel/presentation.py``): the page reads
+        its hands and words from here, never guessing a game from its data."""
+        found = self._api_session(request)
+        if isinstance(found, web.Response):
+            return found
+        return web.json_response(GAMES_SHOWN)
 
     async def _audit(self, request: web.Request) -> dict[str, Any] | web.Response:
         found = self._api_session(request)

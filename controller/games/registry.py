@@ -4,7 +4,9 @@ Whatever lists the games or picks code by game takes it from here: the table's c
 check and its live rounds (``controller/table``), `livetable rules replay` and `livetable
 rtp`, the camera simulator's layouts and `livetable sim camera --game`, the benchmarks and
 the tests. Adding a game is its rules module (a
-:class:`~controller.games.base.LiveRound`) and one entry in :data:`GAMES`.
+:class:`~controller.games.base.LiveRound`), one entry in :data:`GAMES` and how it is shown,
+its :class:`~controller.kernel.presentation.Presentation` (on the ground floor, where the
+API's clients read it too; :attr:`GameSpec.presentation`).
 
 The entry points are small functions that import their rules module when first called, so
 a baccarat table never imports blackjack, and a blackjack module that fails to import stops
@@ -13,21 +15,26 @@ only the blackjack games. This module itself imports no rules module: it sits on
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Final
 
 from controller.games.base import LiveRound
+from controller.kernel.cards import Card
 from controller.kernel.config_file import unknown_choice
+from controller.kernel.presentation import PRESENTATIONS, Presentation
 
 Progress = Callable[[int], None]
+PlayDealt = Callable[[Sequence[Card], int, int], int]
+"""``(cards, start, rounds)`` -> the next index: `bench rules`' loop of a game dealt without
+decisions (live rounds dealt from ``cards[start:]``, wrapping, each settled)."""
 Interval = tuple[float, float, float]
 """An RTP and its 95 % confidence interval, as fractions: ``(rtp, low, high)``."""
 
 BACCARAT: Final = "baccarat"
 BLACKJACK: Final = "blackjack"
-"""The two families: what the benches and the rules tools share within one family."""
+"""The families: what the benches and the rules tools share within one family."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,8 +43,6 @@ class GameSpec:
 
     id: str
     """The id in configuration files, on the command line and in every published state."""
-    label: str
-    """Its plain name, for people (shown beside the id in help texts)."""
     family: str
     """:data:`BACCARAT` or :data:`BLACKJACK`."""
     default_boxes: int
@@ -58,6 +63,20 @@ class GameSpec:
     """`rtp --rounds`: ``(variant, rounds, seed, progress)`` -> bet -> :data:`Interval`."""
     exact_rtp: Callable[[str], Mapping[str, Fraction]] | None = None
     """`rtp --exact`: ``variant`` -> bet -> exact RTP; ``None`` where only simulation exists."""
+    play_dealt: PlayDealt | None = None
+    """`bench rules` of a game dealt without decisions; ``None``: a blackjack game, played by
+    its strategy (``blackjack_rtp.play_rounds``)."""
+
+    @property
+    def presentation(self) -> Presentation:
+        """How the game is shown: its hands, words, felt and bets' names
+        (``controller/kernel/presentation.py``, where the API's clients read it too)."""
+        return PRESENTATIONS[self.id]
+
+    @property
+    def label(self) -> str:
+        """Its plain name, for people (shown beside the id in help texts)."""
+        return self.presentation.label
 
     @property
     def default_variant(self) -> str | None:
@@ -122,6 +141,12 @@ def _baccarat_exact(variant: str) -> Mapping[str, Fraction]:
     return exact_rtp(variant)
 
 
+def _baccarat_play_dealt(cards: Sequence[Card], start: int, rounds: int) -> int:
+    from controller.games.baccarat_rtp import play_dealt
+
+    return play_dealt(cards, start, rounds)
+
+
 # -- blackjack --------------------------------------------------------------------------------
 
 
@@ -179,7 +204,6 @@ def _blackjack_simulate(game: str) -> Callable[..., Mapping[str, Interval]]:
 
 def _blackjack(
     game: str,
-    label: str,
     boxes: int,
     bet_ids: Callable[[], tuple[str, ...]] = _main_bet_only,
     bets_in_round: Callable[[int], tuple[str, ...]] = _main_bet_in_every_round,
@@ -187,7 +211,6 @@ def _blackjack(
 ) -> GameSpec:
     return GameSpec(
         id=game,
-        label=label,
         family=BLACKJACK,
         default_boxes=boxes,
         max_boxes=boxes,
@@ -207,7 +230,6 @@ GAMES: Final[Mapping[str, GameSpec]] = {
     for spec in (
         GameSpec(
             id="baccarat",
-            label="Baccarat",
             family=BACCARAT,
             default_boxes=1,
             max_boxes=1,
@@ -218,17 +240,17 @@ GAMES: Final[Mapping[str, GameSpec]] = {
             replay=_baccarat_replay,
             simulate_rtp=_baccarat_simulate,
             exact_rtp=_baccarat_exact,
+            play_dealt=_baccarat_play_dealt,
         ),
         _blackjack(
             "blackjack-boundless",
-            "Boundless Blackjack",
             1,
             _boundless_bet_ids,
             _boundless_bets_in_round,
             _boundless_round,
         ),
-        _blackjack("blackjack-classic", "Classic Blackjack", 5),
-        _blackjack("blackjack-21", "Blackjack 21", 7),  # Decision: seats default to 7
+        _blackjack("blackjack-classic", 5),
+        _blackjack("blackjack-21", 7),  # Decision: seats default to 7
     )
 }
 GAME_IDS: Final = tuple(GAMES)

@@ -57,6 +57,7 @@
     selectedByHand: false,
     openRecent: new Set(), // tables whose "recent events" list is open
     lastRound: new Map(), // table -> the last round id seen in its state
+    games: {}, // /api/games: game id -> how it is shown (its hands, its bets' names)
     sound: false,
     audio: null,
     beeps: 0,
@@ -363,11 +364,12 @@
           ? `round ${round.id}: betting open` : `round ${round.id}: no card dealt yet`));
     }
     const rows = [];
-    if (view.game === "baccarat") {
-      rows.push(handRow("player", view.player, String(view.player_total ?? "")));
-      rows.push(handRow("banker", view.banker, String(view.banker_total ?? "")));
+    // Each game's hands as the game declares them (served by /api/games), never guessed.
+    const shown = app.games[view.game];
+    if (shown && shown.shape === "sides") {
+      for (const hand of shown.hands) rows.push(handRow(hand, view[hand], String(view[`${hand}_total`] ?? "")));
       if (view.complete && view.winner) rows.push(h("p", { class: "winner" }, `winner: ${view.winner}`));
-    } else if (view.dealer) {
+    } else if (shown && view.dealer) {
       rows.push(handRow("dealer", view.dealer.cards, total(view.dealer.total, view.dealer.soft)));
       if (view.player) {
         rows.push(handRow("players", view.player.cards,
@@ -465,7 +467,7 @@
       h("summary", null, `last ${recent.length} events`),
       // A region that scrolls is reachable by keyboard (tabindex) and named for it.
       h("ol", { tabindex: "0", "aria-label": `${tile.table}: last events` }, recent.slice().reverse().map((event) =>
-        h("li", null, h("span", { class: "seq" }, `#${event.seq} ${clock(event.at)} `), eventSummary(event)))));
+        h("li", null, h("span", { class: "seq" }, `#${event.seq} ${clock(event.at)} `), eventSummary(event, tile.state && tile.state.game)))));
     details.open = app.openRecent.has(tile.table);
     details.addEventListener("toggle", () => {
       if (details.open) app.openRecent.add(tile.table);
@@ -1196,7 +1198,7 @@
 
   // --- round history and audit -------------------------------------------------------------------
 
-  function eventSummary(event) {
+  function eventSummary(event, game) {
     const d = event.data || {};
     switch (event.type) {
       case "round_opened":
@@ -1216,7 +1218,7 @@
       case "table_resumed":
         return `resumed by ${d.by}${d.resolution ? ` (${words(d.resolution)})` : ""}`;
       case "cards_burned": return `${d.count} card(s) drawn out of turn burned`;
-      case "round_settled": return settledSummary(d.result || {});
+      case "round_settled": return settledSummary(d.result || {}, game);
       case "round_voided":
         return `round ${d.round_id} VOID by ${d.by}${d.reason ? ` (${d.reason})` : ""}: every bet refunded, ${d.cards_discarded} card(s) discarded`;
       case "shoe_started": return `shoe ${d.shoe_id} declared by ${d.by}`;
@@ -1234,10 +1236,11 @@
     return String(code).replace(/_/g, " ");
   }
 
-  function settledSummary(result) {
-    if (result.winner) {
-      return h("span", null, `settled: ${result.winner} wins, player ${result.player_total} `, cards(result.player),
-        ` banker ${result.banker_total} `, cards(result.banker));
+  function settledSummary(result, game) {
+    const shown = app.games[game || result.game];
+    if (shown && shown.shape === "sides") {
+      return h("span", null, `settled: ${result.winner} wins`,
+        shown.hands.map((hand, index) => [`${index ? " " : ", "}${hand} ${result[`${hand}_total`]} `, cards(result[hand])]));
     }
     const parts = [];
     if (result.dealer) {
@@ -1263,7 +1266,7 @@
       h("table", { class: "events", testid: "history-events" },
         h("thead", null, h("tr", null, h("th", null, "seq"), h("th", null, "time"), h("th", null, "event"), h("th", null, "details"))),
         h("tbody", null, events.map((event) => h("tr", { testid: "history-row", "data-type": event.type, "data-seq": String(event.seq) },
-          h("td", null, String(event.seq)), h("td", null, clock(event.at)), h("td", null, event.type), h("td", null, eventSummary(event)))))));
+          h("td", null, String(event.seq)), h("td", null, clock(event.at)), h("td", null, event.type), h("td", null, eventSummary(event, round.game)))))));
   }
 
   async function loadRound(table, roundId, into) {
@@ -1438,6 +1441,7 @@
   async function startWall() {
     try {
       app.session = await getJson("/api/session");
+      app.games = await getJson("/api/games");
     } catch (error) {
       document.body.dataset.error = String(error.message);
       return;
@@ -1466,6 +1470,7 @@
       content.replaceChildren(h("p", { class: "error" }, "Name a table and a round: /history?table=t1&round=7"));
       return;
     }
+    app.games = await getJson("/api/games").catch(() => ({}));
     await loadRound(table, roundId, content);
     document.body.dataset.loaded = "true";
   }
