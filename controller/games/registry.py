@@ -34,6 +34,7 @@ Interval = tuple[float, float, float]
 
 BACCARAT: Final = "baccarat"
 BLACKJACK: Final = "blackjack"
+DRAGON_TIGER: Final = "dragon-tiger"
 """The families: what the benches and the rules tools share within one family."""
 
 
@@ -44,7 +45,7 @@ class GameSpec:
     id: str
     """The id in configuration files, on the command line and in every published state."""
     family: str
-    """:data:`BACCARAT` or :data:`BLACKJACK`."""
+    """:data:`BACCARAT`, :data:`BLACKJACK` or :data:`DRAGON_TIGER`."""
     default_boxes: int
     """Boxes (or seats) a round has when the round request does not say."""
     max_boxes: int
@@ -143,6 +144,53 @@ def _baccarat_exact(variant: str) -> Mapping[str, Fraction]:
 
 def _baccarat_play_dealt(cards: Sequence[Card], start: int, rounds: int) -> int:
     from controller.games.baccarat_rtp import play_dealt
+
+    return play_dealt(cards, start, rounds)
+
+
+# -- dragon tiger -----------------------------------------------------------------------------
+
+
+def _dragon_tiger_round(round_number: int, boxes: int, variant: str) -> LiveRound:
+    from controller.games.dragon_tiger import DragonTigerRound
+
+    return DragonTigerRound(round_number)  # one table, no boxes, no variants
+
+
+def _dragon_tiger_bet_ids() -> tuple[str, ...]:
+    from controller.games.dragon_tiger import BET_IDS
+
+    return BET_IDS
+
+
+def _dragon_tiger_bets_in_round(round_number: int) -> tuple[str, ...]:
+    from controller.games.dragon_tiger import available_bets
+
+    return available_bets(round_number)
+
+
+def _dragon_tiger_replay(request: Mapping[str, Any]) -> dict[str, Any]:
+    from controller.games.dragon_tiger import replay
+
+    return replay(request)
+
+
+def _dragon_tiger_simulate(
+    variant: str, rounds: int, seed: int, progress: Progress | None
+) -> Mapping[str, Interval]:
+    from controller.games.dragon_tiger_rtp import simulate
+
+    return simulate(variant, rounds, seed, progress)
+
+
+def _dragon_tiger_exact(variant: str) -> Mapping[str, Fraction]:
+    from controller.games.dragon_tiger_rtp import exact_rtp
+
+    return exact_rtp(variant)
+
+
+def _dragon_tiger_play_dealt(cards: Sequence[Card], start: int, rounds: int) -> int:
+    from controller.games.dragon_tiger import play_dealt
 
     return play_dealt(cards, start, rounds)
 
@@ -251,6 +299,20 @@ GAMES: Final[Mapping[str, GameSpec]] = {
         ),
         _blackjack("blackjack-classic", 5),
         _blackjack("blackjack-21", 7),  # Decision: seats default to 7
+        GameSpec(
+            id=DRAGON_TIGER,
+            family=DRAGON_TIGER,
+            default_boxes=1,
+            max_boxes=1,
+            variants=(),
+            round_factory=_dragon_tiger_round,
+            bet_ids=_dragon_tiger_bet_ids,
+            bets_in_round=_dragon_tiger_bets_in_round,
+            replay=_dragon_tiger_replay,
+            simulate_rtp=_dragon_tiger_simulate,
+            exact_rtp=_dragon_tiger_exact,
+            play_dealt=_dragon_tiger_play_dealt,
+        ),
     )
 }
 GAME_IDS: Final = tuple(GAMES)

@@ -154,6 +154,23 @@ PRESENTATIONS: Final[Mapping[str, Presentation]] = MappingProxyType(
                 card_keys=_BLACKJACK_CARDS,
                 bets=_names(_BLACKJACK_MAIN),
             ),
+            Presentation(
+                game="dragon-tiger",
+                label="Dragon Tiger",
+                shape=SIDES,
+                hands=("dragon", "tiger"),
+                card_keys=("dragon", "tiger"),
+                bets=_names(
+                    ("dragon", "Dragon"),
+                    ("tiger", "Tiger"),
+                    ("tie", "Tie"),
+                    ("suited_tie", "Suited Tie"),
+                ),
+                felt=Felt(cards=1),
+                # A baccarat shoe's targets: the Dragon's card as the Player's, the Tiger's
+                # as the Banker's.
+                shoe_targets=MappingProxyType({"tiger": "banker"}),
+            ),
         )
     }
 )

@@ -4,8 +4,8 @@
 line, in order, flushed after each, so another program can drive it line by line. A line
 the rules cannot play gives ``{"error": "..."}`` and the following lines still run.
 
-``rtp`` prints the return to player of every bet of a game, exactly (baccarat) or by
-simulation through the same live engine the table runs.
+``rtp`` prints the return to player of every bet of a game, exactly (by enumeration,
+where the game has it) or by simulation through the same live engine the table runs.
 
 Both take the games from :mod:`controller.games.registry`, whose entry points import a
 rules module only when a line or a game asks for it: the baccarat commands work whatever
@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Final
 
 from controller.games.registry import (
+    BLACKJACK,
+    DRAGON_TIGER,
     GAME_IDS,
     GAMES,
     VARIANTS,
@@ -33,6 +35,7 @@ from controller.games.registry import (
     Progress,
     find_game,
     game_spec,
+    games_in,
 )
 from controller.games.replay_request import check_choice, unknown_key_words
 from controller.kernel.cli_support import (
@@ -57,7 +60,10 @@ input, baccarat:
   {{"game": "baccarat", "mode": "traditional" (default) | "no-commission", "cards": [...]}}
   cards in dealing order: player, banker, player, banker, then the third cards
 
-input, blackjack ({", ".join(spec for spec in GAME_IDS if spec != "baccarat")}):
+input, {", ".join(games_in(DRAGON_TIGER))}:
+  {{"game": ..., "cards": [dragon, tiger]}}
+
+input, blackjack ({", ".join(games_in(BLACKJACK))}):
   {{"game": ..., "cards": [...], "boxes": N (default 1), "insurance": [bool per box],
    "decisions": [[tokens of box 1], ...]}}  (insurance and decisions may be left out)
   cards in the game's live dealing order; tokens H S D P R (play), Y N (insurance, even
@@ -66,6 +72,10 @@ input, blackjack ({", ".join(spec for spec in GAME_IDS if spec != "baccarat")}):
 output, baccarat:
   {{"player", "banker": [cards], "player_total", "banker_total", "winner", "cards_used",
    "bets": {{bet: net per unit staked}}}}
+
+output, {", ".join(games_in(DRAGON_TIGER))}:
+  {{"game", "dragon", "tiger": [card], "dragon_total", "tiger_total": rank 1-13 (ace low),
+   "winner": dragon | tiger | tie, "suited_tie", "cards_used", "bets": {{bet: net}}}}
 
 output, blackjack:
   {{"boxes": [{{"net", "hands": [[cards]], "totals": [total per hand], "outcomes": [win |
@@ -105,8 +115,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "rtp",
         help="return to player of every bet of a game",
         description=(
-            "Return to player of every bet: --exact for baccarat (combinatorial, 8-deck "
-            "shoe), or --rounds N --seed S to simulate through the live engine."
+            f"Return to player of every bet: --exact for {', '.join(_exact_games())} "
+            "(combinatorial, 8-deck shoe), or --rounds N --seed S to simulate through the "
+            "live engine."
         ),
         epilog=examples(
             "livetable rtp --game baccarat --exact",
@@ -286,14 +297,16 @@ def _print_exact(args: argparse.Namespace, rtps: Mapping[str, float], elapsed: f
     if args.json:
         document = {
             "game": args.game,
-            "mode": args.mode,
+            "mode": args.mode if GAMES[args.game].variants else None,
             "method": "exact",
             "seconds": round(elapsed, 3),
             "bets": {bet: {"rtp": value} for bet, value in rtps.items()},
         }
         print(json.dumps(document))
         return
-    print(f"{args.game} ({args.mode}), exact: first round off a full 8-deck shoe")
+    mode = args.mode if GAMES[args.game].variants else None
+    title = f"{args.game} ({mode})" if mode else args.game
+    print(f"{title}, exact: first round off a full 8-deck shoe")
     print(f"{'bet':<20} {'RTP':>9}")
     for bet, value in rtps.items():
         print(f"{bet:<20} {value * 100:>8.4f}%")

@@ -205,7 +205,7 @@ def test_rtp_simulation_json_has_intervals_and_is_reproducible() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["rtp", "--game", "blackjack-classic", "--exact"], "baccarat only"),
+        (["rtp", "--game", "blackjack-classic", "--exact"], "baccarat, dragon-tiger only"),
     ],
 )
 def test_rtp_refuses_what_it_cannot_do(args: list[str], message: str) -> None:
