@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from controller.kernel.cards import Card, parse_card
 from controller.kernel.errors import DeviceError, TableError
+from controller.kernel.presentation import shoe_target
 from controller.table.effects import PublishEvent, PublishState, TellDealer
 from drivers.camera import card_slot
 from simulators.shoe.simulator import Emitted, ShoeSimulator
@@ -47,11 +48,6 @@ class Felt(Protocol):
     def reveal(self, position: str, card: Card) -> None: ...
 
     def clear(self) -> None: ...
-
-
-def shoe_target(position: str | None) -> str:
-    """The Angel Eye target code for a table position (the others go as 'player')."""
-    return "banker" if position and position.startswith("banker") else "player"
 
 
 def _hand_of(slot: str) -> str:

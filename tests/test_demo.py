@@ -25,7 +25,9 @@ from typing import Any
 import pytest
 
 from controller.client.api_client import Account, ApiClient
-from controller.games.registry import GAME_IDS
+from controller.games.registry import GAME_IDS, game_spec
+from controller.kernel.presentation import SIDES
+from controller.tools.event_text import settled_summary
 from tests.support.daemon import check_stream, gaps, unique_by_seq
 from tests.support.wait import wait_until
 
@@ -212,11 +214,19 @@ def test_demo_against_a_real_mosquitto(
         *FAST,
     )
     try:
-        play_and_watch(demo, game, 3)
+        events, _seen = play_and_watch(demo, game, 3)
     finally:
         demo.stop()
     out = demo.out_path.read_text()
     assert "demo #" in out and "round_settled" in out, out[-2000:]
+    # Each result is said in its game's own words (its hands, as its presentation names them).
+    settled = [event["data"] for event in events if event["type"] == "round_settled"]
+    assert len(settled) == 3
+    for data in settled:
+        assert settled_summary(data, game) in out, out[-2000:]
+    if game_spec(game).presentation.shape == SIDES:
+        hands = game_spec(game).presentation.hands
+        assert all(f"{hand} " in settled_summary(data, game) for data in settled for hand in hands)
     assert "livetable demo: table demo: 3 round(s) settled, 0 voided" in out, out[-2000:]
 
 

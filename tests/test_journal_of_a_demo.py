@@ -194,7 +194,7 @@ def test_each_rounds_export_agrees_in_every_format(
     result = settled["result"]
     for position in ("player", "banker"):
         assert result[position] == [card for card, where, _source in dealt if where == position]
-    assert settled_summary(settled) in demo.done.stdout
+    assert settled_summary(settled, "baccarat") in demo.done.stdout
 
 
 def test_the_rounds_cards_came_out_of_the_shoe_in_that_order(

@@ -33,6 +33,7 @@ from controller.console.sessions import (
     Session,
 )
 from controller.kernel.cli_support import defuse_formula
+from controller.kernel.presentation import PRESENTATIONS
 
 if TYPE_CHECKING:
     from controller.console.server import AccountFeed
@@ -50,6 +51,8 @@ ACTIONS: Final[dict[str, frozenset[str]]] = {
     "new_shoe": frozenset(),
     "open_round": frozenset({"boxes"}),
 }
+# Every game's presentation, as the page reads it (GET /api/games): game id -> how it is shown.
+GAMES_SHOWN: Final = {game: shown.as_json() for game, shown in PRESENTATIONS.items()}
 AUDIT_COLUMNS: Final = (
     "journal_seq",
     "at",
@@ -231,7 +234,7 @@ class ApiRoutes:
         found = self._api_session(request)
         if isinstance(found, web.Response):
             return found
-        session, _feed = found
+        session, feed = found
         table = request.match_info["table"]
         round_text = request.match_info["round_id"]
         if not round_text.isdigit():
@@ -239,7 +242,20 @@ class ApiRoutes:
         events = await self._round(session, table, int(round_text))
         if isinstance(events, web.Response):
             return events
-        return web.json_response({"table": table, "round_id": int(round_text), "events": events})
+        # The table's game (a journal's is fixed): the page shows the result as it says.
+        table_feed = feed.client.feed(table)
+        game = ((table_feed.state if table_feed else None) or {}).get("game")
+        return web.json_response(
+            {"table": table, "round_id": int(round_text), "game": game, "events": events}
+        )
+
+    async def api_games(self, request: web.Request) -> web.Response:
+        """How each game is shown (``controller/kernel/presentation.py``): the page reads
+        its hands and words from here, never guessing a game from its data."""
+        found = self._api_session(request)
+        if isinstance(found, web.Response):
+            return found
+        return web.json_response(GAMES_SHOWN)
 
     async def _audit(self, request: web.Request) -> dict[str, Any] | web.Response:
         found = self._api_session(request)

@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any, Final, Protocol
 
+from controller.kernel.presentation import CARD_KEYS
 from controller.tools.ctl import round_events
 
 __all__ = [
@@ -41,8 +42,8 @@ FACES: Final = tuple(rank + suit for suit in SUITS for rank in RANKS)
 # ``/api/tables``). Unknown last: the console cannot hear the broker, so it knows nothing.
 STATUS_ORDER: Final = ("paused", "offline", "stale", "running", "unknown")
 _STATUS_RANK: Final = {status: rank for rank, status in enumerate(STATUS_ORDER)}
-# Keys of a round_settled result that hold cards, in every game's result.
-_CARD_KEYS: Final = frozenset({"cards", "player", "banker", "player_cards"})
+# Keys of a round's view or result that hold cards, in every game's (as each game declares).
+_CARD_KEYS: Final = CARD_KEYS
 
 
 class Feed(Protocol):

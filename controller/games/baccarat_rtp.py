@@ -28,7 +28,7 @@ import itertools
 import math
 import random
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from functools import lru_cache
 from typing import Final
@@ -298,3 +298,20 @@ def _mean_interval(total: float, squares: float, count: int) -> tuple[float, flo
 
 def as_percentages(rtps: Mapping[str, Fraction]) -> dict[str, float]:
     return {bet: float(value) * 100 for bet, value in rtps.items()}
+
+
+def play_dealt(cards: Sequence[Card], start: int, rounds: int) -> int:
+    """Play ``rounds`` live rounds dealing from ``cards[start:]`` (wrapping), each settled;
+    the next index. `livetable bench rules` times it: the rounds are driven exactly as the
+    table drives them (``next_step()``, ``deal(card)`` until complete, then every bet)."""
+    position = start
+    limit = len(cards) - 6  # a round needs at most six cards
+    for _ in range(rounds):
+        if position > limit:
+            position = 0
+        round_ = BaccaratRound()
+        while round_.next_step() is not None:
+            round_.deal(cards[position])
+            position += 1
+        round_.result()
+    return position

@@ -4,7 +4,9 @@ Whatever lists the games or picks code by game takes it from here: the table's c
 check and its live rounds (``controller/table``), `livetable rules replay` and `livetable
 rtp`, the camera simulator's layouts and `livetable sim camera --game`, the benchmarks and
 the tests. Adding a game is its rules module (a
-:class:`~controller.games.base.LiveRound`) and one entry in :data:`GAMES`.
+:class:`~controller.games.base.LiveRound`), one entry in :data:`GAMES` and how it is shown,
+its :class:`~controller.kernel.presentation.Presentation` (on the ground floor, where the
+API's clients read it too; :attr:`GameSpec.presentation`).
 
 The entry points are small functions that import their rules module when first called, so
 a baccarat table never imports blackjack, and a blackjack module that fails to import stops
@@ -13,24 +15,30 @@ only the blackjack games. This module itself imports no rules module: it sits on
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Final
 
 from controller.games.base import LiveRound
+from controller.kernel.cards import Card
 from controller.kernel.config_file import unknown_choice
+from controller.kernel.presentation import PRESENTATIONS, Presentation
 
 if TYPE_CHECKING:
     from controller.games.par_sheets import GamePar
 
 Progress = Callable[[int], None]
+PlayDealt = Callable[[Sequence[Card], int, int], int]
+"""``(cards, start, rounds)`` -> the next index: `bench rules`' loop of a game dealt without
+decisions (live rounds dealt from ``cards[start:]``, wrapping, each settled)."""
 Interval = tuple[float, float, float]
 """An RTP and its 95 % confidence interval, as fractions: ``(rtp, low, high)``."""
 
 BACCARAT: Final = "baccarat"
 BLACKJACK: Final = "blackjack"
-"""The two families: what the benches and the rules tools share within one family."""
+DRAGON_TIGER: Final = "dragon-tiger"
+"""The families: what the benches and the rules tools share within one family."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,10 +47,8 @@ class GameSpec:
 
     id: str
     """The id in configuration files, on the command line and in every published state."""
-    label: str
-    """Its plain name, for people (shown beside the id in help texts)."""
     family: str
-    """:data:`BACCARAT` or :data:`BLACKJACK`."""
+    """:data:`BACCARAT`, :data:`BLACKJACK` or :data:`DRAGON_TIGER`."""
     default_boxes: int
     """Boxes (or seats) a round has when the round request does not say."""
     max_boxes: int
@@ -64,6 +70,20 @@ class GameSpec:
     par_sheet: Callable[[str], GamePar] | None = None
     """`rtp --exact` and `--par-sheet`: ``variant`` -> the game's PAR sheet (every bet's pay
     lines, RTP, hit frequency, standard deviation); ``None`` where there is none."""
+    play_dealt: PlayDealt | None = None
+    """`bench rules` of a game dealt without decisions; ``None``: a blackjack game, played by
+    its strategy (``blackjack_rtp.play_rounds``)."""
+
+    @property
+    def presentation(self) -> Presentation:
+        """How the game is shown: its hands, words, felt and bets' names
+        (``controller/kernel/presentation.py``, where the API's clients read it too)."""
+        return PRESENTATIONS[self.id]
+
+    @property
+    def label(self) -> str:
+        """Its plain name, for people (shown beside the id in help texts)."""
+        return self.presentation.label
 
     @property
     def default_variant(self) -> str | None:
@@ -134,6 +154,65 @@ def _baccarat_par_sheet(variant: str) -> GamePar:
     return baccarat_par(variant)
 
 
+def _baccarat_play_dealt(cards: Sequence[Card], start: int, rounds: int) -> int:
+    from controller.games.baccarat_rtp import play_dealt
+
+    return play_dealt(cards, start, rounds)
+
+
+# -- dragon tiger -----------------------------------------------------------------------------
+
+
+def _dragon_tiger_round(round_number: int, boxes: int, variant: str) -> LiveRound:
+    from controller.games.dragon_tiger import DragonTigerRound
+
+    return DragonTigerRound(round_number)  # one table, no boxes, no variants
+
+
+def _dragon_tiger_bet_ids() -> tuple[str, ...]:
+    from controller.games.dragon_tiger import BET_IDS
+
+    return BET_IDS
+
+
+def _dragon_tiger_bets_in_round(round_number: int) -> tuple[str, ...]:
+    from controller.games.dragon_tiger import available_bets
+
+    return available_bets(round_number)
+
+
+def _dragon_tiger_replay(request: Mapping[str, Any]) -> dict[str, Any]:
+    from controller.games.dragon_tiger import replay
+
+    return replay(request)
+
+
+def _dragon_tiger_simulate(
+    variant: str, rounds: int, seed: int, progress: Progress | None
+) -> Mapping[str, Interval]:
+    from controller.games.dragon_tiger_rtp import simulate
+
+    return simulate(variant, rounds, seed, progress)
+
+
+def _dragon_tiger_exact(variant: str) -> Mapping[str, Fraction]:
+    from controller.games.dragon_tiger_rtp import exact_rtp
+
+    return exact_rtp(variant)
+
+
+def _dragon_tiger_par_sheet(variant: str) -> GamePar:
+    from controller.games.dragon_tiger_rtp import par_sheet
+
+    return par_sheet(variant)
+
+
+def _dragon_tiger_play_dealt(cards: Sequence[Card], start: int, rounds: int) -> int:
+    from controller.games.dragon_tiger import play_dealt
+
+    return play_dealt(cards, start, rounds)
+
+
 # -- blackjack --------------------------------------------------------------------------------
 
 
@@ -200,7 +279,6 @@ def _blackjack_par_sheet(game: str) -> Callable[[str], GamePar]:
 
 def _blackjack(
     game: str,
-    label: str,
     boxes: int,
     bet_ids: Callable[[], tuple[str, ...]] = _main_bet_only,
     bets_in_round: Callable[[int], tuple[str, ...]] = _main_bet_in_every_round,
@@ -208,7 +286,6 @@ def _blackjack(
 ) -> GameSpec:
     return GameSpec(
         id=game,
-        label=label,
         family=BLACKJACK,
         default_boxes=boxes,
         max_boxes=boxes,
@@ -229,7 +306,6 @@ GAMES: Final[Mapping[str, GameSpec]] = {
     for spec in (
         GameSpec(
             id="baccarat",
-            label="Baccarat",
             family=BACCARAT,
             default_boxes=1,
             max_boxes=1,
@@ -241,17 +317,32 @@ GAMES: Final[Mapping[str, GameSpec]] = {
             simulate_rtp=_baccarat_simulate,
             exact_rtp=_baccarat_exact,
             par_sheet=_baccarat_par_sheet,
+            play_dealt=_baccarat_play_dealt,
         ),
         _blackjack(
             "blackjack-boundless",
-            "Boundless Blackjack",
             1,
             _boundless_bet_ids,
             _boundless_bets_in_round,
             _boundless_round,
         ),
-        _blackjack("blackjack-classic", "Classic Blackjack", 5),
-        _blackjack("blackjack-21", "Blackjack 21", 7),  # Decision: seats default to 7
+        _blackjack("blackjack-classic", 5),
+        _blackjack("blackjack-21", 7),  # Decision: seats default to 7
+        GameSpec(
+            id=DRAGON_TIGER,
+            family=DRAGON_TIGER,
+            default_boxes=1,
+            max_boxes=1,
+            variants=(),
+            round_factory=_dragon_tiger_round,
+            bet_ids=_dragon_tiger_bet_ids,
+            bets_in_round=_dragon_tiger_bets_in_round,
+            replay=_dragon_tiger_replay,
+            simulate_rtp=_dragon_tiger_simulate,
+            exact_rtp=_dragon_tiger_exact,
+            par_sheet=_dragon_tiger_par_sheet,
+            play_dealt=_dragon_tiger_play_dealt,
+        ),
     )
 }
 GAME_IDS: Final = tuple(GAMES)

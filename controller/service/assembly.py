@@ -87,12 +87,17 @@ class DeviceEffects:
     it with the table's settlement (which :meth:`carry_out` hands it).
     """
 
-    def __init__(self, submit: Callable[[object], None], clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        submit: Callable[[object], None],
+        clock: Callable[[], float],
+        game: str | None = None,
+    ) -> None:
         self.submit = submit
         self.clock = clock
         self.shoe_driver: Any = None
         self.camera_reader: Any = None
-        self.result_check = ShoeResultCheck(submit)
+        self.result_check = ShoeResultCheck(submit, game)
 
     def shoe_result(self, reported: Any) -> None:
         """From the shoe driver's thread (``drivers.shoe.sessions.ShoeResult``): queued
@@ -214,7 +219,7 @@ def assemble(
     table, _ = JournaledTable.open(config.table, at=clock(), observe=observe, start=False)
     try:
         runtime = TableRuntime(table, handler=None, clock=clock)  # type: ignore[arg-type]
-        devices = DeviceEffects(runtime.submit, clock)
+        devices = DeviceEffects(runtime.submit, clock, config.table.game)
         runtime.handler = handler(devices)
         assembled = AssembledTable(config, table, runtime, devices)
         if config.shoe is not None:

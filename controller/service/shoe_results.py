@@ -17,7 +17,8 @@ rounds a notice, inside a round a pause.
 Pairing: the latest settlement waits for the next shoe result and the other way round. A shoe
 that sends no results (or a lost ``G``) leaves settlements unpaired, which is not an error;
 two shoe results with no settlement between them are (the table settled nothing the shoe
-finished).
+finished). The shoe's result names baccarat's hands: a table whose game's hands are others
+(Dragon Tiger's, as its presentation declares them) checks nothing.
 """
 
 from __future__ import annotations
@@ -27,11 +28,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from controller.kernel.presentation import presentation
 from controller.table.events import ShoeFault
 
 logger = logging.getLogger(__name__)
 
 RESULT_MISMATCH: Final = "result_mismatch"
+# The hands an Angel Eye hand result names.
+SHOE_HANDS: Final = ("player", "banker")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,8 +78,12 @@ class ShoeResultCheck:
     """Pairs the shoe's results with the table's settlements; submits a fault on a
     disagreement. Call both methods on the table's thread."""
 
-    def __init__(self, submit: Callable[[object], None]) -> None:
+    def __init__(self, submit: Callable[[object], None], game: str | None = None) -> None:
         self.submit = submit
+        # The shoe's words (player, banker) are this game's hands, or there is nothing to
+        # compare; ``None``: a caller that checks whatever baccarat result it is given.
+        shown = presentation(game)
+        self.enabled = game is None or (shown is not None and shown.hands == SHOE_HANDS)
         self.checked = 0
         self.mismatches = 0
         self._settlement: tuple[str | None, HandResult] | None = None
@@ -83,6 +91,8 @@ class ShoeResultCheck:
 
     def settled(self, payload: Mapping[str, Any]) -> None:
         """The table published ``round_settled`` with ``payload``."""
+        if not self.enabled:
+            return
         settlement = settled_result(payload)
         if settlement is None:
             return
@@ -95,6 +105,9 @@ class ShoeResultCheck:
         self, winner: str, player_pair: bool, banker_pair: bool, text: str, at: float
     ) -> None:
         """The shoe reported its own result of a hand (``text``: in its own words)."""
+        if not self.enabled:
+            logger.info("the shoe's result, not this game's to compare: %s", text)
+            return
         shoe = HandResult(winner, player_pair, banker_pair)
         if self._settlement is None:
             if self._shoe is not None:

@@ -1,6 +1,7 @@
 """`livetable bench rules`: rounds per second through the live step-by-step rules engine.
 
-Baccarat rounds are driven exactly as the table drives them — ``next_step()``, ``deal(card)``
+Baccarat rounds (and those of any game dealt without decisions: the registry's
+``play_dealt``) are driven exactly as the table drives them — ``next_step()``, ``deal(card)``
 until complete, then the settlement of all 18 bets — from cards shuffled beforehand, so the
 figure is the engine's and not the random generator's. Blackjack rounds are played by the
 blackjack engineer's ``blackjack_rtp.play_rounds`` (one box, basic strategy, the live
@@ -21,8 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from controller.games.baccarat import BaccaratRound
-from controller.games.registry import BACCARAT, GAME_IDS, game_spec
+from controller.games.registry import GAME_IDS, PlayDealt, game_spec
 from controller.kernel.cards import ALL_FACES, DECKS_PER_SHOE, Card
 from controller.kernel.cli_support import (
     add_json,
@@ -50,7 +50,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--batches", type=positive_int, default=15, help="timed batches per game")
     parser.add_argument(
-        "--baccarat-rounds", type=positive_int, default=20_000, help="baccarat rounds per batch"
+        "--baccarat-rounds",
+        type=positive_int,
+        default=20_000,
+        help="rounds per batch of baccarat and every game dealt without decisions",
     )
     parser.add_argument(
         "--blackjack-rounds",
@@ -81,18 +84,11 @@ def baccarat_card_stream(seed: int, shoes: int = 20) -> list[Card]:
 
 
 def play_baccarat_rounds(cards: Sequence[Card], start: int, rounds: int) -> int:
-    """Play ``rounds`` live rounds dealing from ``cards[start:]`` (wrapping); the next index."""
-    position = start
-    limit = len(cards) - 6  # a round needs at most six cards
-    for _ in range(rounds):
-        if position > limit:
-            position = 0
-        round_ = BaccaratRound()
-        while round_.next_step() is not None:
-            round_.deal(cards[position])
-            position += 1
-        round_.result()
-    return position
+    """Play ``rounds`` live baccarat rounds dealing from ``cards[start:]`` (wrapping); the
+    next index (the registry's ``play_dealt`` of baccarat)."""
+    play = game_spec("baccarat").play_dealt
+    assert play is not None
+    return play(cards, start, rounds)
 
 
 Rates = tuple[list[float], list[float]]
@@ -121,15 +117,20 @@ def _time_batches(
     return wall_rates, cpu_rates
 
 
-def bench_baccarat(
-    batches: int, rounds: int, seed: int, advance: Callable[[int], None] = lambda _s: None
+def bench_dealt(
+    play: PlayDealt,
+    batches: int,
+    rounds: int,
+    seed: int,
+    advance: Callable[[int], None] = lambda _s: None,
 ) -> Rates:
+    """Rates per batch of a game that takes only cards, through its ``play_dealt``."""
     cards = baccarat_card_stream(seed)
     position = 0
 
     def batch(_index: int) -> None:
         nonlocal position
-        position = play_baccarat_rounds(cards, position, rounds)
+        position = play(cards, position, rounds)
 
     batch(-1)  # warm-up: caches and the settlement memo, as on a running table
     return _time_batches(batch, batches, rounds, advance)
@@ -220,8 +221,10 @@ def _measure(
     advance: Callable[[int], None],
 ) -> None:
     for game in games:
-        if game_spec(game).family == BACCARAT:
-            rates = bench_baccarat(args.batches, args.baccarat_rounds, args.seed, advance)
+        play = game_spec(game).play_dealt
+        # A game that takes only cards is dealt from a stream; a blackjack game needs a player.
+        if play is not None:
+            rates = bench_dealt(play, args.batches, args.baccarat_rounds, args.seed, advance)
             report[game] = {**_summary(rates, BACCARAT_TARGET), "rounds": args.baccarat_rounds}
         else:
             measured = bench_blackjack(

@@ -17,6 +17,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from controller.kernel.presentation import SIDES, presentation
 from controller.tools.event_text import cards_text as _cards
 from controller.tools.event_text import describe_event, settled_summary
 
@@ -103,7 +104,7 @@ class TableWatch:
             self.pause.resolved = f"resolved by {data.get('by')}: {how}{took}"
         elif kind == "card_dealt" and data.get("source") == "camera":
             self.camera_reads += 1
-        line = describe_event(event)
+        line = describe_event(event, (self.state or {}).get("game"))
         self.events.append(f"#{seq} {kind}: {line}")
         return line
 
@@ -215,17 +216,22 @@ def _awaiting(state: dict[str, Any], now: float) -> str:
 
 
 def _hands(view: dict[str, Any]) -> list[tuple[str, str]]:
-    """(label, cards and total) for every hand of a round's public view."""
+    """(label, cards and total) for every hand of a round's public view, as its game's
+    presentation says (``controller/kernel/presentation.py``)."""
     rows: list[tuple[str, str]] = []
-    if "player_total" in view:  # baccarat
-        rows.append(("player", f"{_cards(view.get('player'))}  ({view.get('player_total')})"))
-        rows.append(("banker", f"{_cards(view.get('banker'))}  ({view.get('banker_total')})"))
+    shown = presentation(view.get("game"))
+    if shown is None:
+        return rows
+    if shown.shape == SIDES:
+        for hand in shown.hands:
+            total = view.get(shown.total_key(hand))
+            rows.append((hand, f"{_cards(view.get(hand))}  ({'?' if total is None else total})"))
         return rows
     dealer = view.get("dealer") or {}
     total = dealer.get("total")
     rows.append(("dealer", f"{_cards(dealer.get('cards'))}  ({'?' if total is None else total})"))
     player = view.get("player")
-    if isinstance(player, dict):  # Boundless: one common sequence
+    if "player" in shown.hands and isinstance(player, dict):  # Boundless: the common sequence
         rows.append(
             (
                 "players",
@@ -356,7 +362,7 @@ def _rows(
     rows.append(("awaiting", _awaiting(state, now) if state else "-"))
     if table.result is not None:
         if "result" in table.result:
-            summary = settled_summary(table.result)
+            summary = settled_summary(table.result, state.get("game"))
             rows.append(
                 ("result", Text(summary, no_wrap=True, overflow="ellipsis") if brief else summary)
             )

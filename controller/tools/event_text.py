@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from controller.kernel.presentation import SIDES, presentation
+
 # -- the tables as they are watched ---------------------------------------------------------
 
 # How a card that did not come from the shoe's reading came into the round.
@@ -31,16 +33,23 @@ def cards_text(cards: list[Any] | None) -> str:
     return " ".join("??" if card is None else str(card) for card in cards or []) or "-"
 
 
-def settled_summary(data: dict[str, Any]) -> str:
-    """One line a person can read: the hands, the totals and the main result."""
+def settled_summary(data: dict[str, Any], game: str | None = None) -> str:
+    """One line a person can read: the hands, the totals and the main result.
+
+    ``game``: the table's (its state's ``game``); without it, the result's own ``game``.
+    Each game's hands are said as its presentation says (``controller/kernel/presentation``).
+    """
     result = data.get("result", {})
     round_id = data.get("round_id")
-    if "winner" in result:
-        return (
-            f"round {round_id}: player {cards_text(result['player'])} ({result['player_total']}) "
-            f"vs banker {cards_text(result['banker'])} ({result['banker_total']}): "
-            f"{result['winner']}"
+    shown = presentation(game or result.get("game"))
+    if shown is not None and shown.shape == SIDES:
+        hands = " vs ".join(
+            f"{hand} {cards_text(result.get(hand))} ({result.get(shown.total_key(hand))})"
+            for hand in shown.hands
         )
+        return f"round {round_id}: {hands}: {result.get('winner')}"
+    if shown is None:
+        return f"round {round_id}: settled"
     dealer = result.get("dealer", {})
     parts = [f"round {round_id}: dealer {cards_text(dealer.get('cards'))}"]
     if "total" in dealer:
@@ -56,8 +65,9 @@ def settled_summary(data: dict[str, Any]) -> str:
     return " | ".join(parts)
 
 
-def describe_event(event: dict[str, Any]) -> str:
-    """One line for an event (``type`` and ``data`` as published)."""
+def describe_event(event: dict[str, Any], game: str | None = None) -> str:
+    """One line for an event (``type`` and ``data`` as published) of a table of ``game``
+    (its state's; ``None`` when not known yet)."""
     kind, data = event.get("type", "?"), event.get("data") or {}
     if kind == "card_dealt":
         face = "a card face down" if data.get("face_down") else data.get("card", "?")
@@ -93,7 +103,7 @@ def describe_event(event: dict[str, Any]) -> str:
         auto = " (at the deadline)" if data.get("auto") else ""
         return f"box {data.get('box')} hand {data.get('hand')}: {data.get('decision')}{auto}"
     if kind == "round_settled":
-        return settled_summary(data)
+        return settled_summary(data, game)
     if kind == "table_paused":
         return f"{data.get('reason')}: {data.get('message')}"
     if kind == "table_resumed":

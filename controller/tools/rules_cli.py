@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 from controller.games.registry import (
+    BLACKJACK,
+    DRAGON_TIGER,
     GAME_IDS,
     GAMES,
     VARIANTS,
@@ -36,6 +38,7 @@ from controller.games.registry import (
     Progress,
     find_game,
     game_spec,
+    games_in,
 )
 from controller.games.replay_request import check_choice, unknown_key_words
 from controller.kernel.cli_support import (
@@ -60,7 +63,10 @@ input, baccarat:
   {{"game": "baccarat", "mode": "traditional" (default) | "no-commission", "cards": [...]}}
   cards in dealing order: player, banker, player, banker, then the third cards
 
-input, blackjack ({", ".join(spec for spec in GAME_IDS if spec != "baccarat")}):
+input, {", ".join(games_in(DRAGON_TIGER))}:
+  {{"game": ..., "cards": [dragon, tiger]}}
+
+input, blackjack ({", ".join(games_in(BLACKJACK))}):
   {{"game": ..., "cards": [...], "boxes": N (default 1), "insurance": [bool per box],
    "decisions": [[tokens of box 1], ...]}}  (insurance and decisions may be left out)
   cards in the game's live dealing order; tokens H S D P R (play), Y N (insurance, even
@@ -69,6 +75,10 @@ input, blackjack ({", ".join(spec for spec in GAME_IDS if spec != "baccarat")}):
 output, baccarat:
   {{"player", "banker": [cards], "player_total", "banker_total", "winner", "cards_used",
    "bets": {{bet: net per unit staked}}}}
+
+output, {", ".join(games_in(DRAGON_TIGER))}:
+  {{"game", "dragon", "tiger": [card], "dragon_total", "tiger_total": rank 1-13 (ace low),
+   "winner": dragon | tiger | tie, "suited_tie", "cards_used", "bets": {{bet: net}}}}
 
 output, blackjack:
   {{"boxes": [{{"net", "hands": [[cards]], "totals": [total per hand], "outcomes": [win |
@@ -344,14 +354,16 @@ def _print_exact(args: argparse.Namespace, rtps: Mapping[str, float], elapsed: f
     if args.json:
         document = {
             "game": args.game,
-            "mode": args.mode,
+            "mode": args.mode if GAMES[args.game].variants else None,
             "method": "exact",
             "seconds": round(elapsed, 3),
             "bets": {bet: {"rtp": value} for bet, value in rtps.items()},
         }
         print(json.dumps(document))
         return
-    print(f"{args.game} ({args.mode}), exact: first round off a full 8-deck shoe")
+    mode = args.mode if GAMES[args.game].variants else None
+    title = f"{args.game} ({mode})" if mode else args.game
+    print(f"{title}, exact: first round off a full 8-deck shoe")
     print(f"{'bet':<20} {'RTP':>9}")
     for bet, value in rtps.items():
         print(f"{bet:<20} {value * 100:>8.4f}%")

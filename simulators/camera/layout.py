@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
-from controller.games.registry import BACCARAT, GAME_IDS, find_game
+from controller.games.registry import GAME_IDS, find_game
 from controller.kernel.errors import ConfigurationError
+from controller.kernel.presentation import SIDES, Felt
 
 GAMES: Final = GAME_IDS
 """The games the simulator lays out: every game of the registry."""
@@ -71,8 +72,10 @@ def layout_for(game: str, width: int = 1280, height: int = 720) -> TableLayout:
     Every position is a card slot named ``<hand>.card<n>``, the hand as the rules name it
     (:func:`drivers.camera.card_slot` maps the rules' position and card number to it):
 
-    * ``baccarat``: ``player.card1``..``player.card3``, ``banker.card1``..``banker.card3``
-      (third cards sideways).
+    * a game of hands face to face (its presentation's ``SIDES`` shape, e.g. ``baccarat``):
+      ``<hand>.card1``.. for each of its hands, as many cards as its felt holds (baccarat:
+      ``player.card1``..``player.card3``, ``banker.card1``..``banker.card3``, third cards
+      sideways).
     * ``blackjack-classic``: 5 boxes, ``box{b}.hand{h}.card{c}`` (2 hands, 6 cards each).
     * ``blackjack-21``: 7 boxes, ``box{b}.hand{h}.card{c}`` (3 hands, 6 cards each).
     * ``blackjack-boundless``: one shared hand, ``player.card1``..``player.card12``.
@@ -88,27 +91,9 @@ def layout_for(game: str, width: int = 1280, height: int = 720) -> TableLayout:
         raise ConfigurationError(f"no camera layout for game {game!r}; known: {', '.join(GAMES)}")
     spots: list[Spot] = []
     labels: list[tuple[str, float, float]] = []
-    if spec.family == BACCARAT:
-        card_height = round(height * 0.2)
-        card_width = card_height * CARD_ASPECT
-        # Neighbouring cards are laid a little closer than a card's width: they touch or
-        # overlap, as they do when a dealer works quickly.
-        pitch = card_width * 0.92
-        row = height * 0.48
-        for side, centre in (("player", width * 0.3), ("banker", width * 0.7)):
-            spots.append(Spot(f"{side}.card1", centre - pitch / 2, row))
-            spots.append(Spot(f"{side}.card2", centre + pitch / 2, row))
-            spots.append(Spot(f"{side}.card3", centre, row + card_height * 0.95, 90.0))
-            labels.append((side.upper(), centre, row - card_height * 0.8))
-        order = (
-            "player.card1",
-            "banker.card1",
-            "player.card2",
-            "banker.card2",
-            "player.card3",
-            "banker.card3",
-        )
-        return TableLayout(game, width, height, card_height, _spot_map(spots), order, tuple(labels))
+    shown = spec.presentation
+    if shown.shape == SIDES and shown.felt is not None:
+        return _sides(game, width, height, shown.hands, shown.felt)
     from controller.games.blackjack_hand import rules_for
 
     rules = rules_for(game)
@@ -151,6 +136,31 @@ def layout_for(game: str, width: int = 1280, height: int = 720) -> TableLayout:
         first = [f"box{b}.hand1.card1" for b in range(1, boxes + 1)]
         second = [f"box{b}.hand1.card2" for b in range(1, boxes + 1)]
         order = (*first, "dealer.card1", *second, "dealer.card2")
+    return TableLayout(game, width, height, card_height, _spot_map(spots), order, tuple(labels))
+
+
+def _sides(game: str, width: int, height: int, hands: Sequence[str], felt: Felt) -> TableLayout:
+    """A game of hands face to face: each hand's cards in a row, the sideways ones below it;
+    the hands spread evenly across the felt, dealt one card to each in turn."""
+    card_height = round(height * 0.2)
+    card_width = card_height * CARD_ASPECT
+    # Neighbouring cards are laid a little closer than a card's width: they touch or
+    # overlap, as they do when a dealer works quickly.
+    pitch = card_width * 0.92
+    row = height * 0.48
+    upright = felt.cards if felt.sideways_from is None else felt.sideways_from - 1
+    spots: list[Spot] = []
+    labels: list[tuple[str, float, float]] = []
+    for index, hand in enumerate(hands):
+        # Two hands sit at 30 % and 70 % of the width, as a baccarat felt has them.
+        centre = width * (0.5 + (index - (len(hands) - 1) / 2) * 0.4)
+        for c in range(1, upright + 1):
+            spots.append(Spot(f"{hand}.card{c}", centre + (c - (upright + 1) / 2) * pitch, row))
+        for c in range(upright + 1, felt.cards + 1):
+            below = row + card_height * (0.95 + 0.7 * (c - upright - 1))
+            spots.append(Spot(f"{hand}.card{c}", centre, below, 90.0))
+        labels.append((hand.upper(), centre, row - card_height * 0.8))
+    order = tuple(f"{hand}.card{c}" for c in range(1, felt.cards + 1) for hand in hands)
     return TableLayout(game, width, height, card_height, _spot_map(spots), order, tuple(labels))
 
 

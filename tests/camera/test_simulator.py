@@ -11,7 +11,8 @@ import cv2
 import numpy as np
 import pytest
 
-from controller.games.registry import GAME_IDS
+from controller.games.base import CardNeeded
+from controller.games.registry import GAME_IDS, game_spec
 from controller.kernel.cards import Card, parse_card
 from controller.kernel.errors import ConfigurationError, DeviceError
 from controller.tools.cli import main
@@ -57,8 +58,10 @@ def test_every_position_has_a_region_inside_the_frame(game: str) -> None:
     for name in layout.spots:
         hand, _, card = name.rpartition(".card")
         assert card_slot(hand, int(card)) == name
-    first_cards = {"baccarat": "player", "blackjack-boundless": "player"}.get(game, "box1")
-    assert layout.deal_order[0] == card_slot(first_cards, 1)
+    # The first card lies where the rules deal a round's first card.
+    first_step = game_spec(game).new_round(1).next_step()
+    assert isinstance(first_step, CardNeeded)
+    assert layout.deal_order[0] == card_slot(first_step.position, 1)
     # The published map is a valid camera config: the same validation a table's TOML gets.
     config = camera.camera_config("/tmp/table.avi")
     assert config.regions == camera.regions

@@ -1740,3 +1740,49 @@ def test_every_page_and_dialog_passes_axe_core_without_a_serious_violation(
     hand.go()
     assert found == [], "\n".join(found)
     alice.check_clean()
+
+
+def test_a_dragon_tiger_table_shows_its_hands_as_its_game_declares_them(
+    console_studio_with: Any, browser: Any, screens: Screens
+) -> None:
+    """The page knows no game by name: a game it was never written for (Dragon Tiger) is
+    shown from the presentation the console serves, on the wall and in a round's history."""
+    from playwright.sync_api import expect
+
+    studio: ConsoleStudio = console_studio_with(tables={"t1": "dragon-tiger"})
+    hand = DealerHand(studio.tables["t1"])
+    alice = sign_in(browser, studio, "alice")
+    tile = alice.tile("t1")
+    expect(tile.locator(by_id("tile-game"))).to_have_text("dragon-tiger")
+    before = last_seq(studio, "t1")
+    hold_a_deal(studio, hand, "t1")
+    dragon = hand.draw_wanted()
+    assert dragon.card is not None
+    dealt = tile.locator(f"{by_id('hand')}[data-position='dragon']")
+    expect(dealt.locator(f"[data-card='{dragon.card}']")).to_have_count(1)
+    # Its total is its rank: ace 1 .. king 13.
+    total = str("A23456789TJQK".index(dragon.card[0]) + 1)
+    expect(dealt.locator(by_id("hand-total"))).to_have_text(total)
+    tiger = tile.locator(f"{by_id('hand')}[data-position='tiger']")
+    expect(tiger.locator(by_id("card"))).to_have_count(0)
+    screens.shoot(alice.page, "wall-dragon-tiger")
+    # The Tiger's card, the round's last.
+    wait_until(lambda: hand.wanted > 0, TIMEOUT_S, "the dealer about to deal the Tiger's card")
+    hand.draw_wanted()
+    hand.go()
+    settled = next_event(studio, "t1", "round_settled", after=before)
+    result = settled["data"]["result"]
+    assert result["dragon"] == [dragon.card], result
+
+    # The round's history says the result in the game's own words.
+    round_id = settled["data"]["round_id"]
+    console_has_round(alice, studio, "t1", round_id)
+    tile.locator(by_id("action-history")).click()
+    history = alice.page.locator(by_id("history-dialog"))
+    last = history.locator(by_id("history-row")).last
+    expect(last).to_have_attribute("data-type", "round_settled")
+    expect(last).to_contain_text(
+        f"settled: {result['winner']} wins, dragon {result['dragon_total']} "
+    )
+    expect(last).to_contain_text(f" tiger {result['tiger_total']} ")
+    alice.check_clean()

@@ -17,6 +17,7 @@ import signal
 from collections.abc import Callable
 from typing import Any
 
+from controller.kernel.presentation import PRESENTATIONS
 from tests.support.console import ConsoleHttp, ConsoleStudio
 from tests.support.wait import wait_for_item, wait_until
 
@@ -47,6 +48,11 @@ def test_a_supervisor_pauses_and_resumes_one_table_under_her_own_name(
     session = alice.get("/api/session").json()
     assert session["account"] == "alice" and session["role"] == "supervisor", session
     assert session["link"] == {"up": True, "why": ""}
+    # How each game is shown reaches the page from the console, as the games declare it.
+    games = alice.get("/api/games").json()
+    assert games == {game: shown.as_json() for game, shown in PRESENTATIONS.items()}
+    assert games["baccarat"]["hands"] == ["player", "banker"]
+    assert ConsoleHttp(studio.url).get("/api/games").status == 401
     tiles = wait_until(
         lambda: (t := alice.tables()).keys() == {"t1", "t2"} and t, TIMEOUT_S, "both tiles"
     )

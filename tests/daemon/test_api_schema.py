@@ -413,9 +413,32 @@ def play_blackjack_boundless(game: str, wire: Wire) -> None:
     wire.status_and_catch_up()
 
 
+def play_dragon_tiger(game: str, wire: Wire) -> None:
+    driver = wired_driver(game, wire, rounds_after_cut_card=0)
+    wire.publish(f"{BASE}/availability", "online")
+    driver.send(ControllerStarted(at(driver)))
+    driver.send(ShoeOnline("/dev/ttyUSB0", at(driver)))
+    driver.new_shoe(reveal="3C", burn=("5D", "6D", "7D"))
+    # A suited tie, a Tiger win (ace low), then a Dragon card the camera reads after a
+    # misread and a cut card that ends the shoe.
+    for dragon, tiger in (("7H", "7H"), ("AS", "2C")):
+        driver.open_and_close_betting()
+        driver.draw(dragon, tiger)
+        assert driver.phase is Phase.SHOE_READY, driver.phase
+    driver.open_and_close_betting()
+    driver.cut_card()
+    driver.misread()
+    assert driver.phase is Phase.READING
+    driver.camera(driver.machine.state.reading, "KH")
+    driver.draw("QS")
+    assert driver.phase is Phase.AWAITING_SHUFFLE, driver.phase
+    wire.status_and_catch_up()
+
+
 # A scenario for each game of the registry, written for that game's rules and given its id.
 SCENARIOS: dict[str, Callable[[str, Wire], None]] = {
     "baccarat": play_baccarat,
+    "dragon-tiger": play_dragon_tiger,
     "blackjack-classic": play_blackjack_classic,
     "blackjack-21": play_blackjack_21,
     "blackjack-boundless": play_blackjack_boundless,

@@ -13,6 +13,7 @@ from controller.games.base import LiveRound
 from controller.games.registry import (
     BACCARAT,
     BLACKJACK,
+    DRAGON_TIGER,
     GAME_IDS,
     GAMES,
     VARIANTS,
@@ -36,7 +37,7 @@ def test_a_new_round_is_a_live_round_of_that_game(spec: GameSpec) -> None:
     assert round_.next_step() is not None
     assert not round_.complete
     assert 1 <= spec.default_boxes <= spec.max_boxes
-    assert spec.label and spec.family in (BACCARAT, BLACKJACK)
+    assert spec.label and spec.family in (BACCARAT, BLACKJACK, DRAGON_TIGER)
 
 
 def test_the_blackjack_games_are_the_rules_presets() -> None:
@@ -60,7 +61,7 @@ def test_blackjack_box_limits_are_the_rules_own(spec: str) -> None:
 @pytest.mark.parametrize("spec", SPECS, ids=GAME_IDS)
 def test_bets_open_in_every_round_are_bets_of_the_game(spec: GameSpec) -> None:
     every_bet = set(spec.bet_ids())
-    assert "main" in every_bet or spec.family == BACCARAT
+    assert "main" in every_bet or spec.family in (BACCARAT, DRAGON_TIGER)
     opened = [spec.available_bets(round_number) for round_number in range(1, 90)]
     for bets in opened:
         assert set(bets) <= every_bet
@@ -102,18 +103,20 @@ def test_baccarat_variants_are_its_modes() -> None:
 @pytest.mark.parametrize("spec", SPECS, ids=GAME_IDS)
 def test_replay_plays_a_line_of_every_game(spec: GameSpec) -> None:
     answer = spec.replay({"game": spec.id, "cards": ONE_DECK})
-    assert 4 <= answer["cards_used"] <= len(ONE_DECK)
+    # A Dragon Tiger round is two cards; any other game's at least four.
+    fewest = 2 if spec.family == DRAGON_TIGER else 4
+    assert fewest <= answer["cards_used"] <= len(ONE_DECK)
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=GAME_IDS)
 def test_simulated_rtp_covers_only_bets_of_the_game(spec: GameSpec) -> None:
     results = spec.simulate_rtp(spec.default_variant or "", 300, 5, None)
-    assert "main" in results or spec.family == BACCARAT
+    assert "main" in results or spec.family in (BACCARAT, DRAGON_TIGER)
     assert set(results) <= set(spec.bet_ids())
 
 
-def test_only_baccarat_has_an_exact_rtp_alone_and_every_game_a_par_sheet() -> None:
-    assert [spec.id for spec in SPECS if spec.exact_rtp is not None] == ["baccarat"]
+def test_baccarat_and_dragon_tiger_have_an_exact_rtp_alone_and_every_game_a_par_sheet() -> None:
+    assert [spec.id for spec in SPECS if spec.exact_rtp is not None] == ["baccarat", "dragon-tiger"]
     assert [spec.id for spec in SPECS if spec.par_sheet is None] == []
 
 
@@ -142,6 +145,10 @@ def test_a_table_of_one_game_imports_no_other_games_rules(game: str) -> None:
     blackjack = {name for name in loaded if "blackjack" in name or "boundless" in name}
     if game_spec(game).family == BACCARAT:
         assert "controller.games.baccarat" in loaded
+        assert not blackjack
+    elif game_spec(game).family == DRAGON_TIGER:
+        assert "controller.games.dragon_tiger" in loaded
+        assert "controller.games.baccarat" not in loaded
         assert not blackjack
     else:
         assert "controller.games.blackjack" in loaded

@@ -77,16 +77,17 @@ def test_a_misspelt_decisions_key_is_refused_not_auto_played() -> None:
         (
             {"gmae": "baccarat", "cards": BACCARAT_CARDS},
             "unknown key 'gmae': did you mean 'game'? (a line needs game: baccarat, "
-            "blackjack-boundless, blackjack-classic or blackjack-21)",
+            "blackjack-boundless, blackjack-classic, blackjack-21 or dragon-tiger)",
         ),
         (
             {"cards": BACCARAT_CARDS},
-            "a line needs game: baccarat, blackjack-boundless, blackjack-classic or blackjack-21",
+            "a line needs game: baccarat, blackjack-boundless, blackjack-classic, blackjack-21 "
+            "or dragon-tiger",
         ),
         (
             {"game": "bacarat", "cards": BACCARAT_CARDS},
             "unknown game 'bacarat': did you mean 'baccarat'? (expected baccarat, "
-            "blackjack-boundless, blackjack-classic or blackjack-21)",
+            "blackjack-boundless, blackjack-classic, blackjack-21 or dragon-tiger)",
         ),
         (
             {"game": "baccarat", "mode": "cheap", "cards": BACCARAT_CARDS},

@@ -99,3 +99,22 @@ def test_a_shoe_result_the_table_settled_differently_is_published(tmp_path: Path
     assert fault["message"].startswith("the shoe says player wins; the table settled ")
     assert fault["message"].endswith(" as banker wins")
     assert table.devices.result_check.mismatches == 1
+
+
+def test_a_game_whose_hands_the_shoe_does_not_name_is_not_checked() -> None:
+    """An Angel Eye result names baccarat's hands (player, banker): a Dragon Tiger table
+    pairs none of its settlements with it, so the shoe's reports of each hand never raise a
+    fault there (two reports with no baccarat settlement between them would otherwise)."""
+    from controller.games.dragon_tiger import play_dragon_tiger
+
+    faults: list[object] = []
+    check = ShoeResultCheck(faults.append, game="dragon-tiger")
+    for number, (dragon, tiger) in enumerate((("7H", "7D"), ("KH", "2C"), ("5S", "5S"))):
+        check.settled({"round_id": number, "result": play_dragon_tiger([dragon, tiger])})
+        check.shoe_reported("banker", False, False, "banker wins", float(number))
+    assert faults == [] and check.checked == 0
+    # A baccarat table's check is on, as before.
+    baccarat = ShoeResultCheck(faults.append, game="baccarat")
+    baccarat.settled(settled("tie", ["9S", "KD"], ["QH", "9C"], "r3"))
+    baccarat.shoe_reported("banker", False, False, "banker wins", 9.0)
+    assert baccarat.checked == 1 and len(faults) == 1

@@ -56,6 +56,7 @@ export const app = {
   selectedByHand: false,
   openRecent: new Set(), // tables whose "recent events" list is open
   lastRound: new Map(), // table -> the last round id seen in its state
+  games: {}, // /api/games: game id -> how it is shown (its hands, its bets' names)
   sound: false,
   audio: null,
   beeps: 0,

@@ -84,6 +84,7 @@ function setUpHeader() {
 async function startWall() {
   try {
     app.session = await getJson("/api/session");
+    app.games = await getJson("/api/games");
   } catch (error) {
     document.body.dataset.error = String(error.message);
     return;

@@ -5,7 +5,7 @@ import { app, byTestId, cardFace, cards, clock, day, h } from "./common.js";
 
 // --- round history and audit -------------------------------------------------------------------
 
-export function eventSummary(event) {
+export function eventSummary(event, game) {
   const d = event.data || {};
   switch (event.type) {
     case "round_opened":
@@ -25,7 +25,7 @@ export function eventSummary(event) {
     case "table_resumed":
       return `resumed by ${d.by}${d.resolution ? ` (${words(d.resolution)})` : ""}`;
     case "cards_burned": return `${d.count} card(s) drawn out of turn burned`;
-    case "round_settled": return settledSummary(d.result || {});
+    case "round_settled": return settledSummary(d.result || {}, game);
     case "round_voided":
       return `round ${d.round_id} VOID by ${d.by}${d.reason ? ` (${d.reason})` : ""}: every bet refunded, ${d.cards_discarded} card(s) discarded`;
     case "shoe_started": return `shoe ${d.shoe_id} declared by ${d.by}`;
@@ -43,10 +43,11 @@ export function words(code) {
   return String(code).replace(/_/g, " ");
 }
 
-export function settledSummary(result) {
-  if (result.winner) {
-    return h("span", null, `settled: ${result.winner} wins, player ${result.player_total} `, cards(result.player),
-      ` banker ${result.banker_total} `, cards(result.banker));
+export function settledSummary(result, game) {
+  const shown = app.games[game || result.game];
+  if (shown && shown.shape === "sides") {
+    return h("span", null, `settled: ${result.winner} wins`,
+      shown.hands.map((hand, index) => [`${index ? " " : ", "}${hand} ${result[`${hand}_total`]} `, cards(result[hand])]));
   }
   const parts = [];
   if (result.dealer) {
@@ -72,7 +73,7 @@ export function historyView(round) {
     h("table", { class: "events", testid: "history-events" },
       h("thead", null, h("tr", null, h("th", null, "seq"), h("th", null, "time"), h("th", null, "event"), h("th", null, "details"))),
       h("tbody", null, events.map((event) => h("tr", { testid: "history-row", "data-type": event.type, "data-seq": String(event.seq) },
-        h("td", null, String(event.seq)), h("td", null, clock(event.at)), h("td", null, event.type), h("td", null, eventSummary(event)))))));
+        h("td", null, String(event.seq)), h("td", null, clock(event.at)), h("td", null, event.type), h("td", null, eventSummary(event, round.game)))))));
 }
 
 export async function loadRound(table, roundId, into) {
@@ -180,6 +181,7 @@ export async function startHistoryPage() {
     content.replaceChildren(h("p", { class: "error" }, "Name a table and a round: /history?table=t1&round=7"));
     return;
   }
+  app.games = await getJson("/api/games").catch(() => ({}));
   await loadRound(table, roundId, content);
   document.body.dataset.loaded = "true";
 }

@@ -42,11 +42,12 @@ export function handsView(state) {
         ? `round ${round.id}: betting open` : `round ${round.id}: no card dealt yet`));
   }
   const rows = [];
-  if (view.game === "baccarat") {
-    rows.push(handRow("player", view.player, String(view.player_total ?? "")));
-    rows.push(handRow("banker", view.banker, String(view.banker_total ?? "")));
+  // Each game's hands as the game declares them (served by /api/games), never guessed.
+  const shown = app.games[view.game];
+  if (shown && shown.shape === "sides") {
+    for (const hand of shown.hands) rows.push(handRow(hand, view[hand], String(view[`${hand}_total`] ?? "")));
     if (view.complete && view.winner) rows.push(h("p", { class: "winner" }, `winner: ${view.winner}`));
-  } else if (view.dealer) {
+  } else if (shown && view.dealer) {
     rows.push(handRow("dealer", view.dealer.cards, total(view.dealer.total, view.dealer.soft)));
     if (view.player) {
       rows.push(handRow("players", view.player.cards,
@@ -164,7 +165,7 @@ export function recentView(tile) {
     h("summary", null, `last ${recent.length} events`),
     // A region that scrolls is reachable by keyboard (tabindex) and named for it.
     h("ol", { tabindex: "0", "aria-label": `${tile.table}: last events` }, recent.slice().reverse().map((event) =>
-      h("li", null, h("span", { class: "seq" }, `#${event.seq} ${clock(event.at)} `), eventSummary(event)))));
+      h("li", null, h("span", { class: "seq" }, `#${event.seq} ${clock(event.at)} `), eventSummary(event, tile.state && tile.state.game)))));
   details.open = app.openRecent.has(tile.table);
   details.addEventListener("toggle", () => {
     if (details.open) app.openRecent.add(tile.table);
