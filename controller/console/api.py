@@ -12,7 +12,7 @@ import re
 import time
 import urllib.parse
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from aiohttp import web
 
@@ -35,8 +35,17 @@ from controller.console.sessions import (
 from controller.kernel.cli_support import defuse_formula
 from controller.kernel.presentation import PRESENTATIONS
 
-if TYPE_CHECKING:
-    from controller.console.server import AccountFeed
+
+class AccountFeed(Protocol):
+    """What the API's routes use of an account's feed (``server.AccountFeed``), said here so
+    that this part of the server does not import the whole of it back."""
+
+    client: Any
+
+    @property
+    def link(self) -> dict[str, Any]: ...
+
+    def tiles(self) -> list[dict[str, Any]]: ...
 
 logger = logging.getLogger(__name__)
 
