@@ -159,8 +159,11 @@ def test_livetable_rtp_exact_prints_every_bet_to_four_decimals() -> None:
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "dragon-tiger, exact: first round off a full 8-deck shoe"
-    shown = {line.split()[0]: line.split()[1] for line in lines[2:6]}
-    assert shown == {bet: f"{float(rtp) * 100:.4f}%" for bet, rtp in _closed_form().items()}
+    # The PAR sheet's table: one row per bet, its RTP first.
+    expected = {bet: f"{float(rtp) * 100:.4f}%" for bet, rtp in _closed_form().items()}
+    rows = [line.split() for line in lines]
+    shown = {row[0]: row[1] for row in rows if row and row[0] in expected}
+    assert shown == expected
     assert shown["dragon"] == "96.2651%"
 
 
