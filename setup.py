@@ -1,24 +1,30 @@
 """What pyproject.toml cannot say: the repository's systemd/ folder ships inside the package.
 
 The unit files, the broker's configuration and the example settings live at the top of the
-repository (systemd/), where the docs and the tests name them; an installed release has them
-as package data in ``controller/systemd`` (``livetable files`` prints that folder).
-pyproject.toml's ``packages.find`` cannot map a folder to another package's name, so the
-package list is made here, once; every other setting is in pyproject.toml.
+repository (systemd/), where the docs and the tests name them; a release wheel holds them in
+``controller/systemd`` (``livetable files`` prints that folder). MANIFEST.in puts the folder
+in the sdist the wheel is built from. Every other setting is in pyproject.toml.
 """
 
-from setuptools import find_namespace_packages, setup
+from pathlib import Path
 
-SHIPPED = "controller.systemd"
+from setuptools import setup
+from setuptools.command.build_py import build_py
 
-setup(
-    packages=[
-        *find_namespace_packages(include=["controller*", "drivers*", "vision*", "simulators*"]),
-        # The shipped folder and its subfolders (examples, mosquitto, nats), named as
-        # packages so setuptools takes them as meant; their files: package-data.
-        SHIPPED,
-        *(f"{SHIPPED}.{name}" for name in find_namespace_packages(where="systemd")),
-    ],
-    # The packages sit at the root; only the shipped folder is mapped.
-    package_dir={"": ".", SHIPPED: "systemd"},
-)
+SHIPPED_FOLDER = "systemd"
+IN_PACKAGE = Path("controller") / "systemd"
+
+
+class BuildWithShippedFiles(build_py):
+    """The packages, then the shipped folder copied into controller/systemd."""
+
+    def run(self) -> None:
+        super().run()
+        # Not for an editable install: it runs the checkout, whose systemd/ livetable files
+        # finds in place, and stays a plain path in a .pth file (a mapped folder would make
+        # setuptools install an import hook instead, with a warning).
+        if not self.editable_mode:
+            self.copy_tree(SHIPPED_FOLDER, str(Path(self.build_lib) / IN_PACKAGE))
+
+
+setup(cmdclass={"build_py": BuildWithShippedFiles})

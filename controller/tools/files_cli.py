@@ -15,14 +15,15 @@ from pathlib import Path
 from controller.kernel.cli_support import examples
 from controller.kernel.errors import ConfigurationError
 
-# The package name setup.py gives the repository's systemd/ folder.
+# Where setup.py puts the repository's systemd/ folder in a wheel (a folder without modules,
+# which Python finds as a namespace package).
 SHIPPED_PACKAGE = "controller.systemd"
 _CHECKOUT = Path(__file__).resolve().parents[2]
 
 
 def shipped_folder() -> Path:
     """The folder of the shipped files: the installed package's, or a checkout's systemd/
-    (when the tree runs without being installed)."""
+    (an editable install, or the tree run as it is)."""
     spec = importlib.util.find_spec(SHIPPED_PACKAGE)
     for location in (spec.submodule_search_locations or []) if spec else []:
         if Path(location).is_dir():
