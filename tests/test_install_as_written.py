@@ -13,7 +13,10 @@ of dpkg's database).
 What the test does instead of the page:
 
 - ``LIVETABLE_REPOSITORY`` (section 1) is a git repository of the working tree's files, as
-  the studio's repository would be;
+  the studio's repository would be, with the release's tag (``v`` and pyproject's version),
+  and ``LIVETABLE_VERSION`` is that version wherever the page sets it: section 1 builds the
+  release wheel from the tag and installs it (so the software under /opt is the wheel's,
+  not a checkout), and section 7 installs it again;
 - a line whose command is in :data:`NOT_RUN` (the service manager and its journal, which
   no namespace of a test has; the editor) is left out;
 - a block after ``<!-- install-run: skip, REASON -->`` is not run (it needs the real shoe or
@@ -33,6 +36,7 @@ import shutil
 import subprocess
 import textwrap
 import time
+import tomllib
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,8 +56,8 @@ SH_BLOCK = re.compile(
     r"(?P<body>.*?)^[ \t]*```",
     re.DOTALL | re.MULTILINE,
 )
-# pip builds and installs livetable (about 20 s on a loaded 2-core machine); the rest is
-# quick. Generous: the machine is shared.
+# Section 1 builds the wheel and installs it with its dependencies, the longest block; the
+# rest is quick. Generous: the machine is shared.
 BLOCK_TIMEOUT_S = 300.0
 START_TIMEOUT_S = 30.0
 
@@ -97,8 +101,8 @@ def without_skipped_lines(body: str) -> str:
     return "\n".join(kept) + "\n"
 
 
-def snapshot_repository(where: Path) -> Path:
-    """The working tree's files (tracked and new, as git sees them) as one commit."""
+def snapshot_repository(where: Path, tag: str) -> Path:
+    """The working tree's files (tracked and new, as git sees them) as one commit, tagged."""
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=REPO_ROOT,
@@ -111,7 +115,7 @@ def snapshot_repository(where: Path) -> Path:
             (where / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, where / name)
     git = ["git", "-c", "user.name=test", "-c", "user.email=test@localhost", "-C", str(where)]
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "snapshot"]):
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "snapshot"], ["tag", tag]):
         subprocess.run([*git, *args], check=True, capture_output=True)
     return where
 
@@ -232,9 +236,10 @@ def test_the_page_marks_what_it_does_not_run() -> None:
 @needs_namespaces
 def test_every_command_of_the_page_runs_as_written(tmp_path: Path, namespace: Namespace) -> None:
     blocks = sh_blocks()
-    (settings_block,) = [body for _m, body in blocks if body.startswith("LIVETABLE_SRC=")]
+    (settings_block,) = [body for _m, body in blocks if body.startswith("LIVETABLE_FILES=")]
     settings = doc_settings(Block("settings", "sh", settings_block))
-    repository = snapshot_repository(tmp_path / "repository")
+    version = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]
+    repository = snapshot_repository(tmp_path / "repository", f"v{version}")
     passwords = {
         name: f"{name}-{uuid.uuid4().hex[:12]}"
         for name in ("livetable-t1", "platform", "alice", "viewer")
@@ -250,7 +255,8 @@ def test_every_command_of_the_page_runs_as_written(tmp_path: Path, namespace: Na
         script = re.sub(
             r"(?m)^LIVETABLE_REPOSITORY=\S+", f"LIVETABLE_REPOSITORY={repository}", script
         )
-        if body is not settings_block and "LIVETABLE_SRC=" not in script:
+        script = re.sub(r"(?m)^LIVETABLE_VERSION=\S+", f"LIVETABLE_VERSION={version}", script)
+        if body is not settings_block and "LIVETABLE_FILES=" not in script:
             script = settings_block + script
         if re.search(r"(?m)^systemctl restart mosquitto", body):
             namespace.start_broker(settings["BROKER_IP"], tmp_path / "mosquitto.log")
@@ -260,6 +266,19 @@ def test_every_command_of_the_page_runs_as_written(tmp_path: Path, namespace: Na
         outputs[mark or f"block {ran}"] = output
     assert namespace.broker is not None, "the page never starts mosquitto"
     assert ran >= 20, ran
+
+    # The software is the release wheel's: its version, its modules and its shipped files
+    # inside /opt/livetable/.venv (no checkout under /opt), the page's link to those files.
+    assert f"livetable {version}\n" in outputs["block 1"], outputs["block 1"]
+    site_packages, module, link, *releases = namespace.run(
+        "/opt/livetable/.venv/bin/python -c 'import controller, sysconfig;"
+        ' print(sysconfig.get_paths()["purelib"], controller.__file__)\'\n'
+        "readlink /opt/livetable/systemd\nls /opt/livetable/releases\n"
+    ).split()
+    assert site_packages.startswith("/opt/livetable/.venv/"), site_packages
+    assert module == f"{site_packages}/controller/__init__.py", module
+    assert link == f"{site_packages}/controller/systemd", link
+    assert releases == [f"livetable-{version}-py3-none-any.whl"], releases
 
     # What the page says its dry run and its console print.
     dry_run = outputs["dry-run"]

@@ -34,6 +34,7 @@ from pathlib import Path
 import pytest
 
 from controller.client.api_client import Account, ApiClient
+from controller.tools.files_cli import shipped_folder
 from simulators.mqtt_bots import TableBots
 from simulators.shoe.simulator import ShoeSimulator
 from tests.support.broker import BrokerProcess, free_port, start_broker
@@ -170,7 +171,7 @@ def test_the_page_defines_the_settings_this_test_gives() -> None:
     (settings,) = [block for block in doc_blocks() if block.kind == "settings"]
     doc = doc_settings(settings)
     assert set(doc) == {
-        "LIVETABLE_SRC",
+        "LIVETABLE_FILES",
         "MOSQUITTO_ETC",
         "LIVETABLE_ETC",
         "LIVETABLE_GROUP",
@@ -182,6 +183,7 @@ def test_the_page_defines_the_settings_this_test_gives() -> None:
     }
     # The paths the shipped files name, which the test moves.
     assert doc["MOSQUITTO_ETC"] == "/etc/mosquitto" and doc["LIVETABLE_ETC"] == "/etc/livetable"
+    assert doc["LIVETABLE_FILES"] == "/opt/livetable/systemd"  # the link section 1 makes
     assert doc["BROKER_PORT"] == "8883" and doc["TABLE"] == "t1"
     kinds = [block.kind for block in doc_blocks()]
     assert kinds.count("mqtt") == 1 and kinds.count("run") >= 8, kinds
@@ -195,7 +197,8 @@ def test_from_the_page_to_a_round_played_over_tls(
     etc = tmp_path / "etc" / "mosquitto"
     etc.mkdir(parents=True)  # the mosquitto package makes it
     variables = {
-        "LIVETABLE_SRC": str(REPO_ROOT),
+        # The folder `livetable files` names: in this checkout, the repository's systemd/.
+        "LIVETABLE_FILES": str(shipped_folder()),
         "MOSQUITTO_ETC": str(etc),
         "LIVETABLE_ETC": str(tmp_path / "etc" / "livetable"),
         "LIVETABLE_GROUP": "root",

@@ -40,6 +40,7 @@ TOP_LEVEL_MODULES: tuple[str, ...] = (
     "controller.tools.ctl",  # ctl: a supervisor's actions on a table over its MQTT API
     "controller.console.cli",  # console: the supervisors' web console over the MQTT API
     "controller.tools.studio_cli",  # studio accounts: the brokers' authorisation of the accounts
+    "controller.tools.files_cli",  # files: the folder of the shipped unit and broker files
 )
 
 # Commands grouped under a shared word: `livetable sim shoe`, `livetable bench rules`.
