@@ -124,7 +124,10 @@ def pause(
             },
         )
     )
-    effects.append(TellDealer("stop", f"stop: {message}; call the supervisor"))
+    # The dealer hears the reason in plain words, and a person's own words; a device's
+    # error text (a serial port's, a shoe's) is for the supervisor and the logs.
+    said = message if by is not None else PAUSE_MESSAGES[reason]
+    effects.append(TellDealer("stop", f"stop: {said}; call the supervisor"))
     effects.append(published(ctx, state))
     return effects
 

@@ -485,3 +485,17 @@ def test_no_cards_drawn_in_a_pause_with_an_outage_too_confirms_the_outage_first(
     dealing.draw("3H")
     settled = dealing.published_events("round_settled")[-1]["result"]
     assert settled["player"] == ["9S", "KC"] and settled["banker"] == ["TD", "3H"]
+
+
+def test_the_dealer_hears_plain_words_not_the_ports_error(dealing: Driver) -> None:
+    """The dealer's line says what to do in plain words; a device's own error text is for
+    the supervisor's pause and the logs, not for the person at the felt."""
+    raw = "port lost: device reports readiness to read but returned no data"
+    dealing.send(ShoeOffline("/dev/ttyUSB0", raw, dealing.tick()))
+    (stop,) = [line for line in dealing.dealer_lines() if line.action == "stop"]
+    assert stop.message == "stop: the shoe is offline; call the supervisor"
+    (paused,) = dealing.published_events("table_paused")
+    assert raw in paused["message"]  # the supervisor still reads what the port said
+    assert dealing.command("pause", reason="a spilled drink").ok
+    (stop,) = [line for line in dealing.dealer_lines() if line.action == "stop"]
+    assert "a spilled drink" in stop.message  # a person's words are for the dealer too
