@@ -80,6 +80,7 @@ from controller.service.read_lanes import ReadLanes
 from controller.service.request_limits import CommandLimits, ReadLimits
 from controller.service.runtime import RuntimeTask
 from controller.service.wire import dealer_message, encode, response_message
+from controller.table.commands import held_text
 from controller.table.effects import CommandAnswered, Effect, EffectBatch, PublishEvent, TellDealer
 
 if TYPE_CHECKING:
@@ -1018,6 +1019,17 @@ class TableDaemon:
             code="refused",
         )
 
+    def _held(self, request: Request) -> dict[str, Any] | None:
+        """The refusal (code ``held``) of an ``open_round`` while the table holds between
+        rounds, or None. Read on the table's thread like :meth:`_other_round`, and journaled
+        nowhere: the platform asks again once the state's ``holds`` are empty."""
+        state = self.assembled.table.machine.state
+        if request.command != "open_round" or not state.round_holds:
+            return None
+        return response_message(
+            request.transaction, request.command, False, held_text(state), code="held"
+        )
+
     def _unavailable(self, request: Request) -> dict[str, Any]:
         """The answer to a request the stopped table can no longer take (see :meth:`run`)."""
         return response_message(
@@ -1093,7 +1105,7 @@ class TableDaemon:
         if limited is not None:
             self.link.respond(route, limited)
             return
-        other_round = self._other_round(request)
+        other_round = self._other_round(request) or self._held(request)
         if other_round is not None:
             self.link.respond(route, other_round)
             return

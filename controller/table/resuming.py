@@ -631,6 +631,8 @@ RESUMES: Final[dict[int, dict[tuple[str, str], Resume]]] = {
     # Revision 5 also dismisses an unread card that was none; a supervisor's pause that
     # outlasts the resolution keeps the table paused (:func:`on_resume`).
     5: _RESUMES_5,
+    # Revision 6 brought the dealers on duty and the holds between rounds: no new pause.
+    6: _RESUMES_5,
 }
 DISMISSIBLE: Final[dict[int, frozenset[tuple[str, str]]]] = {
     revision: frozenset(key for key, resume in table.items() if resume is _DISMISS)
