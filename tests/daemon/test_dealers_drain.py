@@ -9,6 +9,7 @@ round without a pause."""
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ ROUND_TIMEOUT_S = 60.0
 
 @pytest.fixture
 def table(tmp_path: Path, mqtt_broker: tuple[str, int]) -> Iterator[SimulatedTable]:
-    simulated = SimulatedTable(tmp_path, *mqtt_broker, "baccarat", 4)
+    simulated = SimulatedTable(tmp_path, *mqtt_broker, "baccarat", 4, stop_timeout_s=60.0)
     yield simulated
     simulated.close()
 
@@ -107,3 +108,51 @@ def test_the_dealer_names_each_round_and_a_change_waits_for_the_next_dealer(
     assert after and set(after) == {"D-2001"}, after
     assert table.viewer.state["dealer"]["staff_id"] == "D-2001"
 
+
+def test_sigterm_lets_the_round_in_play_settle_and_the_restart_deals_on(
+    table: SimulatedTable,
+) -> None:
+    table.daemon.start()
+    wait_until(lambda: table.viewer.state is not None, 30, "the table's first state")
+    table.bots.start()
+    wait_until(lambda: table.bots.rounds_settled >= 1, ROUND_TIMEOUT_S, "a first round")
+    # SIGTERM once a card of a round is awaited: the dealer keeps dealing.
+    wait_until(
+        lambda: (table.viewer.state or {}).get("phase") == "DEALING", ROUND_TIMEOUT_S, "dealing"
+    )
+    in_play = table.viewer.state["round"]["id"]
+    assert table.daemon.kill(signal.SIGTERM) == 0
+    table.bots.stop()
+    wait_until(lambda: table.viewer.availability == "offline", 10, "availability offline")
+    events = unique_by_seq(table.viewer.events)
+    settled = [e["data"]["round_id"] for e in events if e["type"] == "round_settled"]
+    assert in_play in settled, (in_play, settled)
+    held_at = next(e["seq"] for e in events if e["type"] == "rounds_held")
+    assert not [e for e in events if e["type"] == "round_opened" and e["seq"] > held_at]
+    assert not [e for e in events if e["type"] == "table_paused"]
+    assert [hold["reason"] for hold in table.viewer.state["holds"]] == ["closing"]
+
+    # The restart lifts the process's hold and opens the next round without a pause.
+    seen = len(events)
+    table.daemon.start()
+    table.bots.start()
+    wait_until(
+        lambda: any(e["type"] == "round_opened" for e in unique_by_seq(table.viewer.events)[seen:]),
+        ROUND_TIMEOUT_S,
+        "a round after the restart",
+    )
+    table.bots.stop()
+    after = unique_by_seq(table.viewer.events)[seen:]
+    assert not [e for e in after if e["type"] == "table_paused"], after
+
+    # A second SIGTERM stops at once: the round the bots left is not waited for (60 s).
+    assert table.daemon.process is not None
+    table.daemon.process.send_signal(signal.SIGTERM)
+    wait_until(
+        lambda: any(
+            e["type"] == "rounds_held" for e in unique_by_seq(table.viewer.events)[seen:]
+        ),
+        10,
+        "the table closing",
+    )
+    assert table.daemon.kill(signal.SIGTERM) == 0
