@@ -9,6 +9,11 @@ revision takes none of it and replays as it did."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
+from controller.service.journaled_table import JournaledTable
 from controller.table.effects import CommandAnswered, TellDealer
 from controller.table.events import (
     ControllerStarted,
@@ -18,7 +23,8 @@ from controller.table.events import (
 )
 from controller.table.machine import TableMachine
 from controller.table.state import Phase
-from tests.table.driver import Driver, config_for
+from controller.tools.cli import main
+from tests.table.driver import Driver, config_for, play_rounds
 
 ALICE = ("alice", "supervisor")
 
@@ -152,3 +158,20 @@ def test_an_older_revision_takes_no_dealer_and_no_hold() -> None:
     assert driver.request_round().ok
     assert "dealer" not in driver.published_events("round_opened")[-1]
     assert not any(isinstance(e, TellDealer) and e.action == "hold" for e in driver.effects)
+
+
+def test_the_export_of_a_round_names_its_dealer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "t1.journal"
+    table, _ = JournaledTable.open(config_for("baccarat", tmp_path), at=1.0, path=path)
+    try:
+        driver = Driver(table)
+        assert sign_in(driver, "D-1043").ok
+        play_rounds(driver, 1)
+    finally:
+        table.close()
+    assert main(["journal", "export", str(path), "--round", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines if "round_opened" in line and "dealer D-1043" in line]
+    assert [line for line in lines if "round_settled" in line and "dealer D-1043" in line]
