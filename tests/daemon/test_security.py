@@ -824,12 +824,14 @@ def test_malformed_requests_get_the_right_error_and_change_nothing(
     paused = status(watch, "viewer", "viewer")
     assert paused["phase"] == "PAUSED" and paused["pause"]["by"] == "alice"
     assert table.daemon.kill(signal.SIGTERM) == 0
-    # Since the first bad request: the pause, and the shoe acknowledging the lock it asked.
+    # Since the first bad request: the pause, the shoe acknowledging the lock it asked, and
+    # the stop (SIGTERM journals ControllerStopping as its last row).
     rows = [
         (kind, fields) for seq, kind, fields in table.journal() if seq > before["journal"]["seq"]
     ]
     assert rows[0][0] == "SupervisorCommanded" and rows[0][1]["command_id"] == "alice/t-valid"
-    assert {kind for kind, _fields in rows[1:]} <= {"ShoeLockChanged"}, rows
+    assert rows[-1][0] == "ControllerStopping", rows
+    assert {kind for kind, _fields in rows[1:-1]} <= {"ShoeLockChanged"}, rows
 
 
 def production_max_packet_size() -> int:
