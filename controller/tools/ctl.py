@@ -816,6 +816,19 @@ def describe(table: str, availability: str | None, state: dict[str, Any] | None)
         )
         needs = pause.get("needs") or []
         lines.append("  needs: " + ("; ".join(needs) if needs else "nothing: a plain resume"))
+    for hold in state.get("holds") or []:
+        by = hold.get("by") or "the table process, stopping"
+        lines.append(
+            f"  HELD between rounds: {hold.get('reason')}: {hold.get('message')} (since "
+            f"{_clock(hold.get('since'))} UTC, by {by})"
+        )
+    if "dealer" in state:  # tables of an older livetable do not say
+        dealer = state["dealer"]
+        lines.append(
+            "  dealer: nobody signed in"
+            if dealer is None
+            else f"  dealer {dealer.get('staff_id')} (since {_clock(dealer.get('since'))} UTC)"
+        )
     devices = state.get("devices") or {}
     camera = devices.get("camera_online")
     lines.append(

@@ -175,3 +175,23 @@ def test_the_export_of_a_round_names_its_dealer(
     lines = capsys.readouterr().out.splitlines()
     assert [line for line in lines if "round_opened" in line and "dealer D-1043" in line]
     assert [line for line in lines if "round_settled" in line and "dealer D-1043" in line]
+
+
+def test_ctl_status_shows_the_dealer_and_the_holds(dealing: Driver) -> None:
+    from controller.service.wire import state_message
+    from controller.tools.ctl import describe
+
+    def status() -> str:
+        public = dealing.machine.public_state()
+        message = state_message(1, public, dealing.now, (1, "0" * 64), epoch="0" * 32)
+        return describe("t1", "online", message)
+
+    assert "dealer: nobody signed in" in status() and "HELD" not in status()
+    sign_in(dealing, "D-1043")
+    dealing.command("dealer_change", who=ALICE)
+    dealing.send(ControllerStopping(dealing.tick()))
+    lines = status().splitlines()
+    assert any(line.startswith("  dealer D-1043 (since ") for line in lines), lines
+    held = [line for line in lines if line.startswith("  HELD between rounds: ")]
+    assert len(held) == 2 and "dealer_change" in held[0] and "by alice" in held[0], held
+    assert "closing" in held[1] and "by the table process, stopping" in held[1], held
