@@ -149,10 +149,40 @@ def test_sigterm_lets_the_round_in_play_settle_and_the_restart_deals_on(
     assert table.daemon.process is not None
     table.daemon.process.send_signal(signal.SIGTERM)
     wait_until(
-        lambda: any(
-            e["type"] == "rounds_held" for e in unique_by_seq(table.viewer.events)[seen:]
-        ),
+        lambda: any(e["type"] == "rounds_held" for e in unique_by_seq(table.viewer.events)[seen:]),
         10,
         "the table closing",
     )
     assert table.daemon.kill(signal.SIGTERM) == 0
+
+
+def test_a_round_that_cannot_finish_in_stop_timeout_s_is_left_to_the_journal(
+    tmp_path: Path, mqtt_broker: tuple[str, int]
+) -> None:
+    table = SimulatedTable(tmp_path, *mqtt_broker, "baccarat", 4, stop_timeout_s=1.0)
+    try:
+        table.daemon.start()
+        wait_until(lambda: table.viewer.state is not None, 30, "the table's first state")
+        table.bots.start()
+        wait_until(
+            lambda: (table.viewer.state or {}).get("phase") == "DEALING",
+            ROUND_TIMEOUT_S,
+            "dealing",
+        )
+        table.bots.stop()  # nobody deals any more: the round cannot finish
+        in_play = table.viewer.state["round"]["id"]
+        assert table.daemon.kill(signal.SIGTERM) == 0
+        assert "did not finish within stop_timeout_s" in table.daemon.log_of_this_start()
+        table.daemon.start()
+        wait_until(
+            lambda: (
+                (state := table.viewer.state or {}).get("pause") is not None
+                and state["pause"]["reason"] == "recovered"
+            ),
+            30,
+            "the recovered pause",
+        )
+        assert table.viewer.state["round"]["id"] == in_play
+        assert table.viewer.state["holds"] == []
+    finally:
+        table.close()
