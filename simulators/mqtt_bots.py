@@ -111,7 +111,8 @@ def next_move(state: dict[str, Any], more_rounds: bool) -> str | None:
     - :data:`NEW_SHOE`: the dealer puts a fresh shoe in and the supervisor declares it
       (``new_shoe``), while ``more_rounds`` are to be played;
     - :data:`DRAW`: the dealer draws the next card out of the shoe;
-    - :data:`OPEN_ROUND`: the platform opens a round (``open_round``), while ``more_rounds``;
+    - :data:`OPEN_ROUND`: the platform opens a round (``open_round``), while ``more_rounds``
+      and the table holds nothing between rounds;
     - :data:`DECIDE`: the platform answers the decision requested (:func:`decision`);
     - :data:`RESOLVE`: the supervisor resolves the pause (:func:`resolution`);
     - None: nothing of theirs (a dealer with a felt may have more to do: see
@@ -122,7 +123,8 @@ def next_move(state: dict[str, Any], more_rounds: bool) -> str | None:
         return NEW_SHOE
     if phase in DRAWING_PHASES:
         return DRAW
-    if phase == "SHOE_READY" and more_rounds:
+    if phase == "SHOE_READY" and more_rounds and not state.get("holds"):
+        # A table held between rounds (a dealer change, closing) opens none: wait.
         return OPEN_ROUND
     if phase == "DECIDING":
         return DECIDE

@@ -38,6 +38,7 @@ def write_table_config(
     betting_s: float | None = None,
     decision_s: float | None = None,
     dealer_idle_s: float | None = None,
+    stop_timeout_s: float | None = None,
     variant: str | None = None,
     client_id: str | None = None,
     topic_prefix: str | None = None,
@@ -61,6 +62,7 @@ def write_table_config(
         "betting_s": betting_s,
         "decision_s": decision_s,
         "dealer_idle_s": dealer_idle_s,
+        "stop_timeout_s": stop_timeout_s,
     }
     lines = [
         "[table]",

@@ -67,7 +67,8 @@ def mqtt_broker(tmp_path: Path, start_mosquitto: Callable[..., BrokerProcess]) -
 
 
 # Accounts of the production ACL (systemd/mosquitto/livetable.acl) by role: the daemon of
-# table t1, the platform, two supervisors (alice, and bob for one acting as another), a viewer.
+# table t1, the platform, two supervisors (alice, and bob for one acting as another), a viewer,
+# the dealer station of t1.
 SECURE_USERS: dict[str, tuple[str, str]] = {
     role: (username, f"{role}-secret-{os.getpid()}")
     for role, username in {
@@ -76,6 +77,7 @@ SECURE_USERS: dict[str, tuple[str, str]] = {
         "supervisor": "alice",
         "other_supervisor": "bob",
         "viewer": "viewer",
+        "dealer": "dealer-t1",
     }.items()
 }
 

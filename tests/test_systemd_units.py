@@ -312,3 +312,16 @@ def test_the_console_unit_runs_the_console_with_the_studio_configuration() -> No
     assert settings["DynamicUser"] == ["yes"], "the console keeps nothing: no user of its own"
     assert settings["MemoryDenyWriteExecute"] == ["yes"]
     assert "StateDirectory" not in settings, "the console stores nothing on disk"
+
+
+def test_the_unit_waits_longer_than_a_closing_table_waits_for_its_round() -> None:
+    """SIGTERM lets the round in play finish within [table] stop_timeout_s; systemd must not
+    kill the daemon before that (TimeoutStopSec), or a stop would lose the wait it promises."""
+    from controller.table.config import TableConfig
+
+    (line,) = [
+        line for line in UNIT.read_text().splitlines() if line.startswith("TimeoutStopSec=")
+    ]
+    value = line.split("=", 1)[1]
+    assert value.endswith("s") and value[:-1].isdigit(), line
+    assert int(value[:-1]) > TableConfig().stop_timeout_s + 2, line

@@ -43,7 +43,12 @@ from controller.service.wire import encode, response_message
 logger = logging.getLogger(__name__)
 
 # The journal's kinds of rows that are commands a person (or the platform) gave.
-AUDITED_KINDS: Final = ("RoundRequested", "SupervisorCommanded")
+AUDITED_KINDS: Final = (
+    "RoundRequested",
+    "SupervisorCommanded",
+    "DealerSignedIn",
+    "DealerSignedOut",
+)
 # What an entered card reads as in the audit.
 HIDDEN: Final = "hidden"
 # Audit requests waiting for the reader beyond this are answered "unavailable" at once.
@@ -72,6 +77,11 @@ def audit_entry(
         command, role = "open_round", None
         if fields.get("boxes"):
             args["boxes"] = fields["boxes"]
+    elif kind == "DealerSignedIn":
+        command, role = "dealer_sign_in", fields.get("role")
+        args["staff_id"] = fields.get("staff_id")
+    elif kind == "DealerSignedOut":
+        command, role = "dealer_sign_out", fields.get("role")
     else:
         command, role = str(fields.get("command", "")), fields.get("role")
         resolution = str(fields.get("resolution") or "")

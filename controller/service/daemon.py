@@ -81,7 +81,10 @@ from controller.service.request_limits import CommandLimits, ReadLimits
 from controller.service.runtime import RuntimeTask
 from controller.service.signing import HeadSigner, load_signing_key
 from controller.service.wire import dealer_message, encode, response_message
+from controller.table.commands import DEALERS_REVISION, held_text
 from controller.table.effects import CommandAnswered, Effect, EffectBatch, PublishEvent, TellDealer
+from controller.table.events import ControllerStopping
+from controller.table.state import ACTIVE_PHASES, phase_at_stake
 
 if TYPE_CHECKING:
     from controller.service.metrics import TableMetrics
@@ -1060,6 +1063,17 @@ class TableDaemon:
             code="refused",
         )
 
+    def _held(self, request: Request) -> dict[str, Any] | None:
+        """The refusal (code ``held``) of an ``open_round`` while the table holds between
+        rounds, or None. Read on the table's thread like :meth:`_other_round`, and journaled
+        nowhere: the platform asks again once the state's ``holds`` are empty."""
+        state = self.assembled.table.machine.state
+        if request.command != "open_round" or not state.round_holds:
+            return None
+        return response_message(
+            request.transaction, request.command, False, held_text(state), code="held"
+        )
+
     def _unavailable(self, request: Request) -> dict[str, Any]:
         """The answer to a request the stopped table can no longer take (see :meth:`run`)."""
         return response_message(
@@ -1135,7 +1149,7 @@ class TableDaemon:
         if limited is not None:
             self.link.respond(route, limited)
             return
-        other_round = self._other_round(request)
+        other_round = self._other_round(request) or self._held(request)
         if other_round is not None:
             self.link.respond(route, other_round)
             return
@@ -1233,10 +1247,14 @@ class TableDaemon:
             f"({self.assembled.table.journal.last_seq} rows replayed)"
         )
 
-    def run(self, stop: threading.Event) -> int:
+    def run(self, stop: threading.Event, closing: threading.Event | None = None) -> int:
         """Run the table until ``stop`` is set (0), or until its journal or outbox cannot be
         written: then the requests that wait are answered ``unavailable``, the table is
-        closed and availability goes ``offline``, and the error is raised."""
+        closed and availability goes ``offline``, and the error is raised.
+
+        ``closing`` set (the first SIGTERM): the table holds between rounds (``closing``),
+        the round in play finishes, and then the table stops as for ``stop``; or when
+        ``[table] stop_timeout_s`` has passed first (the journal keeps the round)."""
         watchdog = sd_notify.watchdog_interval_s()
         ping_every = None if watchdog is None else watchdog / 2
         last_ping = 0.0
@@ -1260,7 +1278,14 @@ class TableDaemon:
                     self.config.table.table_id,
                     self.publications.seq,
                 )
+            closing_since: float | None = None
             while not stop.is_set() and self.failure() is None:
+                if closing is not None and closing.is_set():
+                    if closing_since is None:
+                        closing_since = time.monotonic()
+                        self._hold_for_closing()
+                    if self._closed(closing_since):
+                        break
                 self.runtime.step()
                 self._sign_if(self.signer is not None and self.signer.due())
                 if ping_every is not None and time.monotonic() - last_ping >= ping_every:
@@ -1291,6 +1316,37 @@ class TableDaemon:
             raise failure
         return 0
 
+    def _hold_for_closing(self) -> None:
+        """Journal ``ControllerStopping``: the table finishes the round in play and opens
+        none (machine revision 6; a journal of an older one stops at once, as it did)."""
+        machine = self.assembled.table.machine
+        if machine.revision < DEALERS_REVISION:
+            return
+        self.runtime.take(ControllerStopping(self.clock()))
+        logging.getLogger(LIFECYCLE_LOGGER).info(
+            "table %s closing: %s, then it stops (within %g s; a second SIGTERM stops it now)",
+            self.config.table.table_id,
+            "the round in play finishes" if self._in_play() else "no round in play",
+            self.config.table.stop_timeout_s,
+        )
+
+    def _in_play(self) -> bool:
+        """Whether a round or a burn is in progress (paused included)."""
+        return phase_at_stake(self.assembled.table.machine.state) in ACTIVE_PHASES
+
+    def _closed(self, since: float) -> bool:
+        """Whether a closing table may stop now: nothing in play, or no more time for it."""
+        if self.assembled.table.machine.revision < DEALERS_REVISION or not self._in_play():
+            return True
+        if time.monotonic() - since < self.config.table.stop_timeout_s:
+            return False
+        logger.warning(
+            "the round in play did not finish within stop_timeout_s (%g s): stopping; the "
+            "journal keeps it and the restart pauses it (recovered)",
+            self.config.table.stop_timeout_s,
+        )
+        return True
+
     def _answer_waiting(self) -> None:
         """After a failure: take nothing more, and answer the requests that wait in the
         queue (each ``unavailable``). The queued device events are not taken, as none that
@@ -1311,8 +1367,15 @@ def run_daemon(args: argparse.Namespace) -> int:
     if config.shoe is None:
         raise ConfigurationError(f"{args.config} has no [shoe] section, which `run` needs")
     stop = threading.Event()
+    closing = threading.Event()
 
     def on_signal(signum: int, _frame: object) -> None:
+        # The first SIGTERM (systemctl stop) lets the round in play finish; a second one, or
+        # SIGINT, stops at once (the journal loses nothing either way).
+        if signum == signal.SIGTERM and not closing.is_set():
+            logger.info("SIGTERM: closing between rounds (again to stop at once)")
+            closing.set()
+            return
         logger.info("signal %d: stopping", signum)
         stop.set()
 
@@ -1322,13 +1385,15 @@ def run_daemon(args: argparse.Namespace) -> int:
         daemon = TableDaemon(config)
     except TableError:
         raise
-    return daemon.run(stop)
+    return daemon.run(stop, closing)
 
 
 RUN_HELP = """Run one table as a daemon: read the shoe (and the camera), journal every event
 before it takes effect, and speak the MQTT API to the game platform and the supervisors.
 Under systemd it reports ready after the journal's replay and feeds the watchdog from its
-event loop; it stops cleanly on SIGTERM (availability offline, journal closed).
+event loop. On SIGTERM it holds the table between rounds (closing: no round opens), lets the
+round in play finish (within [table] stop_timeout_s, default 120), then stops cleanly
+(availability offline, journal closed); a second SIGTERM stops it at once.
 
 The configuration has the sections [table], [shoe], [camera] (optional; with it, [vision]
 deck names the studio's deck, enrolled with livetable camera enrol), [mqtt] and

@@ -80,7 +80,9 @@ _CONFIG_META_KEY: Final = "table_config"
 # is what an old row meant: encoding 3's ``ControllerStarted.gaps_visible``, which machine
 # revisions before 4 do not read): (old, new) pairs.
 # Encoding 4 only adds a salt to the rows that can hold a card, which replay never reads.
-_ENCODING_UPGRADES: Final = frozenset({(1, 2), (1, 3), (2, 3), (1, 4), (2, 4), (3, 4)})
+_ENCODING_UPGRADES: Final = frozenset(
+    {(1, 2), (1, 3), (2, 3), (1, 4), (2, 4), (3, 4), (1, 5), (2, 5), (3, 5), (4, 5)}
+)
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

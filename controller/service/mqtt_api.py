@@ -24,7 +24,13 @@ from typing import Any, Final
 from controller.kernel.cards import Card, parse_card
 from controller.kernel.errors import RequestError, RulesError
 from controller.kernel.vocabulary import RESOLUTIONS
-from controller.table.events import PlatformDecided, RoundRequested, SupervisorCommanded
+from controller.table.events import (
+    DealerSignedIn,
+    DealerSignedOut,
+    PlatformDecided,
+    RoundRequested,
+    SupervisorCommanded,
+)
 
 MAX_REQUEST_BYTES: Final = 16 * 1024
 MAX_TRANSACTION_CHARS: Final = 128
@@ -36,13 +42,17 @@ EVENTS_PAGE_MAX: Final = 500
 AUDIT_PAGE_MAX: Final = 500
 AUDIT_PAGE_DEFAULT: Final = 200
 
-ROLES: Final = ("platform", "supervisor", "viewer")
+ROLES: Final = ("platform", "supervisor", "viewer", "dealer")
+# A dealer's staff id as the studio writes it (``D-1043``): printable, short, no spaces.
+STAFF_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,31}")
 
 # Each command: the roles that may give it, and its fields: name -> (type, required).
 _Spec = dict[str, tuple[type | tuple[type, ...], bool]]
+_READERS: Final = frozenset({"platform", "supervisor", "viewer"})
 COMMANDS: Final[dict[str, tuple[frozenset[str], _Spec]]] = {
-    "status": (frozenset(ROLES), {}),
-    "events": (frozenset(ROLES), {"since": (int, True), "limit": (int, False)}),
+    # A dealer's account signs in and out, and reads nothing through the API.
+    "status": (_READERS, {}),
+    "events": (_READERS, {"since": (int, True), "limit": (int, False)}),
     # The supervisors' commands with their outcomes: for supervisors and those who watch
     # them (a viewer may audit the table); the platform has no business with it.
     "audit": (frozenset({"supervisor", "viewer"}), {"since": (int, False), "limit": (int, False)}),
@@ -64,6 +74,13 @@ COMMANDS: Final[dict[str, tuple[frozenset[str], _Spec]]] = {
     "cancel": (frozenset({"supervisor"}), {"reason": (str, False), "round_id": (int, False)}),
     "end_shoe": (frozenset({"supervisor"}), {"reason": (str, False)}),
     "new_shoe": (frozenset({"supervisor"}), {}),
+    # The dealer on duty: the dealer's own account (role dealer) or a supervisor's.
+    "dealer_sign_in": (frozenset({"dealer", "supervisor"}), {"staff_id": (str, True)}),
+    "dealer_sign_out": (frozenset({"dealer", "supervisor"}), {}),
+    # Holds between rounds: the round in play finishes, no new one opens until lifted.
+    "dealer_change": (frozenset({"supervisor"}), {}),
+    "drain": (frozenset({"supervisor"}), {}),
+    "resume_rounds": (frozenset({"supervisor"}), {}),
 }
 # The requests that read and change nothing; the others act on the table, on its thread.
 READ_COMMANDS: Final = frozenset({"status", "events", "audit"})
@@ -287,6 +304,8 @@ def _check_values(command: str, args: dict[str, Any], transaction: str) -> None:
 
     if command == "pause" and not args["reason"].strip():
         raise bad("pause needs a reason")
+    if command == "dealer_sign_in" and not STAFF_ID.fullmatch(args["staff_id"]):
+        raise bad("staff_id must be 1 to 32 letters, digits, '.', '_' or '-' (e.g. D-1043)")
     if command == "events" and "limit" in args and not 1 <= args["limit"] <= EVENTS_PAGE_MAX:
         raise bad(f"limit must be 1 to {EVENTS_PAGE_MAX}")
     if command == "audit" and "limit" in args and not 1 <= args["limit"] <= AUDIT_PAGE_MAX:
@@ -311,6 +330,10 @@ def table_event(request: Request, command_id: str, at: float) -> object:
     args = request.args
     if request.command == "open_round":
         return RoundRequested(command_id, request.account, at, int(args.get("boxes", 0)))
+    if request.command == "dealer_sign_in":
+        return DealerSignedIn(command_id, str(args["staff_id"]), request.account, request.role, at)
+    if request.command == "dealer_sign_out":
+        return DealerSignedOut(command_id, request.account, request.role, at)
     if request.command == "decide":
         return PlatformDecided(
             int(args["round_id"]),

@@ -61,6 +61,10 @@ EVENT_TYPES: Final[dict[str, str]] = {
     "camera_online": "the camera delivers frames",
     "camera_offline": "the camera delivers no frames",
     "settings_changed": "operational settings changed (now, or from the next round)",
+    "dealer_signed_in": "a dealer signed in at the table (staff id), replacing any before",
+    "dealer_signed_out": "the dealer on duty signed out: nobody is signed in",
+    "rounds_held": "the table holds between rounds: the round in play finishes, none opens",
+    "rounds_resumed": "a supervisor lifted the holds between rounds: rounds open again",
     "event_rejected": "an input the table's state did not accept; nothing changed",
 }
 
@@ -71,6 +75,8 @@ ERROR_CODES: Final[dict[str, str]] = {
     "unknown_command": "no such command",
     "forbidden": "this role may not give this command",
     "refused": "the table's state does not allow it now (the message says why)",
+    "held": "the table holds between rounds (a dealer change, closing): no round opens; the "
+    "state's holds say why",
     "stale": "the decision answers a request that is no longer awaited",
     "unavailable": "the table cannot take requests now (starting or stopping)",
     "poisoned": "the link to the broker dropped again and again right after this request came: "
@@ -200,6 +206,11 @@ def state_message(
         "settings": public["settings"],
         "pending_settings": public["pending_settings"],
         "variant": public["variant"],
+        # The dealer on duty ({staff_id, since}) or null, and the holds between rounds in
+        # effect (a dealer change, closing): while any is, the round in play finishes and
+        # no round opens (open_round is refused with the code "held").
+        "dealer": public["dealer"],
+        "holds": [dict(hold) for hold in public["round_holds"]],
         "journal": journal_object(journal_head, signed),
     }
 

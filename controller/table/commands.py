@@ -21,6 +21,9 @@ from controller.table.config import OperationalSettings, TableConfig
 from controller.table.effects import CommandAnswered, Effect, EventRejected, PublishEvent, answer
 from controller.table.events import (
     SUPERVISOR_COMMANDS,
+    ControllerStopping,
+    DealerSignedIn,
+    DealerSignedOut,
     RoundRequested,
     SettingsChanged,
     SupervisorCommanded,
@@ -28,8 +31,12 @@ from controller.table.events import (
 )
 from controller.table.pausing import pause, with_cause
 from controller.table.state import (
+    HOLD_MESSAGES,
     ROUND_PHASES,
     Context,
+    Dealer,
+    Hold,
+    HoldReason,
     PauseReason,
     Phase,
     TableState,
@@ -40,6 +47,10 @@ from controller.table.views import published
 P = Phase
 
 SUPERVISOR_ROLE: Final = "supervisor"
+DEALER_ROLE: Final = "dealer"
+# Machine revision 6 brought the dealers on duty and the holds between rounds: a journal
+# of an older revision never holds them (its rows could not), and replays as it did.
+DEALERS_REVISION: Final = 6
 
 
 def check(event: SupervisorCommanded | RoundRequested, kind: str) -> CommandAnswered | None:
@@ -154,6 +165,8 @@ def on_pause_command(ctx: Context, state: TableState, event: SupervisorCommanded
 def on_round_request(ctx: Context, state: TableState, event: RoundRequested) -> list[Effect]:
     if not state.shoe_online:
         raise TransitionError("the shoe is offline: no round can start")
+    if ctx.revision >= DEALERS_REVISION and state.round_holds:
+        raise TransitionError(held_text(state))
     state.boxes = event.boxes or games.default_boxes(ctx.config.game)
     state.round_number += 1
     state.rounds_started += 1
@@ -168,6 +181,7 @@ def on_round_request(ctx: Context, state: TableState, event: RoundRequested) -> 
             "final_round": state.final_round,
             "bets": games.available_bets(ctx.config.game, state.round_number),
             "betting_closes_at": event.at + state.settings.betting_s,
+            **dealing.round_dealer(ctx, state),
         },
     )
     return [
@@ -200,3 +214,126 @@ def on_cancel(ctx: Context, state: TableState, event: SupervisorCommanded) -> li
         voided,
         *dealing.close_round(ctx, state, event.at),
     ]
+
+
+# -- dealers on duty and holds between rounds (machine revision 6) ---------------------------
+
+
+def held_text(state: TableState) -> str:
+    """Why no round opens, in the words of the refusal and the state."""
+    return "held between rounds: " + "; ".join(
+        f"{hold.reason.value} ({HOLD_MESSAGES[hold.reason]})" for hold in state.round_holds
+    )
+
+
+def _newer(ctx: Context, what: str) -> None:
+    if ctx.revision < DEALERS_REVISION:
+        raise TransitionError(
+            f"{what} needs machine revision {DEALERS_REVISION}: start a new journal"
+        )
+
+
+def _with_hold(state: TableState, hold: Hold) -> tuple[Hold, ...]:
+    """The holds with ``hold`` in effect: one per reason, the first one kept, except that a
+    supervisor's takes the place of the stopping process's (which the next start lifts)."""
+    same = [each for each in state.round_holds if each.reason is hold.reason]
+    if not same:
+        return (*state.round_holds, hold)
+    if same[0].by is None and hold.by is not None:
+        return tuple(hold if each is same[0] else each for each in state.round_holds)
+    return state.round_holds
+
+
+def _without(state: TableState, reason: HoldReason) -> tuple[Hold, ...]:
+    return tuple(hold for hold in state.round_holds if hold.reason is not reason)
+
+
+def _hold_effects(ctx: Context, state: TableState, at: float) -> list[Effect]:
+    """The dealer's line and the state after a hold changed: between rounds the dealer
+    hears it now; during a round, when the round ends (``dealing.enter``)."""
+    if state.phase is P.SHOE_READY:
+        return dealing.enter(ctx, state, P.SHOE_READY, at)
+    return [published(ctx, state)]
+
+
+def on_dealer_sign_in(ctx: Context, state: TableState, event: DealerSignedIn) -> list[Effect]:
+    _newer(ctx, "dealer_sign_in")
+    if event.role not in (DEALER_ROLE, SUPERVISOR_ROLE):
+        raise TransitionError(f"only a dealer or a supervisor may sign in a dealer ({event.role})")
+    staff_id = event.staff_id.strip()
+    if not staff_id:
+        raise TransitionError("dealer_sign_in needs the dealer's staff id")
+    before = state.dealer
+    state.dealer = Dealer(staff_id, event.at)
+    # The next dealer is at the table: the change a supervisor asked for is done.
+    state.round_holds = _without(state, HoldReason.DEALER_CHANGE)
+    payload = {"staff_id": staff_id, "since": event.at, "by": event.by}
+    if before is not None:
+        payload["replaces"] = before.staff_id
+    return [
+        answer(event, True, f"dealer {staff_id} signed in"),
+        PublishEvent("dealer_signed_in", payload),
+        *_hold_effects(ctx, state, event.at),
+    ]
+
+
+def on_dealer_sign_out(ctx: Context, state: TableState, event: DealerSignedOut) -> list[Effect]:
+    _newer(ctx, "dealer_sign_out")
+    if event.role not in (DEALER_ROLE, SUPERVISOR_ROLE):
+        raise TransitionError(f"only a dealer or a supervisor may sign out ({event.role})")
+    if state.dealer is None:
+        raise TransitionError("no dealer is signed in")
+    staff_id = state.dealer.staff_id
+    state.dealer = None
+    return [
+        answer(event, True, f"dealer {staff_id} signed out"),
+        PublishEvent("dealer_signed_out", {"staff_id": staff_id, "by": event.by}),
+        published(ctx, state),
+    ]
+
+
+def _set_hold(
+    ctx: Context, state: TableState, event: SupervisorCommanded, reason: HoldReason
+) -> list[Effect]:
+    _newer(ctx, event.command)
+    state.round_holds = _with_hold(state, Hold(reason, event.by, event.at))
+    when = "after this round" if phase_at_stake(state) in ROUND_PHASES else "now"
+    return [
+        answer(event, True, f"{reason.value}: no new round {when}"),
+        PublishEvent("rounds_held", {"reason": reason.value, "by": event.by}),
+        *_hold_effects(ctx, state, event.at),
+    ]
+
+
+def on_dealer_change(ctx: Context, state: TableState, event: SupervisorCommanded) -> list[Effect]:
+    return _set_hold(ctx, state, event, HoldReason.DEALER_CHANGE)
+
+
+def on_drain(ctx: Context, state: TableState, event: SupervisorCommanded) -> list[Effect]:
+    return _set_hold(ctx, state, event, HoldReason.CLOSING)
+
+
+def on_resume_rounds(ctx: Context, state: TableState, event: SupervisorCommanded) -> list[Effect]:
+    """A supervisor lifts every hold between rounds (a drain, a dealer change not made)."""
+    _newer(ctx, event.command)
+    if not state.round_holds:
+        raise TransitionError("no hold between rounds is in effect")
+    lifted = [hold.reason.value for hold in state.round_holds]
+    state.round_holds = ()
+    return [
+        answer(event, True, f"rounds resume ({', '.join(lifted)} lifted)"),
+        PublishEvent("rounds_resumed", {"lifted": lifted, "by": event.by}),
+        *_hold_effects(ctx, state, event.at),
+    ]
+
+
+def on_stopping(ctx: Context, state: TableState, event: ControllerStopping) -> list[Effect]:
+    """The process is to stop: hold between rounds (``closing``, by nobody: the next start
+    lifts it), so the round in play finishes and none opens after it."""
+    _newer(ctx, "ControllerStopping")
+    state.round_holds = _with_hold(state, Hold(HoldReason.CLOSING, None, event.at))
+    return [
+        PublishEvent("rounds_held", {"reason": HoldReason.CLOSING.value, "by": None}),
+        *_hold_effects(ctx, state, event.at),
+    ]
+

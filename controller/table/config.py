@@ -13,6 +13,7 @@ dealer_idle_s = 60.0              # a card expected for longer than this pauses 
 camera_cross_check = false        # compare every face-up card with the camera's reading
 journal_path = "/var/lib/livetable/t1.journal"
 variant = "traditional"           # baccarat's rules: or "no-commission"
+stop_timeout_s = 120.0            # on SIGTERM, how long the round in play has to finish
 ```
 
 ``id`` and ``journal_path`` are required (a file without one is refused, naming the key);
@@ -81,13 +82,18 @@ class TableConfig:
     variant: str = "traditional"
     """The game's rule variant; a game without variants ignores it (its default,
     ``traditional``, is what a blackjack table's journals record)."""
+    stop_timeout_s: float = 120.0
+    """On SIGTERM the table holds between rounds and the daemon waits this long for the
+    round in play to finish before it stops anyway (the journal keeps the round, and the
+    restart pauses it as ``recovered``). The process's, not the journal's: no fingerprint
+    holds it."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.table_id, str) or not self.table_id.strip():
             raise invalid("id", "a non-empty string (the table id)", self.table_id)
         if find_game(self.game) is None:
             raise unknown_choice("game", self.game, GAME_IDS)
-        for name in ("betting_s", "decision_s", "dealer_idle_s"):
+        for name in ("betting_s", "decision_s", "dealer_idle_s", "stop_timeout_s"):
             value = getattr(self, name)
             if (
                 isinstance(value, bool)
@@ -164,6 +170,7 @@ _KEYS: Final = {
     "journal_path": "journal_path",
     "variant": "variant",
     "baccarat_mode": "variant",  # the variant's older name, still read
+    "stop_timeout_s": "stop_timeout_s",
 }
 
 

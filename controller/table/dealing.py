@@ -41,6 +41,7 @@ from controller.table.state import (
     DRAWING_PHASES,
     HOLE_UNREAD,
     Context,
+    HoldReason,
     PauseReason,
     Phase,
     TableState,
@@ -223,12 +224,29 @@ def enter(ctx: Context, state: TableState, phase: Phase, at: float) -> list[Effe
         state.deadline = betting.due_at  # type: ignore[attr-defined]
         effects.append(betting)
         effects.append(TellDealer("wait", "betting is open"))
+    elif phase is P.SHOE_READY and state.round_holds:
+        effects.append(TellDealer("hold", hold_line(state)))
     elif phase is P.SHOE_READY:
         effects.append(TellDealer("wait", "waiting for the next round"))
     elif phase is P.AWAITING_SHUFFLE:
         effects.append(TellDealer("shuffle", "shuffle the shoe, then declare a new shoe"))
     effects.append(published(ctx, state))
     return effects
+
+
+def hold_line(state: TableState) -> str:
+    """The dealer's line while the table holds between rounds: the first hold's words."""
+    if any(hold.reason is HoldReason.DEALER_CHANGE for hold in state.round_holds):
+        return "dealer change: no new round; the next dealer signs in"
+    return "the table is closing: no new round"
+
+
+def round_dealer(ctx: Context, state: TableState) -> dict[str, Any]:
+    """``{"dealer": staff id or None}`` for a round's events (machine revision 6; an older
+    journal's events are exported as they were published)."""
+    if ctx.revision < 6:
+        return {}
+    return {"dealer": None if state.dealer is None else state.dealer.staff_id}
 
 
 def advance(ctx: Context, state: TableState, at: float) -> list[Effect]:
@@ -283,7 +301,12 @@ def settle(ctx: Context, state: TableState, at: float) -> list[Effect]:
     effects: list[Effect] = [
         PublishEvent(
             "round_settled",
-            {"round_id": state.round_id, "shoe_id": state.shoe_id, "result": settlement},
+            {
+                "round_id": state.round_id,
+                "shoe_id": state.shoe_id,
+                "result": settlement,
+                **round_dealer(ctx, state),
+            },
         )
     ]
     return effects + close_round(ctx, state, at)

@@ -19,7 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from controller.table.events import RoundRequested, SupervisorCommanded
+from controller.table.events import (
+    DealerSignedIn,
+    DealerSignedOut,
+    RoundRequested,
+    SupervisorCommanded,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,9 +119,21 @@ class CommandAnswered(Effect):
     message: str
 
 
-def answer(event: SupervisorCommanded | RoundRequested, ok: bool, message: str) -> CommandAnswered:
-    """The answer to ``event``: a round request is answered as the command ``round``."""
-    command = event.command if isinstance(event, SupervisorCommanded) else "round"
+Answered = SupervisorCommanded | RoundRequested | DealerSignedIn | DealerSignedOut
+"""The events that are answered: the commands, the round request, the dealers' sign-ins."""
+
+
+def answer(event: Answered, ok: bool, message: str) -> CommandAnswered:
+    """The answer to ``event``: a round request is answered as the command ``round``, a
+    dealer's sign-in and sign-out as ``dealer_sign_in`` and ``dealer_sign_out``."""
+    if isinstance(event, SupervisorCommanded):
+        command = event.command
+    elif isinstance(event, DealerSignedIn):
+        command = "dealer_sign_in"
+    elif isinstance(event, DealerSignedOut):
+        command = "dealer_sign_out"
+    else:
+        command = "round"
     return CommandAnswered(str(event.command_id), str(command), str(event.by), ok, message)
 
 

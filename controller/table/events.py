@@ -41,7 +41,10 @@ __all__ = [
     "CardMisread",
     "CardsLost",
     "ControllerStarted",
+    "ControllerStopping",
     "CutCardDrawn",
+    "DealerSignedIn",
+    "DealerSignedOut",
     "PlatformDecided",
     "RoundRequested",
     "SettingsChanged",
@@ -241,7 +244,17 @@ class PlatformDecided:
     at: float
 
 
-SUPERVISOR_COMMANDS: Final = ("pause", "resume", "cancel", "end_shoe", "new_shoe")
+SUPERVISOR_COMMANDS: Final = (
+    "pause",
+    "resume",
+    "cancel",
+    "end_shoe",
+    "new_shoe",
+    # Holds between rounds (machine revision 6): the round in play finishes, no new one opens.
+    "dealer_change",
+    "drain",
+    "resume_rounds",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,6 +309,37 @@ class ControllerStarted:
 
 
 @dataclass(frozen=True, slots=True)
+class ControllerStopping:
+    """The table process was asked to stop (SIGTERM, what ``systemctl stop`` sends): the
+    table holds between rounds (``closing``) and the round in play finishes before the
+    process exits. The next ``ControllerStarted`` lifts that hold (machine revision 6)."""
+
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class DealerSignedIn:
+    """A dealer signed in at the table with their staff id (``D-1043``), from the dealer's
+    own account (role ``dealer``) or a supervisor's. ``by`` is the account."""
+
+    command_id: str
+    staff_id: str
+    by: str
+    role: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class DealerSignedOut:
+    """The dealer on duty signed out (or a supervisor signed them out); ``by`` the account."""
+
+    command_id: str
+    by: str
+    role: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
 class SettingsChanged:
     """The table's operational settings changed (the daemon started with another
     configuration than the journal's last settings). They apply from the next round on:
@@ -322,6 +366,9 @@ TableEvent = (
     | SupervisorCommanded
     | RoundRequested
     | ControllerStarted
+    | ControllerStopping
+    | DealerSignedIn
+    | DealerSignedOut
     | SettingsChanged
 )
 
@@ -374,11 +421,19 @@ _V3: Final[dict[str, tuple[type, tuple[str, ...]]]] = {
 # Version 4: the kinds that can hold a card carry a salt (``SALTED_KINDS``): the same
 # events as version 3, each such row with 128 random bits of its own beside its fields.
 _V4: Final[dict[str, tuple[type, tuple[str, ...]]]] = dict(_V3)
+# Version 5: the dealers on duty and the table process's stop (machine revision 6).
+_V5: Final[dict[str, tuple[type, tuple[str, ...]]]] = {
+    **_V4,
+    "DealerSignedIn": (DealerSignedIn, ("command_id", "staff_id", "by", "role", "at")),
+    "DealerSignedOut": (DealerSignedOut, ("command_id", "by", "role", "at")),
+    "ControllerStopping": (ControllerStopping, ("at",)),
+}
 ENCODINGS: Final[dict[int, dict[str, tuple[type, tuple[str, ...]]]]] = {
     1: _V1,
     2: _V2,
     3: _V3,
     4: _V4,
+    5: _V5,
 }
 EVENT_ENCODING: Final = max(ENCODINGS)
 """The encoding version new journal rows are written with."""
@@ -389,6 +444,7 @@ SALTED_KINDS: Final[dict[int, frozenset[str]]] = {
     2: frozenset(),
     3: frozenset(),
     4: frozenset({"CardDrawn", "CameraRead", "SupervisorCommanded"}),
+    5: frozenset({"CardDrawn", "CameraRead", "SupervisorCommanded"}),
 }
 """Per encoding, the kinds whose rows carry a :data:`SALT_FIELD` beside the event's fields.
 
@@ -405,8 +461,8 @@ reveals, salt included, so that anyone can check them against the heads publishe
 were dealt. The salt is not an event field: replay never sees it."""
 SALT_BYTES: Final = 16
 
-_KIND_OF: Final[dict[type, str]] = {cls: kind for kind, (cls, _) in _V4.items()}
-EVENT_KINDS: Final[dict[str, type]] = {kind: cls for kind, (cls, _) in _V4.items()}
+_KIND_OF: Final[dict[type, str]] = {cls: kind for kind, (cls, _) in _V5.items()}
+EVENT_KINDS: Final[dict[str, type]] = {kind: cls for kind, (cls, _) in _V5.items()}
 """Every kind of input the table takes and journals (``CardDrawn``...), with its class.
 Not the API's event types (:data:`controller.service.wire.EVENT_TYPES`, ``card_dealt``...):
 those are what the table publishes, these what it is fed."""

@@ -25,7 +25,7 @@ from controller.kernel.cards import Card
 from controller.kernel.errors import JournalError, TableError
 from controller.table import commands, dealing, resuming, views
 from controller.table.config import OperationalSettings, TableConfig
-from controller.table.effects import Effect, EventRejected, answer
+from controller.table.effects import Answered, Effect, EventRejected, answer
 from controller.table.events import (
     CardDrawn,
     RoundRequested,
@@ -160,7 +160,7 @@ class TableMachine:
             # copy) may have taken a card or a decision before the refusal: rebuild it from
             # the unchanged log.
             self._restore_round(state)
-            if isinstance(event, SupervisorCommanded | RoundRequested):
+            if isinstance(event, Answered):
                 return [answer(event, False, str(error))]
             return [EventRejected(event_name(event), str(error))]
         except Exception as error:

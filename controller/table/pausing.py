@@ -33,6 +33,7 @@ from controller.table.state import (
     PAUSE_MESSAGES,
     Cause,
     Context,
+    HoldReason,
     Pause,
     PauseReason,
     Phase,
@@ -216,6 +217,14 @@ def on_dealer_idle(ctx: Context, state: TableState, event: TimerExpired) -> list
 
 
 def on_started(ctx: Context, state: TableState, event: ControllerStarted) -> list[Effect]:
+    if ctx.revision >= 6:
+        # The hold the stopped process set (closing, by nobody) went with it; a
+        # supervisor's drain stays until a supervisor lifts it.
+        state.round_holds = tuple(
+            hold
+            for hold in state.round_holds
+            if not (hold.reason is HoldReason.CLOSING and hold.by is None)
+        )
     # Whatever the daemon was doing before the restart is gone: its timers and the
     # shoe's gate. Ask again for the lock the phase needs.
     state.timers = {}

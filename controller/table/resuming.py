@@ -631,8 +631,9 @@ RESUMES: Final[dict[int, dict[tuple[str, str], Resume]]] = {
     # Revision 5 also dismisses an unread card that was none; a supervisor's pause that
     # outlasts the resolution keeps the table paused (:func:`on_resume`).
     5: _RESUMES_5,
-    # Revision 6 checks a new shoe's first cards for new-deck order; its pause is resolved
-    # as any other (resume, cancel, end_shoe).
+    # Revision 6 brought the dealers on duty and the holds between rounds, and checks a new
+    # shoe's first cards for new-deck order: its pause is resolved as any other (resume,
+    # cancel, end_shoe).
     6: _RESUMES_5,
 }
 DISMISSIBLE: Final[dict[int, frozenset[tuple[str, str]]]] = {

@@ -92,6 +92,38 @@ PAUSE_MESSAGES: Final[Mapping[PauseReason, str]] = {
 }
 
 
+class HoldReason(enum.Enum):
+    """Why the table opens no new round (machine revision 6): a hold between rounds lets
+    the round in play finish, then keeps the table in ``SHOE_READY`` until it is lifted."""
+
+    DEALER_CHANGE = "dealer_change"  # a supervisor asked for a new dealer after this round
+    CLOSING = "closing"  # the table is closing: the process stops, or a supervisor drains it
+
+
+HOLD_MESSAGES: Final[Mapping[HoldReason, str]] = {
+    HoldReason.DEALER_CHANGE: "a dealer change: no new round until the next dealer signs in",
+    HoldReason.CLOSING: "the table is closing: no new round",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """One hold between rounds: its reason, who set it (None: the table process itself,
+    stopping) and since when."""
+
+    reason: HoldReason
+    by: str | None
+    since: float
+
+
+@dataclass(frozen=True, slots=True)
+class Dealer:
+    """The dealer on duty: a staff id as the studio writes it (``D-1043``), since when."""
+
+    staff_id: str
+    since: float
+
+
 @dataclass(frozen=True, slots=True)
 class Cause:
     """One pause in effect: its reason, plain message, who set it (a supervisor; None for
@@ -217,6 +249,11 @@ class TableState:
     # ``end_shoe``, which end what was paused); resolving an anomaly during them does not.
     # Never empty unless the table is paused.
     holds: tuple[Cause, ...] = ()
+    # The dealer signed in at the table (machine revision 6), or None: nobody is.
+    dealer: Dealer | None = None
+    # The holds between rounds in effect (machine revision 6), one per reason: the round in
+    # play finishes, and no round opens while any is in effect.
+    round_holds: tuple[Hold, ...] = ()
     shoe_online: bool = True
     shoe_locked: bool = True  # what the machine asked of the shoe
     shoe_reports_locked: bool | None = None  # what the shoe last confirmed

@@ -31,7 +31,10 @@ from controller.table.events import (
     CardMisread,
     CardsLost,
     ControllerStarted,
+    ControllerStopping,
     CutCardDrawn,
+    DealerSignedIn,
+    DealerSignedOut,
     PlatformDecided,
     RoundRequested,
     SettingsChanged,
@@ -60,7 +63,10 @@ card held, in the order they came. 5: pauses nest: a supervisor's pause holds un
 supervisor lifts it (a plain ``resume``, ``cancel`` or ``end_shoe``), an anomaly during it is
 resolved within it, and a supervisor may pause a table that is already paused; a round
 that needs a card from a shoe with none left pauses (``shoe_empty``), and a round that
-leaves the shoe empty ends it."""
+leaves the shoe empty ends it. 6: the dealers on duty (``DealerSignedIn``, ``DealerSignedOut``,
+named in ``round_opened`` and ``round_settled``) and the holds between rounds (a supervisor's
+``dealer_change`` or ``drain``, the process's ``ControllerStopping``): the round in play
+finishes and no round opens while one is in effect."""
 
 
 Handler = Callable[[Context, TableState, Any], list[Effect]]
@@ -95,8 +101,8 @@ class NotAccepted(TransitionError):
 
 # Event kinds: "card", "misread", "cut_card", "cards_lost", "shoe_fault",
 # "shoe_fault_cleared", "shoe_online", "shoe_offline", "shoe_lock", "camera",
-# "camera_status", "settings", "decision", "round_request", "started", "timer.<purpose>",
-# "command.<name>".
+# "camera_status", "settings", "decision", "round_request", "started", "stopping",
+# "dealer_sign_in", "dealer_sign_out", "timer.<purpose>", "command.<name>".
 
 
 def _in_every_phase(phase: Phase) -> dict[str, Transition]:
@@ -112,6 +118,14 @@ def _in_every_phase(phase: Phase) -> dict[str, Transition]:
         "settings": _t(commands.on_settings, phase),
         "timer.stale": _t(news.on_stale_timer, phase),
         "command.pause": _t(commands.on_pause_command, P.PAUSED),
+        # The dealers on duty and the holds between rounds (machine revision 6): news for
+        # the round in play, which goes on; a hold keeps the next one from opening.
+        "dealer_sign_in": _t(commands.on_dealer_sign_in, phase),
+        "dealer_sign_out": _t(commands.on_dealer_sign_out, phase),
+        "stopping": _t(commands.on_stopping, phase),
+        "command.dealer_change": _t(commands.on_dealer_change, phase),
+        "command.drain": _t(commands.on_drain, phase),
+        "command.resume_rounds": _t(commands.on_resume_rounds, phase),
     }
 
 
@@ -283,6 +297,9 @@ _SIMPLE_KINDS: Final[dict[type, str]] = {
     CameraOnline: "camera_status",
     CameraOffline: "camera_status",
     SettingsChanged: "settings",
+    ControllerStopping: "stopping",
+    DealerSignedIn: "dealer_sign_in",
+    DealerSignedOut: "dealer_sign_out",
 }
 
 

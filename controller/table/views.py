@@ -18,6 +18,7 @@ from controller.table import games
 from controller.table.config import TableConfig
 from controller.table.effects import PublishState
 from controller.table.state import (
+    HOLD_MESSAGES,
     ROUND_PHASES,
     Cause,
     Context,
@@ -72,6 +73,7 @@ def public_state(
         else [],
         **_settings(state),
         "variant": games.variant(config.game, config.variant),
+        **_dealer_and_holds(state),
     }
 
 
@@ -170,6 +172,7 @@ def snapshot(state: TableState) -> dict[str, Any]:
             "suit_start": state.shuffle_check.suit_start,
         },
         "shuffle_alarm": state.shuffle_alarm,
+        **_dealer_and_holds(state),
     }
 
 
@@ -209,6 +212,23 @@ def _settings(state: TableState) -> dict[str, Any]:
     return {
         "settings": None if state.settings is None else state.settings.to_dict(),
         "pending_settings": None if pending is None else pending.to_dict(),
+    }
+
+
+def _dealer_and_holds(state: TableState) -> dict[str, Any]:
+    """The dealer on duty and the holds between rounds, as both show them."""
+    dealer = state.dealer
+    return {
+        "dealer": None if dealer is None else {"staff_id": dealer.staff_id, "since": dealer.since},
+        "round_holds": [
+            {
+                "reason": hold.reason.value,
+                "message": HOLD_MESSAGES[hold.reason],
+                "by": hold.by,
+                "since": hold.since,
+            }
+            for hold in state.round_holds
+        ],
     }
 
 

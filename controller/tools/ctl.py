@@ -63,7 +63,19 @@ DEFAULT_WAIT_S = 3.0
 DEFAULT_TIMEOUT_S = 10.0
 # The commands that act on the table: sent only while its daemon is online (a request sent
 # to an offline table would wait at the broker and be executed whenever it comes back).
-ACTING = ("pause", "resume", "enter_card", "cancel", "end_shoe", "new_shoe")
+ACTING = (
+    "pause",
+    "resume",
+    "enter_card",
+    "cancel",
+    "end_shoe",
+    "new_shoe",
+    "dealer_sign_in",
+    "dealer_sign_out",
+    "dealer_change",
+    "drain",
+    "resume_rounds",
+)
 
 
 class CtlError(TableError):
@@ -120,7 +132,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--role",
         default="supervisor",
-        choices=("supervisor", "viewer", "platform"),
+        choices=("supervisor", "viewer", "platform", "dealer"),
         help="the role the account sends requests under (default supervisor)",
     )
     parser.add_argument(
@@ -190,6 +202,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     end = action("end-shoe", "end the shoe in play (not during a round)", "end-shoe", _end_shoe)
     end.add_argument("--reason", default="", help="why (journaled)")
     action("new-shoe", "declare a freshly shuffled shoe", "new-shoe", _new_shoe)
+    sign_in = action(
+        "dealer-sign-in",
+        "sign a dealer in at the table with their staff id",
+        "dealer-sign-in D-1043",
+        _dealer_sign_in,
+    )
+    sign_in.add_argument("staff_id", help="the dealer's staff id (D-1043)")
+    action("dealer-sign-out", "sign the dealer on duty out", "dealer-sign-out", _dealer_sign_out)
+    action(
+        "dealer-change",
+        "a new dealer after this round: no round opens until the next dealer signs in",
+        "dealer-change",
+        _dealer_change,
+    )
+    action(
+        "drain",
+        "finish the round in play and open no new one (closing), the daemon left running",
+        "drain",
+        _drain,
+    )
+    action(
+        "resume-rounds",
+        "lift the holds between rounds (a drain, a dealer change): rounds open again",
+        "resume-rounds",
+        _resume_rounds,
+    )
     watch = action(
         "watch", "follow the table's events and state until interrupted", "watch", _watch
     )
@@ -476,6 +514,26 @@ def _new_shoe(args: argparse.Namespace, client: Any) -> int:
     return _command(args, client, "new_shoe")
 
 
+def _dealer_sign_in(args: argparse.Namespace, client: Any) -> int:
+    return _command(args, client, "dealer_sign_in", staff_id=args.staff_id)
+
+
+def _dealer_sign_out(args: argparse.Namespace, client: Any) -> int:
+    return _command(args, client, "dealer_sign_out")
+
+
+def _dealer_change(args: argparse.Namespace, client: Any) -> int:
+    return _command(args, client, "dealer_change")
+
+
+def _drain(args: argparse.Namespace, client: Any) -> int:
+    return _command(args, client, "drain")
+
+
+def _resume_rounds(args: argparse.Namespace, client: Any) -> int:
+    return _command(args, client, "resume_rounds")
+
+
 def _watch(args: argparse.Namespace, client: Any) -> int:
     """Print every event as it comes and each change of phase, until interrupted or
     ``--count`` new events. A gap (an event past the next ``seq``, or a state ahead of the
@@ -758,6 +816,19 @@ def describe(table: str, availability: str | None, state: dict[str, Any] | None)
         )
         needs = pause.get("needs") or []
         lines.append("  needs: " + ("; ".join(needs) if needs else "nothing: a plain resume"))
+    for hold in state.get("holds") or []:
+        by = hold.get("by") or "the table process, stopping"
+        lines.append(
+            f"  HELD between rounds: {hold.get('reason')}: {hold.get('message')} (since "
+            f"{_clock(hold.get('since'))} UTC, by {by})"
+        )
+    if "dealer" in state:  # tables of an older livetable do not say
+        dealer = state["dealer"]
+        lines.append(
+            "  dealer: nobody signed in"
+            if dealer is None
+            else f"  dealer {dealer.get('staff_id')} (since {_clock(dealer.get('since'))} UTC)"
+        )
     devices = state.get("devices") or {}
     camera = devices.get("camera_online")
     lines.append(

@@ -92,6 +92,8 @@ DEFAULT_CAMERA_MISREAD_RATE = 0.1  # with a camera: it reads most of them
 DEFAULT_MISTAKE_RATE = 0.1
 # A person at the console takes a moment to resolve a pause: long enough to be seen.
 DEFAULT_RESOLVE_DELAY_S = 1.5
+# How long a demo table, told to stop, waits for the round in play ([table] stop_timeout_s).
+DEMO_STOP_TIMEOUT_S = 1.0
 # How long the demo waits for the last messages and for its daemons to stop.
 SETTLE_S = 5.0
 # A table whose daemon has not said "online" this long after it started cannot reach the
@@ -521,6 +523,8 @@ def write_table_config(
         betting_s=args.betting_s,
         decision_s=args.decision_s,
         dealer_idle_s=args.dealer_idle_s,
+        # The demo stops its bots before its tables: a round in play would never finish.
+        stop_timeout_s=DEMO_STOP_TIMEOUT_S,
         client_id=f"livetable-{table_id}-{os.getpid()}",
         topic_prefix=TOPIC_PREFIX,
         username=username,

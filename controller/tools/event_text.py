@@ -199,18 +199,25 @@ def describe_published(name: str, payload: Mapping[str, Any]) -> str:
         result = payload.get("result")
         if isinstance(result, dict):
             result = finished_hands(result)
-        return f"round_settled {_compact(result)}"
+        return f"round_settled {_compact(result)}{_dealt_by(payload)}"
     if name == "round_opened":
         return (
             f"round_opened (round {payload.get('round_number')} of the shoe, "
             f"{len(payload.get('bets') or ())} bets open, betting closes at "
-            f"{time_text(payload.get('betting_closes_at'))})"
+            f"{time_text(payload.get('betting_closes_at'))}){_dealt_by(payload)}"
         )
     if name == "table_resumed":
         resolution = payload.get("resolution") or "nothing to resolve"
         return f"table_resumed by {payload.get('by')} ({payload.get('reason')}: {resolution})"
     shown = {key: value for key, value in payload.items() if key not in ("round_id", "shoe_id")}
     return f"{name} {_compact(shown)}" if shown else name
+
+
+def _dealt_by(payload: Mapping[str, Any]) -> str:
+    """The round's dealer as its event names it (machine revision 6); nothing when nobody
+    was signed in (``--json`` shows ``dealer: null``) or the journal is older."""
+    dealer = payload.get("dealer")
+    return f", dealer {dealer}" if isinstance(dealer, str) else ""
 
 
 def _compact(value: object) -> str:

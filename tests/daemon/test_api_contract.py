@@ -123,6 +123,7 @@ VALID_TEXT: dict[str, dict[str, Any]] = {
     "enter_card": {"card": "7H"},
     "cancel": {"reason": "dispute"},
     "end_shoe": {"reason": "end of shift"},
+    "dealer_sign_in": {"staff_id": "D-1043"},
     "decide": {
         "round_id": 1,
         "request_seq": 1,
@@ -408,7 +409,8 @@ def test_the_dealer_line_is_read_by_whom_the_documents_say() -> None:
     """The dealer's line names no card (the wire's secrecy property covers it); supervisors
     and viewers may read it, and both documents say so, as the ACL does."""
     readers = acl_readers()
-    assert {role for role, _topics in readers.values()} == {"platform", "supervisor", "viewer"}
+    roles = {"platform", "supervisor", "viewer", "dealer"}
+    assert {role for role, _topics in readers.values()} == roles
     by_role: dict[str, set[str]] = {}
     for role, topics in readers.values():
         by_role.setdefault(role, set()).update(topics)

@@ -49,6 +49,8 @@ from controller.table.events import (
     CameraOnline,
     CardsLost,
     ControllerStarted,
+    DealerSignedIn,
+    DealerSignedOut,
     PlatformDecided,
     RoundRequested,
     SettingsChanged,
@@ -206,7 +208,8 @@ class WiredTable:
         event, transaction = self._as_request(event)
         effects = self.machine.handle(event)
         self.wire.record(effects, getattr(event, "at", None))
-        if isinstance(event, SupervisorCommanded | RoundRequested) and transaction is not None:
+        commands = SupervisorCommanded | RoundRequested | DealerSignedIn | DealerSignedOut
+        if isinstance(event, commands) and transaction is not None:
             kind, fields = encode_event(event)
             self.wire.commanded.append((self.wire.journal_seq, kind, fields))
         if isinstance(event, PlatformDecided) and transaction is not None:
@@ -239,6 +242,11 @@ class WiredTable:
                 return event, None  # refused by the API (e.g. a card without enter_card)
             key = f"{event.by}/{transaction}"
             return dataclasses.replace(event, command_id=key), transaction
+        if isinstance(event, DealerSignedIn | DealerSignedOut):
+            command = "dealer_sign_in" if isinstance(event, DealerSignedIn) else "dealer_sign_out"
+            fields = {"staff_id": event.staff_id} if isinstance(event, DealerSignedIn) else {}
+            transaction = wire.request(event.role, event.by, command, fields)
+            return dataclasses.replace(event, command_id=f"{event.by}/{transaction}"), transaction
         if isinstance(event, RoundRequested):
             fields = {"boxes": event.boxes} if event.boxes else {}
             if event.boxes > 7:
@@ -304,14 +312,22 @@ def play_baccarat(game: str, wire: Wire) -> None:
     driver.new_shoe(reveal="4S", burn=("3D", "5D", "6D", "7D"))
     cards = shuffled_shoe(11)
 
-    # Round 1 as dealt, the camera confirming every face-up card.
+    # Round 1 as dealt, the camera confirming every face-up card, by dealer D-1043 who
+    # signed in from the dealer's own account; a dealer change asked for during it.
+    driver.send(DealerSignedIn("i1", "D-1043", "dealer-t1", "dealer", at(driver)))
     driver.open_and_close_betting()
+    assert driver.command("dealer_change").ok
     while driver.phase is Phase.DEALING:
         card = cards.pop(0)
         effects = driver.draw(card)
         for ask in (e for e in effects if type(e).__name__ == "AskCamera"):
             driver.camera(ask.position, str(card), ask.card_number)  # type: ignore[attr-defined]
     assert driver.phase is Phase.SHOE_READY, driver.phase
+    assert not driver.request_round().ok  # held until the next dealer signs in
+    driver.send(DealerSignedOut("o1", "dealer-t1", "dealer", at(driver)))
+    driver.send(DealerSignedIn("i2", "D-2001", "alice", "supervisor", at(driver)))
+    assert driver.command("drain").ok
+    assert driver.command("resume_rounds").ok
 
     # Round 2: a misread read by the camera; another the camera cannot read, entered by a
     # supervisor; a supervisor's pause; a settings change that waits for the next round.

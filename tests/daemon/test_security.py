@@ -477,6 +477,66 @@ def test_the_broker_refuses_strangers_and_binds_each_request_to_its_account(
     assert table.journal_rows("RoundRequested") == []
 
 
+def test_a_dealer_account_may_only_sign_in_and_out_at_its_own_table(
+    secure_mqtt_broker: BrokerProcess,
+    tables: Callable[..., Table],
+    peers: Callable[..., Peer],
+) -> None:
+    """The shipped ACL's dealer station of t1: a sign-in and a sign-out there, under its own
+    name and the dealer role, and nothing else (the broker drops the rest)."""
+    broker = secure_mqtt_broker
+    users, port = broker.users, broker.port
+    table = tables(port, account=users["table"])
+    table.daemon.start()
+    name, password = users["dealer"]
+    viewer_name, viewer_password = users["viewer"]
+    viewer = peers(
+        port,
+        username=viewer_name,
+        password=viewer_password,
+        subscribe=(f"{BASE}/state", f"{BASE}/availability", response_topic(viewer_name)),
+    ).wait_ready()
+    dealer = peers(
+        port, username=name, password=password, subscribe=(response_topic(name),)
+    ).wait_ready()
+    wait_online(table, viewer)
+
+    signed_in = dealer.ask(
+        request_topic("dealer", name, "dealer_sign_in"),
+        {"transaction": "shift-start", "staff_id": "D-1043"},
+        answer_on=response_topic(name),
+    ).json()
+    assert signed_in["ok"], signed_in
+    assert status(viewer, "viewer", viewer_name)["dealer"]["staff_id"] == "D-1043"
+
+    # Anything else: another command, another role, another account, another table, the
+    # table's own topics.
+    forged = [
+        request_topic("dealer", name, "pause"),
+        request_topic("dealer", name, "open_round"),
+        request_topic("dealer", name, "status"),
+        request_topic("supervisor", name, "dealer_sign_in"),
+        request_topic("dealer", "alice", "dealer_sign_in"),
+        f"livetable/t2/request/dealer/{name}/dealer_sign_in",
+        f"{BASE}/state",
+    ]
+    for topic in forged:
+        body = json.dumps({"transaction": f"forged-{uuid.uuid4().hex}", "staff_id": "D-9"})
+        assert dealer.publish(topic, body) == PUBACK_NOT_AUTHORIZED, topic
+
+    signed_out = dealer.ask(
+        request_topic("dealer", name, "dealer_sign_out"),
+        {"transaction": "shift-end"},
+        answer_on=response_topic(name),
+    ).json()
+    assert signed_out["ok"], signed_out
+    assert table.daemon.kill(signal.SIGTERM) == 0
+    assert [row["staff_id"] for row in table.journal_rows("DealerSignedIn")] == ["D-1043"]
+    assert [(row["by"], row["role"]) for row in table.journal_rows("DealerSignedOut")] == [
+        (name, "dealer")
+    ]
+
+
 # -- 2. Hostile input on an open broker (the daemon still takes who from the topic) ------
 
 ONE_MB = 1024 * 1024
@@ -764,12 +824,14 @@ def test_malformed_requests_get_the_right_error_and_change_nothing(
     paused = status(watch, "viewer", "viewer")
     assert paused["phase"] == "PAUSED" and paused["pause"]["by"] == "alice"
     assert table.daemon.kill(signal.SIGTERM) == 0
-    # Since the first bad request: the pause, and the shoe acknowledging the lock it asked.
+    # Since the first bad request: the pause, the shoe acknowledging the lock it asked, and
+    # the stop (SIGTERM journals ControllerStopping as its last row).
     rows = [
         (kind, fields) for seq, kind, fields in table.journal() if seq > before["journal"]["seq"]
     ]
     assert rows[0][0] == "SupervisorCommanded" and rows[0][1]["command_id"] == "alice/t-valid"
-    assert {kind for kind, _fields in rows[1:]} <= {"ShoeLockChanged"}, rows
+    assert rows[-1][0] == "ControllerStopping", rows
+    assert {kind for kind, _fields in rows[1:-1]} <= {"ShoeLockChanged"}, rows
 
 
 def production_max_packet_size() -> int:

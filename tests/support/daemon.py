@@ -30,6 +30,9 @@ TEST_TABLE: dict[str, Any] = {
     "betting_s": 0.2,
     "decision_s": 2.0,
     "dealer_idle_s": 5.0,
+    # A test that stops a table during a round (its bots gone) waits this long for the
+    # round before the daemon stops anyway; the tests of that wait set their own.
+    "stop_timeout_s": 3.0,
     "variant": "traditional",
 }
 

@@ -22,7 +22,10 @@ from controller.table.events import (
     CardMisread,
     CardsLost,
     ControllerStarted,
+    ControllerStopping,
     CutCardDrawn,
+    DealerSignedIn,
+    DealerSignedOut,
     PlatformDecided,
     RoundRequested,
     SettingsChanged,
@@ -63,6 +66,9 @@ ONE_OF_EACH = [
     CameraOnline("rtsp://cam", 1920, 1080, 9.0),
     CameraOffline("rtsp://cam", "stream ended", 2.0, 9.5),
     SettingsChanged(12.0, 8.0, 45.0, 1, True, 10.0),
+    DealerSignedIn("d1", "D-1043", "dealer7", "dealer", 10.5),
+    DealerSignedOut("d2", "alice", "supervisor", 11.0),
+    ControllerStopping(11.5),
 ]
 
 

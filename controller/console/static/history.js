@@ -63,10 +63,13 @@ export function historyView(round) {
   const events = round.events || [];
   const end = events.find((event) => event.type === "round_settled" || event.type === "round_voided");
   const outcome = !end ? "in play" : end.type === "round_voided" ? "VOID: every bet refunded" : "settled";
+  // The round's dealer, as round_settled (or round_opened) names it (older tables name none).
+  const named = [...events].reverse().find((event) => event.data && typeof event.data.dealer === "string");
+  const dealer = named ? `, dealt by ${named.data.dealer}` : "";
   return h("div", { class: "history-view", testid: "history-view" },
     // The printable page's main heading; a heading within the wall's dialog.
     h(document.body.dataset.page === "history" ? "h1" : "h2", { testid: "history-title" },
-      `Table ${round.table}, round ${round.round_id}: ${outcome}`),
+      `Table ${round.table}, round ${round.round_id}: ${outcome}${dealer}`),
     h("p", { class: "hint", testid: "history-span" }, `${events.length} events` + (events.length
       ? ` on ${day(events[0].at)}, ${clock(events[0].at)} to ${clock(events[events.length - 1].at)} (this browser's time)`
       : "")),
