@@ -32,6 +32,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from controller.kernel.errors import JournalError
+
 if TYPE_CHECKING:
     from controller.service.journal import Journal
 
@@ -186,7 +188,13 @@ def read_journals(paths: Iterable[Path], immutable: bool = False) -> Record:
     record = Record()
     for path in paths:
         with Journal(path, read_only=True, immutable=True if immutable else None) as journal:
-            read_journal(journal, record)
+            try:
+                read_journal(journal, record)
+            except JournalError as error:
+                # The chain's words name a row, not the file: among several, say which.
+                if str(path) in str(error):
+                    raise
+                raise JournalError(f"{path}: {error}") from error
     return record
 
 

@@ -9,9 +9,12 @@ what was fed, through the command line as shipped.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import re
+import shutil
+import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -200,17 +203,23 @@ def test_html_is_one_page_with_the_chart_library_inline(journals, tmp_path, caps
     assert '"labels": ["t1", "t2"]' in page and NOBODY in page
 
 
-@pytest.mark.parametrize("what", ["missing", "corrupt"])
+@pytest.mark.parametrize("what", ["missing", "corrupt", "altered"])
 def test_a_bad_journal_is_a_one_line_error(journals, tmp_path, capsys, what) -> None:
-    t1, _, _ = journals
+    t1, t2, _ = journals
     bad = tmp_path / "bad.journal"
     if what == "corrupt":
         bad.write_bytes(b"not a journal at all\n" * 50)
+    elif what == "altered":
+        shutil.copyfile(t2, bad)
+        with contextlib.closing(sqlite3.connect(bad)) as db, db:
+            db.execute("UPDATE events SET body = replace(body, '5H', '6H') WHERE seq = 7")
     assert main(["report", str(t1), str(bad)]) == 1
     captured = capsys.readouterr()
     assert captured.out == ""
     (line,) = captured.err.splitlines()
     assert line.startswith("livetable: error:") and str(bad) in line, line
+    if what == "altered":
+        assert "row 7 was altered" in line, line
 
 
 def test_a_time_that_is_not_one_is_a_usage_error(journals, capsys) -> None:
