@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
 from controller.tools.report import Group, Record, groups, pause_reasons, table_rows
 
+# A figure (right-aligned, as in the text report) rather than a word such as a reason.
+_NUMBER: Final = re.compile(r"-|\d+(\.\d+)?")
 CHART_JS: Final = Path(__file__).resolve().parent / "static" / "chart.umd.js"
 
 _STYLE: Final = """
@@ -130,7 +133,12 @@ def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     body = "".join(
         "<tr>"
         + f'<th scope="row">{html.escape(row[0])}</th>'
-        + "".join(f'<td class="n">{html.escape(cell)}</td>' for cell in row[1:])
+        + "".join(
+            f'<td class="n">{html.escape(cell)}</td>'
+            if _NUMBER.fullmatch(cell)
+            else f"<td>{html.escape(cell)}</td>"
+            for cell in row[1:]
+        )
         + "</tr>"
         for row in rows
     )
