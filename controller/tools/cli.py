@@ -35,6 +35,7 @@ TOP_LEVEL_MODULES: tuple[str, ...] = (
     "vision.cli",  # vision classify / eval / enrol / train
     "controller.tools.camera_cli",  # camera calibrate
     "controller.tools.journal_cli",  # journal verify / export
+    "controller.tools.report_cli",  # report: rounds per hour, cards, pauses from journals
     "controller.tools.demo",  # demo: a whole simulated table
     "controller.service.daemon",  # run: the table as a daemon with its MQTT API
     "controller.tools.ctl",  # ctl: a supervisor's actions on a table over its MQTT API
