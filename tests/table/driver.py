@@ -28,6 +28,7 @@ from controller.table.events import (
     CardDrawn,
     CardMisread,
     CutCardDrawn,
+    DealerSignedIn,
     PlatformDecided,
     RoundRequested,
     SupervisorCommanded,
@@ -253,3 +254,14 @@ def deal_until_settled(driver: Driver, cards: list[Card], decide: str | None = N
             step = driver.machine.state.round.next_step()
             token = decide if decide in step.options else step.default
             driver.decide(step.kind, step.box, step.hand, token)
+
+
+def sign_in(
+    driver: Driver, staff_id: str, by: str = "dealer7", role: str = "dealer"
+) -> CommandAnswered:
+    """``staff_id`` signs in at the table (from the dealer's own account unless ``role``
+    says otherwise); the table's answer."""
+    driver.commands += 1
+    return driver.answer(
+        driver.send(DealerSignedIn(f"i{driver.commands}", staff_id, by, role, driver.tick()))
+    )

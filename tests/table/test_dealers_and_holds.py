@@ -18,24 +18,14 @@ from controller.table.effects import CommandAnswered, TellDealer
 from controller.table.events import (
     ControllerStarted,
     ControllerStopping,
-    DealerSignedIn,
     DealerSignedOut,
 )
 from controller.table.machine import TableMachine
 from controller.table.state import Phase
 from controller.tools.cli import main
-from tests.table.driver import Driver, config_for, play_rounds
+from tests.table.driver import Driver, config_for, play_rounds, sign_in
 
 ALICE = ("alice", "supervisor")
-
-
-def sign_in(
-    driver: Driver, staff_id: str, by: str = "dealer7", role: str = "dealer"
-) -> CommandAnswered:
-    driver.commands += 1
-    return driver.answer(
-        driver.send(DealerSignedIn(f"i{driver.commands}", staff_id, by, role, driver.tick()))
-    )
 
 
 def sign_out(driver: Driver, by: str = "dealer7", role: str = "dealer") -> CommandAnswered:

@@ -23,7 +23,7 @@ import pytest
 from controller.service.journaled_table import JournaledTable
 from controller.tools.cli import main
 from controller.tools.report import NOBODY, Pause, Record, Round, groups
-from tests.table.driver import Driver, config_for
+from tests.table.driver import Driver, config_for, sign_in
 
 # 2026-12-06 10:00 UTC and 11:00 UTC: t1 plays in the first hour, t2 in the second.
 T1_START = datetime(2026, 12, 6, 10, 0, tzinfo=UTC).timestamp()
@@ -248,3 +248,29 @@ def test_by_dealer_groups_the_rounds_of_each_dealer_signed_in() -> None:
     )
     assert found["d7"].pause_seconds == {"misread": 30.0}
     assert (found[NOBODY].settled, found[NOBODY].cancelled) == (0, 1)
+
+
+def test_a_journal_of_dealers_signed_in_gives_each_dealer_their_rounds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """D-1043 deals two rounds, D-2001 one (after a dealer change between rounds): the report
+    by dealer, read from the journal the table wrote, gives each their rounds."""
+    path = tmp_path / "t1.journal"
+    table, _ = JournaledTable.open(config_for("baccarat", tmp_path), at=T1_START, path=path)
+    driver = Driver(table, now=T1_START)
+    try:
+        assert sign_in(driver, "D-1043").ok
+        driver.new_shoe()
+        for _ in range(2):
+            driver.open_and_close_betting()
+            driver.draw("9S", "TD", "KC", "3H")
+        assert sign_in(driver, "D-2001").ok
+        driver.open_and_close_betting()
+        driver.draw("8S", "TC", "KD", "3D")
+    finally:
+        table.close()
+    dealers = rows_of(report(capsys, path, "--format", "csv", "--by", "dealer"))
+    assert {name: row["rounds settled"] for name, row in dealers.items()} == {
+        "D-1043": "2",
+        "D-2001": "1",
+    }
