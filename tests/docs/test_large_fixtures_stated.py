@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 TESTS = REPO_ROOT / "tests"
 STATED = (TESTS / "fixtures" / "README.md").read_text()
 # Over this size a file is large: the journal fixtures (about 250 KB each) are under it.
