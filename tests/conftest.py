@@ -19,8 +19,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 PRODUCTION_ACL = REPO_ROOT / "systemd" / "mosquitto" / "livetable.acl"
 PRODUCTION_CONF = REPO_ROOT / "systemd" / "mosquitto" / "livetable.conf"
 # The shipped broker's settings of who may connect as whom that a test broker takes as they
-# are (the rest of livetable.conf names system paths and ports: test_broker_config.py runs
-# the whole file).
+# are (the rest of livetable.conf names system paths and ports:
+# tests/broker/test_studio_broker_config.py runs the whole file).
 IDENTITY_SETTINGS = ("use_username_as_clientid",)
 
 

@@ -2,13 +2,14 @@
 plastic deck as enrolled by ``livetable demo`` (1,040 camera pictures, threshold at the
 floor), answered a wrong card: a club read as a spade at 0.998 to 0.9996, the card's index
 corners in view. Found by ``scripts/camera-full-table-eval`` on scenes 400-459
-(``docs/camera.md``, "Five thousand cards of full tables"). The deck's face names the club
+(``docs/camera.md``, "The demo's decks on full tables"). The deck's face names the club
 in each (its suit parts match the club at 0.78 to 0.94, by 0.38 to 0.65 over the spade):
 the reader abstains when the face clearly names the corners' rank in another suit. Since
 locator revision 4 the card's other index corner is found as well and reads the club, so the
 corners disagree and abstain before the face is asked. The regions are kept as files so that
-the case stays exactly this one; the deck is the demo's as ``livetable demo`` enrols it today
-(deck format 5, locator revision 4, face revision 5), enrolled again when any of them changes.
+the case stays exactly this one; the deck is the demo's as ``livetable demo`` enrolled it
+(deck format 5, locator revision 4, face revision 5; how, in tests/fixtures/README.md), kept
+as it is when any of them changes, as a studio keeps its enrolled deck.
 Since the face may settle which suit two corners read lies there, these regions also say it
 settles none of them for the spade: the face warped from the spade's corner names the club."""
 

@@ -35,8 +35,8 @@ from controller.table.effects import PublishEvent
 from controller.table.events import SALT_FIELD
 from controller.table.machine import TableMachine
 from controller.table.state import Phase
+from tests.demo.test_demo_over_mqtt import FAST, Demo, watch_table
 from tests.support.wait import wait_until
-from tests.test_demo import FAST, Demo, watch_table
 
 # What the shoe's protocol may write as a card's position (Angel Eye's words, and none).
 POSITIONS = (None, "player", "banker", "burn", "first", "burn-count", "outside-game")

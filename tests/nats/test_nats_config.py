@@ -4,8 +4,8 @@
 certificates of a test CA (trustme), the authorisation generated from systemd/nats/studio.toml
 (every connection to the auth callout, whose key is a fresh one) and the callout's password
 in the environment as the unit's EnvironmentFile gives it; ``systemd-analyze verify`` checks
-the node's unit and the auth callout's with a local ExecStart (as tests/test_systemd_units.py
-does for livetable@.service).
+the node's unit and the auth callout's with a local ExecStart (as
+tests/install/test_systemd_units.py does for livetable@.service).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from controller.table.effects import (
     TellDealer,
 )
 
-# The names and fields the exports have always had (tests/test_journal_of_a_demo.py and the
+# The names and fields the exports have always had (tests/demo/test_journal_of_a_demo.py and the
 # camera's tests read them): a change here is a change of what old exports mean.
 NAMES_AND_FIELDS = {
     "PublishState": ("state",),

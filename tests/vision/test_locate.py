@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from controller.kernel.cards import ALL_FACES
+from vision.evaluate import card_outline, overlap_corners_found
 from vision.locate import (
     PATCH_HEIGHT,
     PATCH_WIDTH,
@@ -61,25 +62,6 @@ def test_patches_are_upright_and_normalised() -> None:
     assert abs(float(batch.mean())) < 0.5
 
 
-def _card_outline(
-    centre: tuple[float, float], width: float, radius: float, angle_degrees: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """A portrait card's outline with rounded corners (polygon points), and its four sharp
-    corners (where the straight edges meet), both rotated by ``angle_degrees``."""
-    height = width * 1.45
-    half = np.array([width / 2, height / 2])
-    points = []
-    # Corner arcs in clockwise order on screen: top-left, top-right, bottom-right, bottom-left.
-    for sign, start in (((-1, -1), 180), ((1, -1), 270), ((1, 1), 0), ((-1, 1), 90)):
-        arc_centre = np.array(sign) * (half - radius)
-        for t in np.radians(np.linspace(start, start + 90, 12)):
-            points.append(arc_centre + radius * np.array([np.cos(t), np.sin(t)]))
-    sharp = np.array([(-1, -1), (1, -1), (1, 1), (-1, 1)]) * half
-    turn = np.radians(angle_degrees)
-    rotation = np.array([[np.cos(turn), -np.sin(turn)], [np.sin(turn), np.cos(turn)]])
-    return np.array(points) @ rotation.T + centre, sharp @ rotation.T + centre
-
-
 def _found_near(points: np.ndarray, image: np.ndarray, width: float) -> list[bool]:
     candidates = find_corners(image)
     return [
@@ -97,7 +79,7 @@ def test_strongly_rounded_corners_are_found(angle: float) -> None:
     # outline's polygon as two vertices of about 135 degrees with a short chamfer between:
     # the corner is where the two long edges meet.
     image = np.full((360, 360, 3), FELT_GREEN, np.uint8)
-    outline, sharp = _card_outline((180, 180), 160, 0.2 * 160, angle)
+    outline, sharp = card_outline((180, 180), 160, 0.2 * 160, angle)
     cv2.fillPoly(image, [np.round(outline).astype(np.int32)], (235, 240, 240))
     assert all(_found_near(sharp, image, 160))
 
@@ -107,7 +89,7 @@ def test_an_index_printed_into_the_edge_does_not_hide_its_corner(angle: float) -
     # An index as dark as the felt, printed up to the card's edge (kde-penguins' 10s on red
     # felt), bites a notch into the outline right at the index corner.
     image = np.full((360, 360, 3), (30, 30, 120), np.uint8)
-    outline, sharp = _card_outline((180, 180), 160, 0.06 * 160, angle)
+    outline, sharp = card_outline((180, 180), 160, 0.06 * 160, angle)
     cv2.fillPoly(image, [np.round(outline).astype(np.int32)], (225, 240, 235))
     for corner, inward in ((sharp[0], sharp[2] - sharp[0]), (sharp[2], sharp[0] - sharp[2])):
         ink = corner + inward * 0.06
@@ -121,7 +103,7 @@ def test_one_corner_gives_one_candidate(radius: float) -> None:
     # meeting point; two candidates there would count as two index corners agreeing.
     for angle in range(0, 90, 7):
         image = np.full((360, 360, 3), FELT_GREEN, np.uint8)
-        outline, _sharp = _card_outline((180, 180), 150, radius * 150, float(angle))
+        outline, _sharp = card_outline((180, 180), 150, radius * 150, float(angle))
         cv2.fillPoly(image, [np.round(outline).astype(np.int32)], (235, 240, 240))
         candidates = find_corners(image)
         for i, first in enumerate(candidates):
@@ -131,24 +113,18 @@ def test_one_corner_gives_one_candidate(radius: float) -> None:
                 assert not (near and aligned), (angle, first, second)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="locator revision 2-3: where two cards overlap, the step between their outlines "
-    "looks like a bite, and its meeting point on the felt is kept instead of the true corner "
-    "(revision 1 kept the corner; docs/vision.md, Locator)",
-)
-def test_a_true_corner_beside_an_overlap_step_is_kept() -> None:
-    # Card B lies over card A, shifted a tenth of a width left and a fifth down: A's
-    # top-left corner is in plain view, with the short step between the two outlines
-    # beside it.
-    width = 120.0
-    image = np.full((360, 360, 3), FELT_GREEN, np.uint8)
-    outline_a, sharp_a = _card_outline((180, 170), width, 0.06 * width, 0.0)
-    outline_b, _ = _card_outline((180 - 0.1 * width, 170 + 0.2 * width), width, 0.06 * width, 0.0)
-    for outline in (outline_a, outline_b):
-        cv2.fillPoly(image, [np.round(outline).astype(np.int32)], (235, 240, 240))
-    candidates = find_corners(image)
-    assert any(np.linalg.norm(np.array(c.point) - sharp_a[0]) < 0.03 * width for c in candidates)
+# Corners of two overlapping cards (outlines alone) that the locator finds, at the first
+# angles of the overlap scan: where the step between the two outlines looks like a bite of
+# the card's edge, the corner beside it is missed. `scripts/locator-eval --overlaps` runs the
+# whole scan (docs/vision.md, "Locator"); these angles hold the locator to what it finds today.
+OVERLAP_ANGLES = (0.0, 3.0, 6.0)
+OVERLAP_CORNERS_FOUND_TODAY = 357  # of 576 in plain view; raise it when the locator finds more
+
+
+def test_corners_of_overlapping_cards_are_found_no_less_than_today() -> None:
+    found, in_view = overlap_corners_found(OVERLAP_ANGLES)
+    assert in_view > 0
+    assert found >= OVERLAP_CORNERS_FOUND_TODAY, (found, in_view)
 
 
 def _with_glare(image: np.ndarray, centre: np.ndarray, sigma: float, strength: float) -> np.ndarray:
@@ -164,7 +140,7 @@ def test_an_index_corner_beside_a_glare_is_found(angle: float) -> None:
     # the card: the outline swallows the glare, and the corner beside it is no corner of the
     # outline. The card's straight edges still show, sharp, through the glare.
     image = np.full((360, 360, 3), FELT_GREEN, np.uint8)
-    outline, sharp = _card_outline((180, 180), 140, 0.08 * 140, angle)
+    outline, sharp = card_outline((180, 180), 140, 0.08 * 140, angle)
     cv2.fillPoly(image, [np.round(outline).astype(np.int32)], (235, 240, 240))
     outward = sharp[0] - sharp[2]
     glare_at = sharp[0] + 0.25 * outward / np.linalg.norm(outward) * 140

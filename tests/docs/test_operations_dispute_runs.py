@@ -15,7 +15,7 @@ import pytest
 from controller.service.journal import Journal
 from controller.tools.cli import main
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DOC = REPO_ROOT / "docs" / "operations.md"
 SECTION = DOC.read_text().split("## 5. A dispute, worked through", 1)[1].split("\n## ", 1)[0]
 SCRIPTED = SECTION.split("### The same, on a round the demo played", 1)[0]

@@ -32,7 +32,7 @@ from tests.support.daemon import check_stream, gaps, unique_by_seq
 from tests.support.wait import wait_until
 
 LIVETABLE = [sys.executable, "-m", "controller.tools.cli"]
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO_ROOT / "tests" / "artifacts"
 # Fast people, generous deadlines: a loaded machine must not turn a slow answer into a
 # timeout (speed is not what these tests are about).

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # pip's words about the machine's own pip configuration (an index location that does not
 # exist on this machine, say) are not livetable's: a studio PC configured otherwise never

@@ -18,7 +18,7 @@ from tests.support.console import ConsoleHttp
 from tests.support.wait import wait_until
 
 LIVETABLE = [sys.executable, "-m", "controller.tools.cli"]
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 CONSOLE_LINE = re.compile(r"the supervisors' console at (http://127\.0\.0\.1:\d+/) : sign in")
 FELT_LINE = re.compile(
     r"demo paused \(misread\), for a supervisor at the console: .*"

@@ -356,7 +356,7 @@ def test_the_summary_counts_a_pause_resolved_by_its_table_resumed_event() -> Non
 # -- the live view on a 120x40 terminal with three tables ---------------------------------------
 
 SCREEN_COLUMNS, SCREEN_LINES = 120, 40
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _screen_text(screen: Any) -> list[str]:

@@ -15,7 +15,7 @@ from controller.kernel.errors import ConfigurationError
 from controller.service.config import LivetableConfig, load_config
 from drivers.shoe.registry import PROTOCOL_NAMES
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO_ROOT / "systemd" / "examples"
 FILES = sorted(EXAMPLES.glob("*.toml"))
 CAMERA_EXAMPLE = EXAMPLES / "blackjack-classic-angel-eye-camera.toml"

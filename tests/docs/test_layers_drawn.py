@@ -7,7 +7,7 @@ import re
 import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LAYERS_CONTRACT = "The layers of the tree: imports only go down"
 
 

@@ -45,5 +45,5 @@ def test_the_console_studio_keys_its_people_on_that_progress() -> None:
     """The console tests' studio drives its dealer from the same function as the bots."""
     from pathlib import Path
 
-    source = (Path(__file__).parent / "support" / "console.py").read_text(encoding="utf-8")
+    source = (Path(__file__).parent.parent / "support" / "console.py").read_text(encoding="utf-8")
     assert "progress(state)" in source and 'state["journal"]["seq"])' not in source

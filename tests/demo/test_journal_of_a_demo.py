@@ -21,7 +21,7 @@ import pytest
 from controller.tools.demo_view import settled_summary
 
 LIVETABLE = [sys.executable, "-m", "controller.tools.cli"]
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 ROUNDS = 2
 # A row of a text export or listing starts with its time, to the millisecond (UTC).
 TIME = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}"

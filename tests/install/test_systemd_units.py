@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 SYSTEMD_DIR = REPO_ROOT / "systemd"
 UNIT = SYSTEMD_DIR / "livetable@.service"
 DROP_INS = SYSTEMD_DIR / "livetable@.service.d"

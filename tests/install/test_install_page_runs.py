@@ -43,10 +43,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_broker_shipped import EXPECTED_LISTENING, MOSQUITTO, ShippedBroker
-from tests.test_install_doc import Block, answers, doc_settings
+from tests.broker.test_shipped_broker_as_installed import (
+    EXPECTED_LISTENING,
+    MOSQUITTO,
+    ShippedBroker,
+)
+from tests.install.test_broker_tls_walkthrough import Block, answers, doc_settings
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DOC = REPO_ROOT / "docs" / "install.md"
 OVERLAID = ("etc", "var", "opt", "root", "run")
 NOT_RUN = ("systemctl", "journalctl", "editor")

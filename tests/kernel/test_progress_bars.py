@@ -14,7 +14,7 @@ from pathlib import Path
 from controller.kernel.progress import progress, tracked
 
 LIVETABLE = [sys.executable, "-m", "controller.tools.cli"]
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _read_all(fd: int, process: subprocess.Popen[bytes], timeout_s: float) -> bytes:

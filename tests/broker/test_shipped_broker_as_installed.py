@@ -32,7 +32,7 @@ import pytest
 from tests.support.broker import write_password_file
 from tests.support.netns_mqtt import NamespaceClients
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = REPO_ROOT / "systemd" / "mosquitto"
 MOSQUITTO = "/usr/sbin/mosquitto"
 # The system folders the shipped files name; each moves under the test's root, as it is.

@@ -1,6 +1,7 @@
 """The studio broker configuration (systemd/mosquitto/livetable.conf and livetable.acl) on a
 real mosquitto: the file as shipped, with only its ports, paths and certificates replaced
-(tests/test_broker_shipped.py runs it on its own ports, in a network namespace)."""
+(tests/broker/test_shipped_broker_as_installed.py runs it on its own ports, in a network
+namespace)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from tests.support.broker import BrokerProcess, free_port, start_broker, write_password_file
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 CONF = REPO_ROOT / "systemd" / "mosquitto" / "livetable.conf"
 ACL = REPO_ROOT / "systemd" / "mosquitto" / "livetable.acl"
 TIMEOUT_S = 10.0

@@ -7,9 +7,7 @@ from pathlib import Path
 
 from controller.console.config import load_console_config
 
-EXAMPLE = (
-    Path(__file__).resolve().parent.parent / "systemd" / "examples" / "console" / "console.toml"
-)
+EXAMPLE = Path(__file__).resolve().parents[2] / "systemd" / "examples" / "console" / "console.toml"
 
 
 def test_the_example_console_configuration_loads() -> None:

@@ -24,7 +24,7 @@ from controller.tools.studio_accounts import (
     password_variable,
 )
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 SHIPPED_ACL = REPO_ROOT / "systemd" / "mosquitto" / "livetable.acl"
 SHIPPED_ACCOUNTS = REPO_ROOT / "systemd" / "nats" / "studio.toml"
 # An account nkey's public half, as `livetable studio callout-key` prints one.

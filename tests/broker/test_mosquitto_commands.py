@@ -4,7 +4,8 @@ The shipped broker configuration (systemd/mosquitto/livetable.conf) refuses a cl
 sends no client id, and mosquitto_sub sends none unless told (``-i``): every documented line
 gives one, and the account to log in with. The demo's printed watch line is run here, as a
 person would paste it, against a real mosquitto with the shipped configuration and ACL, and
-sees a table's retained state; docs/install.md's TLS line is run by tests/test_install_doc.py.
+sees a table's retained state; docs/install.md's TLS line is run by
+tests/install/test_broker_tls_walkthrough.py.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
 from controller.tools.demo import BrokerAddress
-from tests.test_broker_config import StudioBroker, studio_broker  # noqa: F401 (a fixture)
+from tests.broker.test_studio_broker_config import StudioBroker, studio_broker  # noqa: F401 (a fixture)
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = sorted(
     [
         *(REPO_ROOT / "docs").glob("*.md"),

@@ -8,7 +8,7 @@ import re
 import shlex
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = REPO_ROOT / "scripts" / "test"
 README = REPO_ROOT / "README.md"
 

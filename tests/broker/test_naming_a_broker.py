@@ -18,7 +18,7 @@ from tests.daemon.test_security import TlsBroker, tls_broker  # noqa: F401 (a fi
 from tests.support.broker import free_port
 
 LIVETABLE = [sys.executable, "-m", "controller.tools.cli"]
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 # Only refusals and argument errors here: each ends in a second or two, even loaded.
 RUN_TIMEOUT_S = 90.0
 

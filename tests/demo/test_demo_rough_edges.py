@@ -23,7 +23,7 @@ from tests.support.broker import BrokerProcess, write_password_file
 from tests.support.wait import wait_until
 
 LIVETABLE = [sys.executable, "-m", "controller.tools.cli"]
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 FAST = ["--pace-s", "0.01", "--betting-s", "0.3", "--decision-s", "60", "--dealer-idle-s", "60"]
 # A demo that meets a broker it cannot work with ends long before this (it waited for its
 # own 600 s timeout before); the bound only keeps a hanging demo from hanging the suite.
