@@ -150,7 +150,7 @@ Published = PublishState | PublishEvent | CommandAnswered | EventRejected
 
 # Effect class -> (its name in the journal's export, the fields written, in order). Written
 # out by hand on purpose, like the events' encoding: a renamed class or field must not
-# silently change what an export says (tests/test_journal_of_a_demo.py reads these names).
+# silently change what an export says (tests/demo/test_journal_of_a_demo.py reads these names).
 EFFECT_ENCODING: Final[dict[type[Effect], tuple[str, tuple[str, ...]]]] = {
     PublishState: ("PublishState", ("state",)),
     PublishEvent: ("PublishEvent", ("name", "payload")),

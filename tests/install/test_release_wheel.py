@@ -40,7 +40,7 @@ from tests.support.broker import BrokerProcess, free_port, start_broker
 from tests.support.console import ConsoleHttp
 from tests.support.wait import wait_until
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("controller", "drivers", "vision", "simulators")
 # The repository's folder that ships inside the package, and where (setup.py maps it).
 SHIPPED_FOLDER = "systemd"

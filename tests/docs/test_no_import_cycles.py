@@ -15,7 +15,7 @@ import graphlib
 import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _importlinter() -> dict:

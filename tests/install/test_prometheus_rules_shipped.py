@@ -14,7 +14,7 @@ import pytest
 from controller.service.metrics import CARD_SOURCES, METRIC_NAMES
 from tests.support.api_schema import load_document
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = REPO_ROOT / "systemd" / "prometheus"
 RULES = SHIPPED / "livetable-alerts.yml"
 RULE_TESTS = SHIPPED / "livetable-alerts.test.yml"
