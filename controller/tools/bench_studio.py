@@ -4,9 +4,10 @@ One run, all on this machine, all real: a three-node NATS cluster on free loopba
 (:mod:`simulators.nats_cluster`, MQTT streams with three replicas) or one mosquitto; N
 ``livetable run`` daemons speaking MQTT 3.1.1 (nats-server speaks nothing else; mosquitto is
 run the same way for a fair comparison), each with a simulated shoe on its own pty and the
-demo's people (:class:`controller.tools.demo.DemoTable`: a dealer drawing what the table asks for, a
-platform opening rounds, a supervisor), table *i* and its people on node *i* mod 3. The shoe
-misreads nothing and the dealer makes no mistakes: the load is the game's own traffic.
+demo's people (:class:`controller.tools.demo_table.DemoTable`: a dealer drawing what the table
+asks for, a platform opening rounds, a supervisor), table *i* and its people on node *i*
+mod 3. The shoe misreads nothing and the dealer makes no mistakes: the load is the game's own
+traffic.
 The tables start five at a time, the next five once these show a state (see
 :data:`START_BATCH`: all at once, a NATS cluster on this machine refused some of their
 subscriptions).

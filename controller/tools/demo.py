@@ -53,49 +53,78 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import json
 import logging
-import os
 import signal
 import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
 from controller.kernel.errors import ConfigurationError
-from controller.mqtt.connection import broker_text
 from controller.table.config import GAME_IDS
+
+# The demo's parts, each a module of its own; their names are the demo's too (other tools
+# and the tests import them from here).
+from controller.tools.demo_broker import (
+    CHECK_ANSWER_S,
+    DEFAULT_BROKER_MQTT,
+    EMBEDDED_BROKER_MQTT,
+    MQTT_VERSIONS,
+    TOPIC_PREFIX,
+    BrokerAddress,
+    broker_argument,
+    check_broker,
+    parse_broker_url,
+)
+from controller.tools.demo_console import ConsoleProcess
+from controller.tools.demo_deck import (
+    DEMO_DECK_PICTURES_PER_SETUP,
+    DEMO_DECK_SETUPS,
+    cache_dir,
+    demo_deck,
+    demo_deck_path,
+)
+from controller.tools.demo_table import (
+    DEFAULT_CAMERA_MISREAD_RATE,
+    DEFAULT_MISREAD_RATE,
+    SETTLE_S,
+    DemoTable,
+    InProcessDaemon,
+    write_table_config,
+)
+from controller.tools.demo_watcher import Printer, Watcher, watcher_account
+
+__all__ = [
+    "DEMO_DECK_PICTURES_PER_SETUP",
+    "DEMO_DECK_SETUPS",
+    "BrokerAddress",
+    "ConsoleProcess",
+    "DemoTable",
+    "InProcessDaemon",
+    "Printer",
+    "Watcher",
+    "cache_dir",
+    "check_broker",
+    "deliberate_faults_logged_as_debug",
+    "demo_deck",
+    "demo_deck_path",
+    "parse_broker_url",
+    "register",
+    "run_demo",
+    "watcher_account",
+    "write_table_config",
+]
 
 logger = logging.getLogger(__name__)
 
-# The demo's deck is enrolled as a studio enrols its own (`livetable camera enrol`): pictures
-# of every card laid in a slot, taken by the table camera (here the camera simulator), 20 of
-# each card: 5 in each of four camera set-ups and slots, none of them a set-up the demo then
-# plays with. Enrolled from rendered scenes instead (docs/vision.md's synthetic pictures),
-# its calibration met a misread at 0.926 and the deck abstained on 37-46 % of blackjack reads
-# on the felt; enrolled from the felt, 11-26 % (docs/camera.md).
-DEMO_DECK_LAYOUT = "blackjack-classic"
-DEMO_DECK_SETUPS = (
-    (100, "box1.hand1.card1"),
-    (101, "box3.hand1.card1"),
-    (102, "dealer.card1"),
-    (103, "box2.hand1.card1"),
-)
-DEMO_DECK_PICTURES_PER_SETUP = 5
-# Rates of trouble, so that pauses happen and the supervisor has something to do.
-DEFAULT_MISREAD_RATE = 0.05
-DEFAULT_CAMERA_MISREAD_RATE = 0.1  # with a camera: it reads most of them
+# Rates of trouble, so that pauses happen and the supervisor has something to do (the shoe's
+# misreads are the table's: controller.tools.demo_table).
 DEFAULT_MISTAKE_RATE = 0.1
 # A person at the console takes a moment to resolve a pause: long enough to be seen.
 DEFAULT_RESOLVE_DELAY_S = 1.5
-# How long a demo table, told to stop, waits for the round in play ([table] stop_timeout_s).
-DEMO_STOP_TIMEOUT_S = 1.0
-# How long the demo waits for the last messages and for its daemons to stop.
-SETTLE_S = 5.0
 # A table whose daemon has not said "online" this long after it started cannot reach the
 # broker (its daemon logs why, at once): the demo stops instead of waiting for its timeout.
 ONLINE_WITHIN_S = 30.0
@@ -106,192 +135,6 @@ REFRESH_PER_S = 8
 MAX_TABLES = 50
 MAX_SHOWN = 8
 DEFAULT_TIMEOUT_S = 600.0
-# How long the console the demo starts has to answer on its port.
-CONSOLE_START_S = 30.0
-TOPIC_PREFIX = "livetable"
-
-
-def cache_dir() -> Path:
-    """``$LIVETABLE_CACHE_DIR``, else ``~/.cache/livetable`` (as the card artwork's cache)."""
-    configured = os.environ.get("LIVETABLE_CACHE_DIR")
-    return Path(configured) if configured else Path.home() / ".cache" / "livetable"
-
-
-def demo_deck_path(design: str, model_digest: str) -> Path:
-    """Where the demo caches its enrolled deck of ``design`` for the model ``model_digest``.
-
-    The name carries the deck file's format and the locator's and face comparison's
-    revisions: a deck cached by an older livetable still loads, but would read without what
-    the newer enrolment adds (the corner thumbnails, the corners an older locator missed, a
-    face level calibrated with the face compared as it now is)."""
-    from vision.deck import FORMAT_VERSION
-    from vision.face import FACE_REVISION
-    from vision.locate import LOCATOR_REVISION
-
-    pictures = 52 * DEMO_DECK_PICTURES_PER_SETUP * len(DEMO_DECK_SETUPS)
-    revisions = f"v{FORMAT_VERSION}-l{LOCATOR_REVISION}-f{FACE_REVISION}"
-    name = f"{design}-felt{pictures}-{revisions}-{model_digest[:16]}.npz"
-    return cache_dir() / "decks" / name
-
-
-def demo_deck(design: str, out: TextIO) -> Path:
-    """The enrolled deck of ``design`` for the demo: from the cache, or enrolled now (about
-    a minute) from 1,040 pictures the camera simulator takes of the cards laid in a slot, with
-    the collector of ``livetable camera enrol``, and cached. The file name carries the
-    model's digest: a retrained model enrols again rather than load a deck it refuses."""
-    from controller.kernel.cards import ALL_FACES, Card
-    from drivers.camera_enrol import collect_pictures
-    from simulators.camera import SimulatedCamera
-    from vision.enrol import enrol, labelled_images, read_image
-    from vision.model import DEFAULT_MODEL, CornerClassifier
-
-    classifier = CornerClassifier(DEFAULT_MODEL)
-    path = demo_deck_path(design, classifier.digest)
-    if path.exists():
-        print(f"livetable demo: using the enrolled {design} deck cached in {path}", file=out)
-        return path
-    pictures = 52 * DEMO_DECK_PICTURES_PER_SETUP * len(DEMO_DECK_SETUPS)
-    print(
-        f"livetable demo: enrolling a {design} deck from {pictures:,} pictures taken by the "
-        f"simulated table camera (once: it is cached in {path}) ...",
-        file=out,
-        flush=True,
-    )
-    started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="livetable-demo-deck-") as folder:
-        for number, (seed, slot) in enumerate(DEMO_DECK_SETUPS, start=1):
-            camera = SimulatedCamera(DEMO_DECK_LAYOUT, design, seed=seed)
-
-            def lay(
-                card: Card, _k: int, _n: int, camera: SimulatedCamera = camera, slot: str = slot
-            ) -> None:
-                camera.clear()
-                camera.deal(slot, card)
-
-            # The collector counts the pictures already in the folder: each set-up adds five.
-            target = number * DEMO_DECK_PICTURES_PER_SETUP
-            collect_pictures(camera, slot, ALL_FACES, target, lay, Path(folder), timeout_s=10.0)
-        examples = ((item.card, read_image(item.path)) for item in labelled_images(Path(folder)))
-        deck = enrol(classifier, examples, name=f"{design} (livetable demo)")
-    deck.save(path)  # all or nothing: a stopped demo leaves no half-written cache
-    print(
-        f"livetable demo: enrolled in {time.monotonic() - started:.0f} s "
-        f"(threshold {deck.threshold:.3f})",
-        file=out,
-        flush=True,
-    )
-    return path
-
-
-# -- the broker ---------------------------------------------------------------------------
-
-
-MQTT_VERSIONS = ("3.1.1", "5")
-# With --broker and no --mqtt: MQTT 5, whose PUBACK reason codes let the broker check tell a
-# refused publish at once and which mosquitto (the shipped broker) speaks. A broker that
-# speaks only 3.1.1 (nats-server) refuses it in its CONNACK and the demo says to try 3.1.1.
-DEFAULT_BROKER_MQTT = "5"
-# The embedded broker (amqtt) speaks MQTT 3.1.1 only.
-EMBEDDED_BROKER_MQTT = "3.1.1"
-# Debian's bundle of the system's CAs (ca-certificates), where Python's default may be absent.
-SYSTEM_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
-
-
-@dataclasses.dataclass
-class BrokerAddress:
-    """Where the demo's clients and daemons connect, and as whom."""
-
-    host: str
-    port: int
-    login: tuple[str, str] | None = None
-    # The MQTT version every client of the demo speaks (the daemons' [mqtt] protocol).
-    mqtt_protocol: str = DEFAULT_BROKER_MQTT
-    # Whether the URL named it (?mqtt=...): then --mqtt may not say otherwise.
-    protocol_named: bool = False
-    # A cluster's nodes, host:port first, that the daemons and the people move on to when
-    # their node fails ([mqtt] hosts); empty: host:port alone.
-    hosts: tuple[tuple[str, int], ...] = ()
-    # TLS (mqtts://), trusting tls_ca or, when None, the system's CAs.
-    tls: bool = False
-    tls_ca: str | None = None
-
-    @property
-    def url(self) -> str:
-        """The broker as a person reads it: ``mqtt://host:port`` or ``mqtts://host:port``."""
-        return f"{'mqtts' if self.tls else 'mqtt'}://{broker_text(self.host, self.port)}"
-
-    @property
-    def client_tls(self) -> dict[str, Any]:
-        """The TLS arguments of every client the demo starts (the API client's)."""
-        return {"tls": self.tls, "tls_ca": self.tls_ca}
-
-    def daemon_ca_file(self) -> str | None:
-        """The CA file a table's or the console's ``[mqtt.tls] ca_file`` names (their TOML
-        takes a file, not "the system's store"): --tls-ca, else the system's bundle."""
-        if not self.tls:
-            return None
-        if self.tls_ca is not None:
-            return str(Path(self.tls_ca).resolve())
-        import ssl
-
-        for candidate in (ssl.get_default_verify_paths().cafile, SYSTEM_CA_BUNDLE):
-            if candidate and Path(candidate).is_file():
-                return candidate
-        raise ConfigurationError(
-            f"--broker {self.url}: no system CA bundle found for the tables: give --tls-ca"
-        )
-
-    @property
-    def paho_protocol(self) -> int:
-        import paho.mqtt.client as mqtt
-
-        return mqtt.MQTTv5 if self.mqtt_protocol == "5" else mqtt.MQTTv311
-
-    def watch_command(self) -> str:
-        # -i: a studio broker refuses a client without an id (and takes the account's name
-        # as its id); mosquitto_sub sends none unless told.
-        login = f" -u {self.login[0]} -P {self.login[1]} -i {self.login[0]}" if self.login else ""
-        client_id = "" if self.login else " -i livetable-watch"
-        tls = ""
-        if self.tls:
-            tls = f" --cafile {self.tls_ca}" if self.tls_ca else " --capath /etc/ssl/certs"
-        return (
-            f"mosquitto_sub -h {self.host} -p {self.port}{tls}{login}{client_id} "
-            f"-t '{TOPIC_PREFIX}/#' -v"
-        )
-
-
-def parse_broker_url(text: str, tls_ca: str | None = None) -> BrokerAddress:
-    """``--broker`` as the one parser of :mod:`controller.mqtt.broker_name` reads it: a host,
-    host:port, ``mqtt[s]://[user:password@]host[:port][?mqtt=3.1.1|5]`` or a list of nodes;
-    ``tls_ca`` (--tls-ca) makes a bare name TLS, trusting that CA."""
-    from controller.mqtt.broker_name import parse_broker_name
-
-    try:
-        name = parse_broker_name(text, tls=tls_ca is not None)
-    except ValueError as error:
-        raise ConfigurationError(f"--broker: {error}") from None
-    login = None if name.login is None else (name.login[0], name.login[1] or "")
-    return BrokerAddress(
-        name.host,
-        name.port,
-        login,
-        name.protocol or DEFAULT_BROKER_MQTT,
-        name.protocol is not None,
-        name.hosts,
-        name.tls,
-        tls_ca,
-    )
-
-
-def broker_argument(text: str) -> str:
-    """``--broker``'s type: a bad name is an argument error (usage, exit 2). The name is read
-    again with --tls-ca once every option is known (:func:`parse_broker_url`)."""
-    try:
-        parse_broker_url(text)
-    except ConfigurationError as error:
-        raise argparse.ArgumentTypeError(str(error).removeprefix("--broker").lstrip(": ")) from None
-    return text
 
 
 def table_count(text: str) -> int:
@@ -302,541 +145,6 @@ def table_count(text: str) -> int:
     if value > MAX_TABLES:
         raise argparse.ArgumentTypeError(f"{value} is more than the demo's {MAX_TABLES} tables")
     return value
-
-
-# -- what a broker given with --broker must let the demo do ------------------------------------
-
-# How long the broker check waits for each answer (a CONNACK, a PUBACK, a message back): a
-# broker answers in milliseconds; this only bounds one that says nothing at all.
-CHECK_ANSWER_S = 10.0
-# The account name under which the check writes a response topic nobody reads.
-CHECK_ACCOUNT = "livetable-demo-check"
-# A CONNACK's "unsupported protocol version" (MQTT 5's reason code 0x84; paho maps MQTT 3.1.1's
-# return code 1 onto it): nats-server answers an MQTT 5 CONNECT so.
-UNSUPPORTED_PROTOCOL_VERSION = 0x84
-
-
-class _BrokerProbe:
-    """One connection of the broker check in the demo's MQTT version (the API client's
-    :func:`start_client`), noting its CONNACK, PUBACKs, SUBACK, messages and whether the
-    broker dropped it. It does not reconnect: a drop is an answer."""
-
-    def __init__(self, broker: BrokerAddress, suffix: str) -> None:
-        from controller.client.api_client import start_client
-
-        self.lock = threading.Condition()
-        self.connack: Any = None
-        self.dropped: Any = None
-        self.suback: list[Any] | None = None
-        self.pubacks: dict[int, Any] = {}
-        self.received: list[str] = []
-        self.client = start_client(
-            broker.host,
-            broker.port,
-            f"{CHECK_ACCOUNT}-{os.getpid()}-{suffix}",
-            on_connect=self._note("connack"),
-            on_message=lambda _c, _u, message: self._add(self.received, message.topic),
-            on_disconnect=self._on_disconnect,
-            on_subscribe=lambda _c, _u, _mid, reasons, _p: self._set("suback", list(reasons)),
-            on_publish=lambda _c, _u, mid, reason, _p: self._put(mid, reason),
-            protocol=broker.paho_protocol,
-            login=broker.login,
-            reconnect_delay_s=(600, 600),
-            **broker.client_tls,
-        )
-
-    def _note(self, name: str) -> Callable[..., None]:
-        return lambda _c, _u, _f, reason, _p: self._set(name, reason)
-
-    def _on_disconnect(self, _c: Any, _u: Any, _f: Any, reason: Any, _p: Any) -> None:
-        self._set("dropped", reason)
-
-    def _set(self, name: str, value: Any) -> None:
-        with self.lock:
-            setattr(self, name, value)
-            self.lock.notify_all()
-
-    def _add(self, into: list[str], topic: str) -> None:
-        with self.lock:
-            into.append(topic)
-            self.lock.notify_all()
-
-    def _put(self, mid: int, reason: Any) -> None:
-        with self.lock:
-            self.pubacks[mid] = reason
-            self.lock.notify_all()
-
-    def wait(self, condition: Callable[[], bool]) -> bool:
-        with self.lock:
-            return self.lock.wait_for(condition, CHECK_ANSWER_S)
-
-    def publish(self, topic: str) -> Any:
-        """Publish at QoS 1 and wait: the PUBACK's reason, or None if the connection
-        dropped (or nothing came)."""
-        info = self.client.publish(topic, json.dumps({"transaction": CHECK_ACCOUNT}), qos=1)
-        self.wait(lambda: info.mid in self.pubacks or self.dropped is not None)
-        return self.pubacks.get(info.mid)
-
-    def close(self) -> None:
-        self.client.disconnect()
-        self.client.loop_stop()
-
-
-@contextlib.contextmanager
-def _said_by_the_api_client() -> Any:
-    """The API client's connection problems, kept (not logged) while the broker check runs:
-    the check says the first in one line itself."""
-    said: list[str] = []
-
-    class Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            said.append(record.getMessage())
-
-    api_logger = logging.getLogger("controller.client.api_client")
-    handler, propagate = Keep(logging.WARNING), api_logger.propagate
-    api_logger.addHandler(handler)
-    api_logger.propagate = False
-    try:
-        yield said
-    finally:
-        api_logger.removeHandler(handler)
-        api_logger.propagate = propagate
-
-
-def check_broker(broker: BrokerAddress, ids: list[str], viewer: str) -> None:
-    """That the broker lets the demo's one account do what the demo does, else a
-    :class:`ConfigurationError` in one line naming what it refused: the connection (its
-    credentials, or the MQTT version: "refused MQTT 5: try --mqtt 3.1.1"); a publish to a
-    table's topics or of a request under the platform's, the supervisor's or the viewer's
-    role (its ACL: told by MQTT 5's PUBACK; under MQTT 3.1.1 a broker acknowledges a publish
-    it drops, so each is read back by a second connection, within :data:`CHECK_ANSWER_S`);
-    a second connection of the same account (a broker that takes the account's name as the
-    client id drops the first); a message on a table's topic passed back to the account (its
-    ACL for reading)."""
-
-    from controller.client.api_client import PROBE_TABLE
-
-    url = broker.url
-    user = broker.login[0] if broker.login is not None else None
-    who = f"account {user}" if user is not None else "an anonymous client"
-    needs = (
-        "the demo's view, tables, platform and supervisor all use the one account of --broker: "
-        "it needs a broker that lets one account read and write every table's topics, e.g. "
-        "mosquitto without an ACL, or the demo's own broker (no --broker)"
-    )
-    with _said_by_the_api_client() as said, contextlib.ExitStack() as probes:
-        first = _BrokerProbe(broker, "a")
-        probes.callback(first.close)
-        first.wait(lambda: first.connack is not None or bool(said))
-        if first.connack is None:
-            problem = said[0].split(f"{broker.host}:{broker.port} ", 1)[-1] if said else ""
-            raise ConfigurationError(
-                f"the broker at {url} {problem or f'did not answer in {CHECK_ANSWER_S:g} s'}"
-            )
-        if getattr(first.connack, "value", None) == UNSUPPORTED_PROTOCOL_VERSION:
-            other = "3.1.1" if broker.mqtt_protocol == "5" else "5"
-            raise ConfigurationError(
-                f"the broker at {url} refused MQTT {broker.mqtt_protocol}: try --mqtt {other}"
-            )
-        if first.connack.is_failure:
-            hint = (
-                f"account {user}: a wrong password, or an account the broker does not know"
-                if user is not None
-                else "no account was given: --broker mqtt://user:password@host:port"
-            )
-            raise ConfigurationError(
-                f"the broker at {url} refused the connection ({first.connack}): {hint}"
-            )
-        written = [f"{TOPIC_PREFIX}/{table_id}/response/{CHECK_ACCOUNT}" for table_id in ids]
-        requests = [
-            f"{TOPIC_PREFIX}/{PROBE_TABLE}/request/{role}/{name}/status"
-            for role, name in (
-                ("platform", "platform"),
-                ("supervisor", "demo-supervisor"),
-                ("viewer", viewer),
-            )
-        ]
-        acknowledged = broker.mqtt_protocol == "5"
-        for topic in written + requests if acknowledged else []:
-            reason = first.publish(topic)
-            if reason is None or reason.is_failure:
-                what = "no answer" if reason is None else str(reason)
-                raise ConfigurationError(
-                    f"the broker at {url} refused {who} a publish to {topic} ({what}): {needs}"
-                )
-        second = _BrokerProbe(broker, "b")
-        probes.callback(second.close)
-        second.wait(lambda: second.connack is not None)
-        first.publish(written[0])
-        if first.dropped is not None:
-            raise ConfigurationError(
-                f"the broker at {url} allows one connection per account (a second connection "
-                f"of {who} dropped the first: it takes the account's name as the client id): "
-                f"{needs}"
-            )
-        # The tables read their requests under the same account: under MQTT 3.1.1 they are
-        # read back too (a refused subscription is named; a refused read or publish is not).
-        reads = [f"{TOPIC_PREFIX}/+/response/{CHECK_ACCOUNT}"] + (
-            [] if acknowledged else [f"{TOPIC_PREFIX}/{PROBE_TABLE}/request/+/+/status"]
-        )
-        second.client.subscribe([(read, 1) for read in reads])
-        second.wait(lambda: second.suback is not None)
-        if second.suback is None or any(reason.is_failure for reason in second.suback):
-            raise ConfigurationError(
-                f"the broker at {url} refused {who} the subscription to {' and '.join(reads)} "
-                f"({second.suback}): {needs}"
-            )
-        for topic in written[:1] if acknowledged else written + requests:
-            first.publish(topic)
-            if not second.wait(lambda topic=topic: topic in second.received):
-                why = (
-                    "its ACL does not let it read a table's topics"
-                    if acknowledged
-                    else "its ACL refuses the publish or the read: MQTT 3.1.1 does not say which"
-                )
-                raise ConfigurationError(
-                    f"the broker at {url} does not pass {topic} back to {who} within "
-                    f"{CHECK_ANSWER_S:g} s ({why}): {needs}"
-                )
-
-
-# -- one table ----------------------------------------------------------------------------
-
-
-def write_table_config(
-    folder: Path, table_id: str, args: argparse.Namespace, broker: BrokerAddress
-) -> Path:
-    """The table's TOML file in its folder, as a studio writes one for ``livetable run``."""
-    from simulators.table_config import write_table_config as write
-
-    username, password = broker.login if broker.login is not None else (None, None)
-    return write(
-        folder / f"{table_id}.toml",
-        table_id=table_id,
-        game=args.game,
-        shoe_port=folder / "shoe",
-        protocol=args.protocol,
-        broker_host=broker.host,
-        broker_port=broker.port,
-        broker_hosts=broker.hosts or None,
-        mqtt_protocol=broker.mqtt_protocol,
-        betting_s=args.betting_s,
-        decision_s=args.decision_s,
-        dealer_idle_s=args.dealer_idle_s,
-        # The demo stops its bots before its tables: a round in play would never finish.
-        stop_timeout_s=DEMO_STOP_TIMEOUT_S,
-        client_id=f"livetable-{table_id}-{os.getpid()}",
-        topic_prefix=TOPIC_PREFIX,
-        username=username,
-        password=password,
-        tls_ca_file=broker.daemon_ca_file(),
-    )
-
-
-class InProcessDaemon:
-    """``livetable run``'s :class:`~controller.service.daemon.TableDaemon`, on a thread of this
-    process (so that a simulated camera can stand in for the capture). The daemon is made
-    on that thread: its journal (SQLite) belongs to the thread that opened it."""
-
-    def __init__(self, config_path: Path, camera: Any = None, reader: Any = None) -> None:
-        from controller.service.config import load_config
-
-        config = load_config(config_path)
-        if reader is not None:
-            config = dataclasses.replace(config, vision=reader)
-        self.config = config
-        self.camera = camera
-        self._stop = threading.Event()
-        self._made = threading.Event()
-        self.status: int | None = None
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(
-            target=self._run, name=f"table-{config.table.table_id}", daemon=True
-        )
-
-    def _run(self) -> None:
-        from controller.service.daemon import TableDaemon
-
-        try:
-            daemon = TableDaemon(self.config, camera_source=self.camera)
-        except BaseException as error:
-            self.error = error
-            self.status = 1
-            return
-        finally:
-            self._made.set()
-        try:
-            self.status = daemon.run(self._stop)
-        except BaseException as error:  # reported by the demo, which then stops
-            self.error = error
-            self.status = 1
-
-    def start(self) -> None:
-        self._thread.start()
-        self._made.wait()
-        if self.error is not None:
-            raise self.error
-
-    def alive(self) -> bool:
-        return self._thread.is_alive()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.ident is not None:
-            self._thread.join(SETTLE_S * 2)
-
-    def why(self) -> str:
-        return repr(self.error) if self.error is not None else f"exit {self.status}"
-
-
-class DemoTable:
-    """One table: its shoe on a pty, its daemon, and the people around it over MQTT."""
-
-    def __init__(
-        self,
-        index: int,
-        table_id: str,
-        args: argparse.Namespace,
-        work: Path,
-        broker: BrokerAddress,
-        in_process: bool,
-        deck: Path | None,
-        stood_aside: Callable[[str, str], None] | None = None,
-    ) -> None:
-        from controller.client.api_client import Account, ApiClient
-        from simulators.daemon_process import DaemonProcess
-        from simulators.dealer import DealerSimulator
-        from simulators.mqtt_bots import TableBots
-        from simulators.shoe.simulator import FaultPlan, ShoeSimulator
-
-        self.table_id = table_id
-        self.folder = work / table_id
-        self.folder.mkdir(parents=True)
-        seed = args.seed + index
-        self.shoe = ShoeSimulator(
-            args.protocol,
-            self.folder / "shoe",
-            seed=seed,
-            cut_card_depth=args.cut_card_depth,
-            faults=FaultPlan(
-                garbage_rate=args.line_noise,
-                corrupt_rate=args.line_noise,
-                duplicate_rate=args.line_noise,
-            ),
-            # What left the shoe, misread cards' faces included: the truth to check against.
-            truth_path=self.folder / "shoe-truth.jsonl",
-        )
-        self.config_path = write_table_config(self.folder, table_id, args, broker)
-        self.camera: Any = None
-        reader = None
-        if deck is not None:
-            from drivers.camera_reader import ReaderConfig
-            from simulators.camera import SimulatedCamera
-
-            self.camera = SimulatedCamera(args.game, args.design, seed=seed, clock=time.time)
-            reader = ReaderConfig(deck=deck, deadline_s=args.camera_deadline_s)
-        self.daemon: InProcessDaemon | DaemonProcess = (
-            InProcessDaemon(self.config_path, self.camera, reader)
-            if in_process
-            else DaemonProcess(self.config_path, self.folder / "daemon.log")
-        )
-        misread_rate = args.misread_rate
-        if misread_rate is None:
-            misread_rate = DEFAULT_CAMERA_MISREAD_RATE if deck is not None else DEFAULT_MISREAD_RATE
-        self.dealer = DealerSimulator(
-            self.shoe, pace_s=args.pace_s, felt=self.camera, misread_rate=misread_rate
-        )
-        self.clients: list[Any] = []
-
-        def client(role: str, name: str) -> Any:
-            made = ApiClient(
-                broker.host,
-                broker.port,
-                table_id,
-                Account(role, name),
-                login=broker.login,
-                protocol=broker.paho_protocol,
-                hosts=broker.hosts or None,
-                **broker.client_tls,
-            )
-            self.clients.append(made)
-            return made
-
-        self.bots = TableBots(
-            client("platform", "platform"),
-            client("supervisor", "demo-supervisor"),
-            rounds=args.rounds,
-            seed=seed,
-            dealer=self.dealer,
-            resolve_delay_s=args.resolve_delay_s,
-            mistake_rate=args.mistake_rate,
-            resolves_pauses=args.supervisor != "manual",
-            on_stood_aside=None if stood_aside is None else partial(stood_aside, table_id),
-        )
-
-    def start(self) -> None:
-        self.shoe.start()
-        self.daemon.start()
-        for made in self.clients:
-            if not made.wait_connected():
-                raise ConfigurationError(f"the broker refused the demo's clients: {made.refused}")
-        self.bots.start()
-
-    def stop(self) -> None:
-        self.bots.stop()
-        self.daemon.stop()
-        for made in self.clients:
-            made.close()
-        self.shoe.stop()
-
-
-# -- the console ----------------------------------------------------------------------------
-
-
-class ConsoleProcess:
-    """``livetable console`` as a child process on a free loopback port, against the demo's
-    broker: its ``console.toml`` and its log in the work folder."""
-
-    def __init__(self, work: Path, broker: BrokerAddress) -> None:
-        from simulators.broker import free_port
-
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/"
-        self.config = work / "console.toml"
-        self.log_path = work / "console.log"
-        # The daemons' protocol: the embedded broker speaks 3.1.1 only.
-        self.config.write_text(
-            "# Written by livetable demo --console.\n"
-            f'[console]\nlisten = "127.0.0.1:{self.port}"\n\n'
-            f'[mqtt]\nhost = "{broker.host}"\nport = {broker.port}\n'
-            f'protocol = "{broker.mqtt_protocol}"\ntopic_prefix = "{TOPIC_PREFIX}"\n'
-            + (
-                f'\n[mqtt.tls]\nca_file = "{broker.daemon_ca_file()}"\n'
-                if broker.tls
-                else ""
-            ),
-            encoding="utf-8",
-        )
-        self.process: Any = None
-
-    def start(self) -> str:
-        """Start it and wait until it answers; its address."""
-        import subprocess
-        import urllib.error
-        import urllib.request
-
-        with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(
-                [
-                    *[sys.executable, "-m", "controller.tools.cli"],
-                    *["console", "--config", str(self.config)],
-                    *["--listen", f"127.0.0.1:{self.port}"],
-                ],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=log,
-            )
-        deadline = time.monotonic() + CONSOLE_START_S
-        while time.monotonic() < deadline and self.process.poll() is None:
-            try:
-                with urllib.request.urlopen(f"{self.url}healthz", timeout=2) as answer:
-                    if answer.status == 200:
-                        return self.url
-            except (urllib.error.URLError, OSError):
-                time.sleep(0.1)
-        said = self.log_path.read_text(errors="replace").strip().splitlines()[-1:]
-        raise ConfigurationError(
-            "the console did not start"
-            + (f": {said[0]}" if said else f" in {CONSOLE_START_S:g} s")
-            + f" (its log: {self.log_path})"
-        )
-
-    def stop(self) -> None:
-        import subprocess
-
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-
-# -- what is printed ------------------------------------------------------------------------
-
-
-class Watcher:
-    """The demo's own API client, one account's connection to every table (the API client's
-    :class:`~controller.client.api_client.StudioClient`): feeds the view, prints lines or JSON.
-    Connected before any table starts; a table it sees first has its events caught up from
-    the start, so it sees every event, in ``seq`` order, once."""
-
-    def __init__(
-        self,
-        broker: BrokerAddress,
-        watch: Any,
-        printer: Callable[[str], None] | None,
-        as_json: bool,
-    ) -> None:
-        from controller.client.api_client import StudioClient
-
-        self.watch = watch
-        self.printer = printer
-        self.as_json = as_json
-        self.studio = StudioClient(
-            broker.host,
-            broker.port,
-            watcher_account(broker),
-            prefix=TOPIC_PREFIX,
-            protocol=broker.paho_protocol,
-            client_id=f"livetable-demo-view-{os.getpid()}",
-            on_update=self._on_update,
-            **broker.client_tls,
-        )
-
-    def wait_connected(self, timeout: float) -> bool:
-        return self.studio.wait_connected(timeout)
-
-    def _on_update(self, update: Any) -> None:
-        line = self.watch.update(update)
-        if self.printer is None or update.kind == "epoch":
-            return
-        if self.as_json:
-            channel = "events" if update.kind == "event" else update.kind
-            topic = f"{TOPIC_PREFIX}/{update.table_id}/{channel}"
-            self.printer(json.dumps({"topic": topic, "payload": update.body}, sort_keys=True))
-        elif line is not None:
-            event = update.body
-            self.printer(f"{update.table_id} #{event['seq']:<4} {event['type']:<18} {line}")
-        elif update.kind == "availability":
-            self.printer(f"{update.table_id} is {update.body}")
-
-    def close(self) -> None:
-        self.studio.close()
-
-
-def watcher_account(broker: BrokerAddress) -> Any:
-    """The account the demo's view speaks as: a viewer, under the broker's login."""
-    from controller.client.api_client import Account
-
-    if broker.login is None:
-        return Account("viewer")
-    return Account("viewer", broker.login[0], broker.login[1])
-
-
-class Printer:
-    """One write per line under a lock: the subscriber prints from its own thread."""
-
-    def __init__(self, out: TextIO) -> None:
-        self.out = out
-        self.lock = threading.Lock()
-
-    def __call__(self, text: str) -> None:
-        with self.lock:
-            self.out.write(text + "\n")
-            self.out.flush()
 
 
 # -- the demo -------------------------------------------------------------------------------

@@ -492,7 +492,7 @@ def test_without_a_deck_the_demo_enrols_one_from_the_simulated_camera(
     least the deck's calibration takes) instead of five keeps it to seconds."""
     import io
 
-    import controller.tools.demo as demo
+    import controller.tools.demo_deck as demo
     from controller.kernel.cards import parse_card
     from simulators.camera import SimulatedCamera
     from vision.deck import EnrolledDeck
