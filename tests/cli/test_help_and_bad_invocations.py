@@ -84,7 +84,7 @@ def test_every_command_follows_the_option_conventions(path: tuple[str, ...]) -> 
             assert set(action.choices) <= {*PROTOCOL_NAMES, "all"}
 
 
-REPOSITORY = Path(__file__).resolve().parent.parent
+REPOSITORY = Path(__file__).resolve().parents[2]
 # Semantic Versioning 2.0.0's grammar, without build metadata.
 SEMVER = r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?"
 
