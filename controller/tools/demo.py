@@ -326,11 +326,20 @@ def _run_demo(args: argparse.Namespace, out: TextIO) -> int:
             f"Ctrl-C stops\n"
             + (f"console: {console_url}" if console_url else f"watch: {broker.watch_command()}")
         )
-        finished = _play(args, tables, watch, header, out, live, work)
-        elapsed = time.monotonic() - started
+        ended: dict[str, Any] = {}
+
+        def settle() -> None:
+            """Once: note what ended how, then stop every table (the live view draws its
+            last frame after it, so that it shows each table closing)."""
+            if not ended:
+                ended["elapsed"] = time.monotonic() - started
+                ended["failed"] = [t for t in tables if not t.daemon.alive()]
+                _settle(tables, watch)
+
+        finished = _play(args, tables, watch, header, out, live, work, settle)
         unreached = [] if finished else _never_online(tables, watch)
-        failed = [t for t in tables if not t.daemon.alive()]
-        _settle(tables, watch)
+        settle()
+        elapsed, failed = ended["elapsed"], ended["failed"]
     # Every table is stopped now (availability offline), the broker too.
     if not args.json:
         for table in tables:
@@ -373,8 +382,10 @@ def _play(
     out: TextIO,
     live: bool,
     work: Path,
+    settle: Callable[[], None],
 ) -> bool:
-    """Until every table has played its rounds (True), a daemon stops or time runs out."""
+    """Until every table has played its rounds (True), a daemon stops or time runs out;
+    the live view calls ``settle`` before its last frame."""
     timeout_s = args.timeout_s
     if timeout_s is None:
         # A person resolves the pauses: the demo waits for them as long as it takes.
@@ -395,7 +406,7 @@ def _play(
             while playing():
                 time.sleep(0.05)
         else:
-            _live(playing, watch, header, out, work, verbosity(args))
+            _live(playing, watch, header, out, work, verbosity(args), settle)
     except KeyboardInterrupt:
         return False
     return all(t.bots.done for t in tables)
@@ -407,7 +418,13 @@ def _never_online(tables: list[DemoTable], watch: Any) -> list[DemoTable]:
 
 
 def _live(
-    playing: Callable[[], bool], watch: Any, header: str, out: TextIO, work: Path, verbose: int
+    playing: Callable[[], bool],
+    watch: Any,
+    header: str,
+    out: TextIO,
+    work: Path,
+    verbose: int,
+    settle: Callable[[], None],
 ) -> None:
     from rich.console import Console
     from rich.live import Live
@@ -428,7 +445,8 @@ def _live(
         ):
             while playing():
                 time.sleep(0.1)
-            time.sleep(2 / REFRESH_PER_S)  # the last frame shows the last result
+            settle()  # the tables close between rounds: the view shows it
+            time.sleep(2 / REFRESH_PER_S)  # the last frame shows the last event
     finally:
         configure_logging(verbose)
         log.close()

@@ -65,6 +65,17 @@ def settled_summary(data: dict[str, Any], game: str | None = None) -> str:
     return " | ".join(parts)
 
 
+# Why a table holds between rounds, in a person's words (the codes of ``rounds_held``).
+_HOLDS: Mapping[str, str] = {
+    "dealer_change": "a dealer change after this round",
+    "closing": "the table is closing",
+}
+
+
+def _by(data: Mapping[str, Any]) -> str:
+    return f" (by {data['by']})" if data.get("by") else ""
+
+
 def describe_event(event: dict[str, Any], game: str | None = None) -> str:
     """One line for an event (``type`` and ``data`` as published) of a table of ``game``
     (its state's; ``None`` when not known yet)."""
@@ -119,6 +130,15 @@ def describe_event(event: dict[str, Any], game: str | None = None) -> str:
         return f"the cut card is out: round {data.get('final_round')} is the shoe's last"
     if kind == "shoe_ended":
         return f"shoe {data.get('shoe_id')} ended: {data.get('why')}"
+    if kind == "dealer_signed_in":
+        return f"dealer {data.get('staff_id')} signed in" + _by(data)
+    if kind == "dealer_signed_out":
+        return f"dealer {data.get('staff_id')} signed out" + _by(data)
+    if kind == "rounds_held":
+        why = _HOLDS.get(str(data.get("reason")), str(data.get("reason")))
+        return f"no new round: {why}" + _by(data)
+    if kind == "rounds_resumed":
+        return "rounds open again" + _by(data)
     text = json.dumps(data, separators=(", ", ": "), sort_keys=True)
     return text if len(text) <= 120 else text[:117] + "..."
 
