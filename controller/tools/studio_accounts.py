@@ -12,8 +12,9 @@ table's daemon, its table::
 
     [[account]]
     name = "alice"
-    role = "supervisor"           # platform, supervisor, viewer: every table unless
-                                  # tables = [...] names some
+    role = "supervisor"           # platform, supervisor, viewer, dealer: every table
+                                  # unless tables = [...] names some (a dealer station's
+                                  # account names its table)
 
 From it :func:`mosquitto_acl` writes a mosquitto ``acl_file`` and :func:`nats_authorization`
 a nats-server ``authorization { users = [...] }`` block; both grant what the section
@@ -54,7 +55,9 @@ from pathlib import Path
 
 from controller.kernel.errors import ConfigurationError
 
-ROLES = ("table", "platform", "supervisor", "viewer")
+ROLES = ("table", "platform", "supervisor", "viewer", "dealer")
+# A dealer station's account signs a dealer in and out at its table(s), and does nothing else.
+_DEALER_REQUESTS = ("dealer_sign_in", "dealer_sign_out")
 DEFAULT_PREFIX = "livetable"
 # MQTT user names and table ids as docs/mqtt-api.md allows them: never '/', '+', '#', space.
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
@@ -244,6 +247,11 @@ def account_rules(studio: Studio, account: Account) -> list[Rule]:
         base = f"{prefix}/{table}"
         if account.role == "table":
             rules += [Rule("read", f"{base}/request/#"), Rule("write", f"{base}/#")]
+        elif account.role == "dealer":
+            rules += [
+                Rule("write", f"{base}/request/dealer/{account.name}/{request}")
+                for request in _DEALER_REQUESTS
+            ]
         else:
             rules += [Rule("read", f"{base}/{topic}") for topic in _PUBLIC_READS[account.role]]
             rules.append(Rule("write", f"{base}/request/{account.role}/{account.name}/#"))

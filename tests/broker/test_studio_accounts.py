@@ -245,7 +245,7 @@ def test_the_command_writes_both_files(tmp_path: Path, capsys: pytest.CaptureFix
     assert users.read_text() == nats_authorization(
         load_accounts(SHIPPED_ACCOUNTS), public_key, "studio.toml"
     )
-    assert capsys.readouterr().out.count("6 account(s)") == 2
+    assert capsys.readouterr().out.count("7 account(s)") == 2
 
 
 def test_a_callout_key_is_never_overwritten(

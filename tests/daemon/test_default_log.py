@@ -59,7 +59,7 @@ def _run(tmp_path: Path, port: int, verbose: int, starts: int = 1) -> list[tuple
     return _messages(daemon.log())
 
 
-def test_the_default_level_says_start_and_ready_and_nothing_else(
+def test_the_default_level_says_start_ready_and_closing_and_nothing_else(
     tmp_path: Path, mqtt_broker: tuple[str, int]
 ) -> None:
     _host, port = mqtt_broker
@@ -74,6 +74,12 @@ def test_the_default_level_says_start_and_ready_and_nothing_else(
             "(0 rows replayed)",
         ),
         ("INFO", "table t1 running: ready, 0 event(s) published so far"),
+        # Stopped (SIGTERM), a table closes between rounds: it says so, and when it stops.
+        (
+            "INFO",
+            "table t1 closing: no round in play, then it stops (within 3 s; a second SIGTERM "
+            "stops it now)",
+        ),
     ], messages
 
 
