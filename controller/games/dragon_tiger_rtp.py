@@ -24,8 +24,7 @@ from fractions import Fraction
 from typing import Final
 
 from controller.games.dragon_tiger import BET_IDS, GAME, PAYS, DragonTigerRound, settle_bets
-from controller.games.par import lines_by_net
-from controller.games.par_sheets import GamePar
+from controller.games.par_sheets import GamePar, bets_by_net
 from controller.games.shoe import BurnProcedure, CutCard
 from controller.kernel.cards import ALL_FACES, DECKS_PER_SHOE, Card
 from controller.kernel.errors import RulesError
@@ -67,15 +66,14 @@ def par_sheet(variant: str = "") -> GamePar:
     as :func:`exact_rtp`, weighted in whole numbers (``variant``: the game has none)."""
     seconds: dict[str, float] = {}
     started = time.perf_counter()
-    weights: dict[str, dict[Fraction, int]] = {bet: defaultdict(int) for bet in BET_IDS}
-    for (dragon, tiger), weight in exact_outcomes().items():
-        for bet, net in settle_bets(dragon, tiger).items():
-            weights[bet][Fraction(repr(net))] += weight
     method = (
         "exact: every ordered draw of the Dragon's and the Tiger's card off a full 8-deck "
         "shoe (whole-number weights), each settled by the rules"
     )
-    bets = {bet: lines_by_net(bet, weights[bet], method).check() for bet in BET_IDS}
+    settled = (
+        (weight, settle_bets(dragon, tiger)) for (dragon, tiger), weight in exact_outcomes().items()
+    )
+    bets = bets_by_net(settled, BET_IDS, method)
     seconds["enumeration of the round's two cards"] = time.perf_counter() - started
     rules = (
         f"{DECKS_PER_SHOE} decks; the higher rank wins, ace low, king high; suits do not rank",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Final
@@ -62,6 +62,18 @@ def _timed(seconds: dict[str, float], name: str, work: Callable[[], Any]) -> Any
     return result
 
 
+def bets_by_net(
+    settled: Iterable[tuple[int, Mapping[str, float]]], bet_ids: Iterable[str], method: str
+) -> dict[str, BetPar]:
+    """Every bet's PAR lines from whole-number weighted outcomes, each given as its weight
+    and the net result of every bet (the rules' own settlement), grouped by net."""
+    weights: dict[str, dict[Fraction, int]] = {bet: defaultdict(int) for bet in bet_ids}
+    for weight, nets in settled:
+        for bet, net in nets.items():
+            weights[bet][Fraction(repr(net))] += weight
+    return {bet: lines_by_net(bet, by_net, method).check() for bet, by_net in weights.items()}
+
+
 # -- baccarat ---------------------------------------------------------------------------------
 
 
@@ -74,15 +86,12 @@ def baccarat_par(mode: str = "traditional") -> GamePar:
     seconds: dict[str, float] = {}
     outcomes = _timed(seconds, "enumeration of the first six cards", exact_outcomes)
     started = time.perf_counter()
-    weights: dict[str, dict[Fraction, int]] = {bet: defaultdict(int) for bet in BET_IDS}
-    for outcome, weight in outcomes.items():
-        for bet, net in settle_bets(outcome, mode).items():
-            weights[bet][Fraction(repr(net))] += weight
     method = (
         "exact: every draw of the first six cards off a full 8-deck shoe (whole-number "
         "weights), each outcome settled by the live engine"
     )
-    bets = {bet: lines_by_net(bet, weights[bet], method).check() for bet in BET_IDS}
+    settled = ((weight, settle_bets(outcome, mode)) for outcome, weight in outcomes.items())
+    bets = bets_by_net(settled, BET_IDS, method)
     seconds["settling every outcome"] = time.perf_counter() - started
     rules = (
         f"{DECKS_PER_SHOE} decks; the third-card rules of the live engine",
