@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from controller.kernel.errors import TableError
+from controller.service import sd_notify
 from controller.service.config import LivetableConfig
 from controller.service.journal import Journal
 from controller.service.journaled_table import JournaledTable, ReplayObserver
@@ -216,7 +217,14 @@ def assemble(
     feeds events itself). ``camera_source`` replaces the configured camera's capture (the
     demo's simulated camera); the reader is made when a camera or a source is given.
     """
-    table, _ = JournaledTable.open(config.table, at=clock(), observe=observe, start=False)
+    table, _ = JournaledTable.open(
+        config.table,
+        at=clock(),
+        observe=observe,
+        start=False,
+        # Under systemd: a long replay asks for more time to start, so it is never killed.
+        progress=sd_notify.replay_progress(),
+    )
     try:
         runtime = TableRuntime(table, handler=None, clock=clock)  # type: ignore[arg-type]
         devices = DeviceEffects(runtime.submit, clock, config.table.game)

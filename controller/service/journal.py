@@ -80,9 +80,16 @@ _CONFIG_META_KEY: Final = "table_config"
 # is what an old row meant: encoding 3's ``ControllerStarted.gaps_visible``, which machine
 # revisions before 4 do not read): (old, new) pairs.
 # Encoding 4 only adds a salt to the rows that can hold a card, which replay never reads.
+# Encoding 6 only adds the checkpoint, which no older row is.
 _ENCODING_UPGRADES: Final = frozenset(
     {(1, 2), (1, 3), (2, 3), (1, 4), (2, 4), (3, 4), (1, 5), (2, 5), (3, 5), (4, 5)}
+    | {(old, 6) for old in range(1, 6)}
 )
+CHECKPOINT_KIND: Final = "Checkpoint"
+# The seq of the last checkpoint row, kept beside the chain so that a start finds it without
+# a scan of the whole table; a pointer only (the row itself is in the chain, and a pointer
+# that leads to no checkpoint is ignored: the start then replays the whole journal).
+CHECKPOINT_META_KEY: Final = "checkpoint_seq"
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -546,11 +553,20 @@ class Journal:
         seq = self._last_seq + 1
         digest = row_hash(seq, kind, body, self._last_hash)
         try:
+            if kind == CHECKPOINT_KIND:
+                self._db.execute("BEGIN")
             self._db.execute(
                 "INSERT INTO events (seq, kind, body, prev_hash, hash) VALUES (?, ?, ?, ?, ?)",
                 (seq, kind, body, self._last_hash, digest),
             )
+            if kind == CHECKPOINT_KIND:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                    (CHECKPOINT_META_KEY, str(seq)),
+                )
+                self._db.execute("COMMIT")
         except sqlite3.IntegrityError as error:
+            self._rollback()
             # Row seq was written by someone else since this journal was opened: no disk
             # is at fault, and freeing space would not help.
             raise JournalError(
@@ -559,6 +575,7 @@ class Journal:
                 f"{lock_path(self.path)} names its pid), then start this table again"
             ) from error
         except sqlite3.Error as error:
+            self._rollback()
             if is_write_failure(error):
                 raise JournalWriteError("append to the journal", self.path, error) from error
             raise JournalError(f"cannot append to the journal {self.path}: {error}") from error
@@ -566,6 +583,29 @@ class Journal:
         self._last_seq, self._last_hash = seq, digest
         self.last_entry = entry
         return entry
+
+    def _rollback(self) -> None:
+        # SQLite may have rolled back already (a full disk does): a ROLLBACK then fails
+        # too, and must not hide the error that matters.
+        if self._db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.execute("ROLLBACK")
+
+    def last_checkpoint(self) -> JournalEntry | None:
+        """The journal's last checkpoint row, as stored (None: it has none, or the pointer
+        to it leads to no checkpoint row)."""
+        pointer = self.meta(CHECKPOINT_META_KEY)
+        if pointer is None or not pointer.isdigit():
+            return None
+        try:
+            row = self._db.execute(
+                "SELECT seq, kind, body, prev_hash, hash FROM events WHERE seq=?", (int(pointer),)
+            ).fetchone()
+        except sqlite3.Error as error:
+            raise JournalError(f"cannot read the journal {self.path}: {error}") from error
+        if row is None or row[1] != CHECKPOINT_KIND:
+            return None
+        return JournalEntry(*row, encoding=self.event_encoding)
 
     def entries(self, after: int = 0) -> Iterator[JournalEntry]:
         """Every row after row ``after``, in order, as stored (:meth:`verify` checks them)."""
@@ -617,10 +657,13 @@ class Journal:
             raise JournalError(f"cannot read the journal {self.path}: {error}") from error
         return [JournalEntry(*row, encoding=self.event_encoding) for row in rows]
 
-    def verified_entries(self) -> Iterator[JournalEntry]:
-        """Every row in order, each checked against the chain before it is yielded."""
-        expected_seq, prev_hash = 1, GENESIS_HASH
-        for entry in self.entries():
+    def verified_entries(self, start: int = 1) -> Iterator[JournalEntry]:
+        """Every row from row ``start`` on, in order, each checked against the chain before
+        it is yielded (row ``start`` against the hash stored in the row before it)."""
+        expected_seq, prev_hash = start, GENESIS_HASH
+        if start > 1:
+            prev_hash = self.hash_at(start - 1) or ""
+        for entry in self.entries(after=start - 1):
             if entry.seq != expected_seq:
                 raise JournalError(f"row {expected_seq} is missing (found row {entry.seq})")
             if entry.prev_hash != prev_hash:

@@ -6,6 +6,15 @@ state machine take it and returns the effects. :meth:`JournaledTable.open` repla
 journal through a fresh machine to rebuild the exact state, then journals a
 ``ControllerStarted`` so that a round that was in progress is paused with reason
 ``recovered``, and the restart itself is part of the record.
+
+**Checkpoints.** When a shoe ends, the table journals a
+:class:`~controller.table.events.Checkpoint` row right after the row that ended it: the
+table's whole state (:mod:`controller.table.checkpoint`) and how many event messages the
+rows before it published. A start (:meth:`JournaledTable.open`) rebuilds the state from the
+last checkpoint and replays only the rows after it, verifying the chain from the checkpoint
+on; a full replay (:func:`replay`, ``livetable journal verify --replay``) meets every
+checkpoint and checks that it holds exactly the state the rows before it give. A journal
+written before checkpoints existed has none and replays whole until its next shoe ends.
 """
 
 from __future__ import annotations
@@ -19,10 +28,18 @@ from typing import Any
 
 from controller.kernel.errors import ConfigurationError, JournalError
 from controller.service.journal import Journal, JournalEntry, canonical_json
+from controller.table.checkpoint import checkpointable, decode_state, encode_state
 from controller.table.config import OperationalSettings, TableConfig
-from controller.table.effects import Effect, PublishEvent
-from controller.table.events import ControllerStarted, SettingsChanged
+from controller.table.effects import (
+    CheckpointTaken,
+    Effect,
+    EventRejected,
+    PublishEvent,
+    PublishState,
+)
+from controller.table.events import Checkpoint, ControllerStarted, SettingsChanged
 from controller.table.machine import MACHINE_REVISION, TableMachine
+from controller.table.state import Phase
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +101,68 @@ def config_of(journal: Journal) -> TableConfig:
 
 
 ReplayObserver = Callable[[JournalEntry, list[Effect]], None]
+ReplayProgress = Callable[[int], None]
+"""Called now and then during a replay with the number of rows replayed so far (the daemon
+tells the service manager that its start goes on)."""
+# How many rows a replay takes between two calls of its progress callback: a few hundredths
+# of a second of replay, so a callback that acts by the clock is called often enough.
+PROGRESS_ROWS = 1_000
+
+
+def published_count(effects: list[Effect]) -> int:
+    """How many event messages (the API's numbered ``.../events``) ``effects`` publish."""
+    return sum(1 for effect in effects if isinstance(effect, PublishEvent | EventRejected))
+
+
+def checkpoint_effects(machine: TableMachine, published: int) -> list[Effect]:
+    """What a checkpoint row does, live and replayed alike: it says how many event messages
+    came before it, and publishes the state (so that the state a start publishes is the same
+    whether it replayed the rows before the checkpoint or began at it)."""
+    return [CheckpointTaken(published), PublishState(machine.public_state())]
+
+
+class Replay:
+    """A machine fed journal rows one at a time, counting the event messages they publish;
+    a checkpoint row met on the way is checked against the state (JournalError if it does
+    not hold exactly that state and count)."""
+
+    def __init__(self, machine: TableMachine, published: int = 0) -> None:
+        self.machine = machine
+        self.published = published
+
+    def feed(self, entry: JournalEntry) -> list[Effect]:
+        event = entry.event()
+        if isinstance(event, Checkpoint):
+            try:
+                found = encode_state(self.machine.state)
+            except ValueError:
+                found = None
+            if found != event.state or event.published != self.published:
+                raise JournalError(
+                    f"row {entry.seq} is a checkpoint that does not hold the state the rows "
+                    "before it give"
+                )
+            return checkpoint_effects(self.machine, self.published)
+        effects = self.machine.handle(event)
+        self.published += published_count(effects)
+        return effects
+
+
+def resume_from(
+    journal: Journal, config: TableConfig, checkpoint: JournalEntry
+) -> tuple[TableMachine, int]:
+    """A machine in the state ``checkpoint`` holds, and the event messages published
+    before it; JournalError if the row is no checkpoint this livetable reads."""
+    event = checkpoint.event()
+    if not isinstance(event, Checkpoint):
+        raise JournalError(f"row {checkpoint.seq} is no checkpoint")
+    try:
+        state = decode_state(event.state)
+    except JournalError as error:
+        raise JournalError(f"{journal.path} row {checkpoint.seq}: {error}") from error
+    machine = TableMachine(config, state.settings, machine_revision(journal))
+    machine.state = state
+    return machine, event.published
 
 
 def replay(
@@ -91,16 +170,44 @@ def replay(
     config: TableConfig,
     settings: OperationalSettings | None = None,
     observe: ReplayObserver | None = None,
+    *,
+    from_checkpoint: bool = False,
+    progress: ReplayProgress | None = None,
 ) -> TableMachine:
     """A machine fed every verified row of ``journal``; JournalError if the chain breaks.
     ``settings``: the operational settings the journal began with (default: the config's).
-    ``observe`` sees each row with the effects it had (to rebuild what was published)."""
-    machine = TableMachine(config, settings, machine_revision(journal))
-    for entry in journal.verified_entries():
-        effects = machine.handle(entry.event())
+    ``observe`` sees each row with the effects it had (to rebuild what was published).
+    ``from_checkpoint``: begin at the journal's last checkpoint (its state, then the rows
+    after it, the chain verified from it on) instead of its first row."""
+    return replay_counting(journal, config, settings, observe, from_checkpoint, progress)[0]
+
+
+def replay_counting(
+    journal: Journal,
+    config: TableConfig,
+    settings: OperationalSettings | None = None,
+    observe: ReplayObserver | None = None,
+    from_checkpoint: bool = False,
+    progress: ReplayProgress | None = None,
+) -> tuple[TableMachine, int]:
+    """:func:`replay`, and how many event messages the journal's rows published."""
+    checkpoint = journal.last_checkpoint() if from_checkpoint else None
+    if checkpoint is None:
+        replaying = Replay(TableMachine(config, settings, machine_revision(journal)))
+        start = 1
+    else:
+        replaying = Replay(*resume_from(journal, config, checkpoint))
+        start = checkpoint.seq
+    for rows, entry in enumerate(journal.verified_entries(start), start=1):
+        if entry.seq == start and checkpoint is not None:
+            effects = checkpoint_effects(replaying.machine, replaying.published)
+        else:
+            effects = replaying.feed(entry)
         if observe is not None:
             observe(entry, effects)
-    return machine
+        if progress is not None and rows % PROGRESS_ROWS == 0:
+            progress(rows)
+    return replaying.machine, replaying.published
 
 
 def settings_change(
@@ -118,10 +225,16 @@ def settings_change(
 class JournaledTable:
     """The state machine behind its journal. Not thread-safe: one queue feeds it."""
 
-    def __init__(self, config: TableConfig, journal: Journal, machine: TableMachine) -> None:
+    def __init__(
+        self, config: TableConfig, journal: Journal, machine: TableMachine, published: int = 0
+    ) -> None:
         self.config = config
         self.journal = journal
         self.machine = machine
+        self.published = published
+        """How many event messages the journal's rows published so far (the API's ``seq``
+        of the last): what the next checkpoint records."""
+        self._checkpoint_at: float | None = None
         self.gaps_visible = False
         """Whether the table's shoe accounts for every card drawn while the table was down
         (journaled with each start: see ``ControllerStarted``). The assembly sets it from
@@ -138,6 +251,7 @@ class JournaledTable:
         observe: ReplayObserver | None = None,
         start: bool = True,
         gaps_visible: bool = False,
+        progress: ReplayProgress | None = None,
     ) -> tuple[JournaledTable, list[Effect]]:
         """Open (or create) the journal, replay it, and record the start at time ``at``.
 
@@ -145,22 +259,27 @@ class JournaledTable:
         to ask for, a ``recovered`` pause when a round was in progress). ``observe`` sees
         every replayed row with its effects. With ``start=False`` nothing is journaled: the
         caller puts :meth:`start_events` through its own loop. ``gaps_visible``: see the
-        attribute.
+        attribute. The replay begins at the journal's last checkpoint; ``progress`` is
+        called every :data:`PROGRESS_ROWS` rows replayed.
         """
         journal = Journal(path or config.journal_path)
         try:
             initial = bind_config(journal, config)
-            machine = replay(journal, config, initial, observe)
+            checkpoint = journal.last_checkpoint()
+            machine, published = replay_counting(
+                journal, config, initial, observe, from_checkpoint=True, progress=progress
+            )
         except BaseException:
             journal.close()
             raise
         logger.info(
-            "replayed %d journal rows from %s: %s",
-            journal.last_seq,
+            "replayed %d journal rows from %s%s: %s",
+            journal.last_seq - (0 if checkpoint is None else checkpoint.seq - 1),
             journal.path,
+            "" if checkpoint is None else f" from its checkpoint at row {checkpoint.seq}",
             machine.state.phase.name,
         )
-        table = cls(config, journal, machine)
+        table = cls(config, journal, machine, published)
         table.gaps_visible = gaps_visible
         if not start:
             return table, []
@@ -196,8 +315,36 @@ class JournaledTable:
         refusal = TableMachine.refusal(event)
         if refusal is not None:
             return [refusal]
+        if isinstance(event, Checkpoint):
+            return self._checkpoint(event)
+        before = self.machine.state.phase
         self.journal.append(event)
-        return self.machine.apply(event)
+        effects = self.machine.apply(event)
+        self.published += published_count(effects)
+        state = self.machine.state
+        if state.phase is Phase.AWAITING_SHUFFLE and before is not Phase.AWAITING_SHUFFLE:
+            # A shoe ended: the next row is the checkpoint (see take_checkpoint).
+            self._checkpoint_at = event.at  # type: ignore[attr-defined]
+        return effects
+
+    def take_checkpoint(self) -> Checkpoint | None:
+        """The checkpoint to journal next, once a shoe ended (then None until the next
+        end): whoever feeds the table hands it to :meth:`handle` right after the event
+        that ended the shoe, at that event's time."""
+        at, self._checkpoint_at = self._checkpoint_at, None
+        if at is None or not checkpointable(self.machine.state):
+            return None
+        return Checkpoint(encode_state(self.machine.state), self.published, at)
+
+    def _checkpoint(self, event: Checkpoint) -> list[Effect]:
+        state = self.machine.state
+        if not checkpointable(state) or (event.state, event.published) != (
+            encode_state(state),
+            self.published,
+        ):
+            return [EventRejected("Checkpoint", "it does not hold the table's state")]
+        self.journal.append(event)
+        return checkpoint_effects(self.machine, self.published)
 
     def close(self) -> None:
         self.journal.close()
@@ -210,10 +357,11 @@ def _replayed_rows(
     replayed under the settings the journal began with."""
     stored = journal.meta(CONFIG_META_KEY)
     initial = _stored_config(journal, stored).operational() if stored else None
-    machine = TableMachine(config, initial, machine_revision(journal))
+    replaying = Replay(TableMachine(config, initial, machine_revision(journal)))
+    machine = replaying.machine
     for entry in journal.verified_entries():
         before = machine.round_in_progress()
-        effects = machine.handle(entry.event())
+        effects = replaying.feed(entry)
         yield entry, effects, before, machine.round_in_progress()
 
 

@@ -102,7 +102,9 @@ class Outbox:
             if is_write_failure(error):
                 raise JournalWriteError("open the outbox", self.path, error) from error
             raise JournalError(f"cannot open the outbox {self.path}: {error}") from error
-        self.last_seq: int = row[0] or 0
+        # The last number given, kept in meta too: the messages before a checkpoint may be
+        # gone (pruned, or never rebuilt by a start that began at the checkpoint).
+        self.last_seq: int = max(row[0] or 0, int(self._meta("last_seq") or 0))
         self.last_journal_seq: int = max(
             row[1] or 0, answered[0] or 0, int(self._meta("journal_seq") or 0)
         )
@@ -158,6 +160,13 @@ class Outbox:
             raise JournalError(f"outbox: event {seq} out of order (expected {self.next_seq()})")
         self._batch.append((seq, journal_seq, body))
 
+    def carry_on_from(self, seq: int) -> None:
+        """Number the next message ``seq + 1`` when this outbox is behind (it lacks the
+        messages before a checkpoint that a start began at): written with the next commit."""
+        if self._batch:
+            raise JournalError("outbox: a checkpoint in the middle of a row's messages")
+        self.last_seq = max(self.last_seq, seq)
+
     def add_answer(self, key: str, journal_seq: int, body: bytes) -> None:
         self._answer_batch.append((key, journal_seq, body))
 
@@ -174,6 +183,8 @@ class Outbox:
                     self._answer_batch,
                 )
                 self._set_meta("journal_seq", str(journal_seq))
+                last = self._batch[-1][0] if self._batch else self.last_seq
+                self._set_meta("last_seq", str(last))
                 # How far the broker acknowledged goes with the commit: no write of its own.
                 delivered = self._delivered
                 if delivered != self._delivered_saved:

@@ -40,6 +40,7 @@ from controller.service.wire import (
     state_message,
 )
 from controller.table.effects import (
+    CheckpointTaken,
     CommandAnswered,
     Effect,
     EffectBatch,
@@ -178,6 +179,13 @@ class Publications:
                 self._event(self._with_commitments(effect, batch), journal_seq, at)
             elif isinstance(effect, PublishState):
                 state = effect.state
+            elif isinstance(effect, CheckpointTaken):
+                # A start that began at this checkpoint did not count the messages before
+                # it: the numbering goes on from the count it holds.
+                if self._writing:
+                    self.outbox.carry_on_from(effect.published)
+                else:
+                    self.seq = max(self.seq, effect.published)
             elif isinstance(effect, CommandAnswered):
                 _account, transaction = split_command_key(effect.command_id)
                 response = response_message(transaction, effect.command, effect.ok, effect.message)

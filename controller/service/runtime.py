@@ -133,6 +133,11 @@ class TableRuntime:
             batch = EffectBatch(tuple(effects), None, None, None)
         self.events_handled += 1
         self._carry_out(batch)
+        checkpoint = self.table.take_checkpoint()
+        if checkpoint is not None and self.failure is None:
+            # The event ended a shoe: the table's state follows it into the journal, so
+            # that the next start replays from here.
+            self.take(checkpoint)
         return batch
 
     def _carry_out(self, batch: EffectBatch) -> None:

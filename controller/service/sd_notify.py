@@ -6,6 +6,13 @@ replayed, so a table that is still replaying is not reported up), and restarts i
 ``WATCHDOG=1`` arrives within the interval (the event loop sends one every half interval, so a
 loop stuck on a device or a lock is noticed).
 
+A start replays the journal from its last checkpoint, which takes seconds; a journal with no
+checkpoint yet (written before checkpoints, or of a table that never ended a shoe) may take
+minutes. While it replays, the daemon sends ``EXTEND_TIMEOUT_USEC=`` at least every
+:data:`REPLAY_NOTICE_S` (:func:`replay_progress`), each asking for :data:`EXTEND_S` more, so
+that systemd never kills a replay that makes progress, however long, while the unit's
+``TimeoutStartSec=`` still catches a start that hangs.
+
 The protocol is one datagram per message on the AF_UNIX socket named by ``$NOTIFY_SOCKET``;
 a name starting with ``@`` is in the abstract namespace (the ``@`` stands for a NUL byte).
 Without ``$NOTIFY_SOCKET`` (started by hand, in tests, in a container) every call does
@@ -17,7 +24,8 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Final
 
 logger = logging.getLogger(__name__)
@@ -25,6 +33,11 @@ logger = logging.getLogger(__name__)
 NOTIFY_SOCKET_ENV: Final = "NOTIFY_SOCKET"
 WATCHDOG_USEC_ENV: Final = "WATCHDOG_USEC"
 WATCHDOG_PID_ENV: Final = "WATCHDOG_PID"
+# Each extension asks for this much more time to start: well above the pause between two of
+# them (REPLAY_NOTICE_S), even on a machine many times slower than a table PC.
+EXTEND_S: Final = 60.0
+# How often a replay says it goes on, at most and (while rows keep coming) at least.
+REPLAY_NOTICE_S: Final = 2.0
 
 
 def _address(name: str) -> str | bytes:
@@ -105,3 +118,33 @@ def watchdog_interval_s(environ: Mapping[str, str] | None = None) -> float | Non
             logger.warning("ignoring WATCHDOG_PID %r: not a number", pid)
             return None
     return interval / 1_000_000
+
+
+def extend_timeout(
+    seconds: float, status: str | None = None, environ: Mapping[str, str] | None = None
+) -> bool:
+    """The start (or stop) goes on: systemd waits ``seconds`` more from now before its
+    ``TimeoutStartSec=`` kills it. Sent with ``WATCHDOG=1`` too, so that a watchdog armed
+    before ``READY=1`` does not fire during a long replay either."""
+    message = f"EXTEND_TIMEOUT_USEC={int(seconds * 1_000_000)}\nWATCHDOG=1"
+    if status:
+        message += f"\nSTATUS={status}"
+    return notify(message, environ)
+
+
+def replay_progress(
+    environ: Mapping[str, str] | None = None, clock: Callable[[], float] = time.monotonic
+) -> Callable[[int], None]:
+    """A replay's progress callback (``JournaledTable.open(progress=...)``): given the rows
+    replayed so far, it extends the start's timeout by :data:`EXTEND_S`, at most every
+    :data:`REPLAY_NOTICE_S`. Without ``$NOTIFY_SOCKET`` it does nothing."""
+    last = [clock()]
+
+    def progress(rows: int) -> None:
+        now = clock()
+        if now - last[0] < REPLAY_NOTICE_S:
+            return
+        last[0] = now
+        extend_timeout(EXTEND_S, f"replaying the journal: {rows} rows", environ)
+
+    return progress

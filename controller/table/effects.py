@@ -109,6 +109,15 @@ class StartTimer(Effect):
 
 
 @dataclass(frozen=True, slots=True)
+class CheckpointTaken(Effect):
+    """A checkpoint row was journaled (or replayed): the event messages published before it
+    number ``published``, so the API's numbering goes on from there when a start replays
+    only the rows after it."""
+
+    published: int
+
+
+@dataclass(frozen=True, slots=True)
 class CommandAnswered(Effect):
     """The answer to a supervisor command or a round request: success or a clear error."""
 
@@ -161,6 +170,7 @@ EFFECT_ENCODING: Final[dict[type[Effect], tuple[str, tuple[str, ...]]]] = {
     StartTimer: ("StartTimer", ("timer_id", "purpose", "duration_s", "due_at")),
     CommandAnswered: ("CommandAnswered", ("command_id", "command", "by", "ok", "message")),
     EventRejected: ("EventRejected", ("event", "reason")),
+    CheckpointTaken: ("CheckpointTaken", ("published",)),
 }
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "CardDrawn",
     "CardMisread",
     "CardsLost",
+    "Checkpoint",
     "ControllerStarted",
     "ControllerStopping",
     "CutCardDrawn",
@@ -357,6 +358,22 @@ class SettingsChanged:
     at: float
 
 
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """The table's whole state, journaled at a shoe's end (event encoding 6), so that a
+    start replays only the rows after the last one (see
+    :mod:`controller.service.journaled_table`). Not an input of the state machine: the
+    journaled table writes it and reads it back; a full replay checks that it matches.
+
+    ``state``: :func:`controller.table.checkpoint.encode_state` of the state after the row
+    before it. ``published``: how many event messages the rows before it published (the
+    API's ``seq`` of the last), so that the numbering carries on from a checkpoint."""
+
+    state: dict  # type: ignore[type-arg]  # JSON data, its own versioned format
+    published: int
+    at: float
+
+
 TableEvent = (
     ShoeEvent
     | CameraEvent
@@ -370,6 +387,7 @@ TableEvent = (
     | DealerSignedIn
     | DealerSignedOut
     | SettingsChanged
+    | Checkpoint
 )
 
 # -- the journal's encoding ------------------------------------------------------------------
@@ -428,12 +446,18 @@ _V5: Final[dict[str, tuple[type, tuple[str, ...]]]] = {
     "DealerSignedOut": (DealerSignedOut, ("command_id", "by", "role", "at")),
     "ControllerStopping": (ControllerStopping, ("at",)),
 }
+# Version 6: the table's state at a shoe's end, so that a start replays only what follows.
+_V6: Final[dict[str, tuple[type, tuple[str, ...]]]] = {
+    **_V5,
+    "Checkpoint": (Checkpoint, ("state", "published", "at")),
+}
 ENCODINGS: Final[dict[int, dict[str, tuple[type, tuple[str, ...]]]]] = {
     1: _V1,
     2: _V2,
     3: _V3,
     4: _V4,
     5: _V5,
+    6: _V6,
 }
 EVENT_ENCODING: Final = max(ENCODINGS)
 """The encoding version new journal rows are written with."""
@@ -445,6 +469,8 @@ SALTED_KINDS: Final[dict[int, frozenset[str]]] = {
     3: frozenset(),
     4: frozenset({"CardDrawn", "CameraRead", "SupervisorCommanded"}),
     5: frozenset({"CardDrawn", "CameraRead", "SupervisorCommanded"}),
+    # A checkpoint's state may hold cards entered by hand that the shoe never announced.
+    6: frozenset({"CardDrawn", "CameraRead", "SupervisorCommanded", "Checkpoint"}),
 }
 """Per encoding, the kinds whose rows carry a :data:`SALT_FIELD` beside the event's fields.
 
@@ -461,8 +487,8 @@ reveals, salt included, so that anyone can check them against the heads publishe
 were dealt. The salt is not an event field: replay never sees it."""
 SALT_BYTES: Final = 16
 
-_KIND_OF: Final[dict[type, str]] = {cls: kind for kind, (cls, _) in _V5.items()}
-EVENT_KINDS: Final[dict[str, type]] = {kind: cls for kind, (cls, _) in _V5.items()}
+_KIND_OF: Final[dict[type, str]] = {cls: kind for kind, (cls, _) in _V6.items()}
+EVENT_KINDS: Final[dict[str, type]] = {kind: cls for kind, (cls, _) in _V6.items()}
 """Every kind of input the table takes and journals (``CardDrawn``...), with its class.
 Not the API's event types (:data:`controller.service.wire.EVENT_TYPES`, ``card_dealt``...):
 those are what the table publishes, these what it is fed."""

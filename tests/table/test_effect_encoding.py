@@ -28,6 +28,7 @@ NAMES_AND_FIELDS = {
     "StartTimer": ("timer_id", "purpose", "duration_s", "due_at"),
     "CommandAnswered": ("command_id", "command", "by", "ok", "message"),
     "EventRejected": ("event", "reason"),
+    "CheckpointTaken": ("published",),
 }
 
 

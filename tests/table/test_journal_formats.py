@@ -3,7 +3,7 @@ an encoding never changes without a new version number.
 
 ``tests/fixtures/journals/`` holds journals of every event encoding with what replaying them
 gave when they were written (see its README): livetable 0.1.0's of encoding 1 at the top,
-encoding 2's in ``v2/``, encoding 3's in ``v3/``, encoding 4's in ``v4/``.
+encoding 2's in ``v2/``, encoding 3's in ``v3/``, and so on.
 ``tests/fixtures/event_encoding/vN.json`` holds the schema of each encoding version as it
 was released.
 """
@@ -35,6 +35,7 @@ FIXTURE_SETS: dict[int, tuple[Path, int]] = {
     3: (FIXTURES / "journals" / "v3", 4),
     4: (FIXTURES / "journals" / "v4", 5),
     5: (FIXTURES / "journals" / "v5", 6),
+    6: (FIXTURES / "journals" / "v6", 6),
 }
 OLD_JOURNALS = [
     pytest.param(encoding, path, revision, id=f"v{encoding}-{path.stem}")
