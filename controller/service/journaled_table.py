@@ -252,6 +252,7 @@ class JournaledTable:
         start: bool = True,
         gaps_visible: bool = False,
         progress: ReplayProgress | None = None,
+        durable: bool = True,
     ) -> tuple[JournaledTable, list[Effect]]:
         """Open (or create) the journal, replay it, and record the start at time ``at``.
 
@@ -260,9 +261,10 @@ class JournaledTable:
         every replayed row with its effects. With ``start=False`` nothing is journaled: the
         caller puts :meth:`start_events` through its own loop. ``gaps_visible``: see the
         attribute. The replay begins at the journal's last checkpoint; ``progress`` is
-        called every :data:`PROGRESS_ROWS` rows replayed.
+        called every :data:`PROGRESS_ROWS` rows replayed. ``durable``: see
+        :class:`~controller.service.journal.Journal` (a benchmark's, never a table's).
         """
-        journal = Journal(path or config.journal_path)
+        journal = Journal(path or config.journal_path, durable=durable)
         try:
             initial = bind_config(journal, config)
             checkpoint = journal.last_checkpoint()

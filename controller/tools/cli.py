@@ -58,6 +58,7 @@ GROUP_MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
             "simulators.shoe.bench",
             "vision.bench",
             "controller.tools.bench_table",
+            "controller.tools.bench_journal",
             "controller.tools.bench_latency",
             "controller.tools.bench_console",
             "controller.tools.bench_studio",

@@ -235,6 +235,22 @@ def test_journal_export_of_an_unknown_round_or_file(
     assert "no journal" in capsys.readouterr().err
 
 
+def test_bench_journal_year_starts_from_a_checkpoint_and_samples_memory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["bench", "journal-year", "--days", "2", "--rows-per-day", "600", "--rounds", "20"]
+    assert main([*argv, "--dir", str(tmp_path), "--json", "--full-replay"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    journal = report["journal"]
+    assert journal["rows"] == 1200 and journal["shoes"] >= 2 and journal["bytes"] > 0
+    assert report["start_at_quarter"]["rows"] == 300
+    start = report["start"]
+    assert start["start_s"] >= 0 and start["full_replay_s"] >= 0
+    assert start["rss_after_start_mib"] > 0 and start["play_rounds"] == 20
+    assert len(start["play_rss_mib"]) >= 2
+    assert list(tmp_path.iterdir()) == []  # the test journal is gone
+
+
 def test_bench_table_reports_percentiles_without_judging_them(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
