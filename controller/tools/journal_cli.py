@@ -252,6 +252,7 @@ def run_verify(args: argparse.Namespace) -> int:
     keys = keys_by_fingerprint(args.public_keys)
     with _open(args) as journal:
         rows = journal.verify()
+        checkpoints = _check_checkpoints(journal)
         seq, digest = journal.head
         if args.expect_head is not None:
             check_head(journal, *args.expect_head)
@@ -269,6 +270,7 @@ def run_verify(args: argparse.Namespace) -> int:
             "rows": rows,
             "chain": "intact",
             "journal": {"seq": seq, "hash": digest},
+            "checkpoints": checkpoints,
         }
         if args.expect_head is not None:
             expected_seq, expected_hash = args.expect_head
@@ -278,6 +280,8 @@ def run_verify(args: argparse.Namespace) -> int:
         print_json(document)
         return 0
     print(f"{args.journal}: {rows} rows, hash chain intact")
+    if checkpoints:
+        print(f"{checkpoints} checkpoint(s), each the state the rows before it give")
     print(f"head: row {seq}, hash {digest}")
     if args.expect_head is not None:
         expected_seq = args.expect_head[0]
@@ -296,6 +300,20 @@ def run_verify(args: argparse.Namespace) -> int:
         by = ", ".join(sorted({head[3] for head in heads}))
         print(f"{len(heads)} signed head(s) by key {by}, not checked: give --public-key")
     return 0
+
+
+def _check_checkpoints(journal: Journal) -> int:
+    """How many checkpoints the journal holds, each checked against the state that a
+    replay of the rows before it gives (a start begins at the last one, trusting it);
+    JournalError naming the first that does not hold it."""
+    from controller.service.journal import CHECKPOINT_KIND
+    from controller.service.journaled_table import config_of, replay
+
+    count = sum(1 for _ in journal.newest_first({CHECKPOINT_KIND}))
+    if count:
+        config = config_of(journal)
+        replay(journal, config, config.operational())
+    return count
 
 
 def _settled_after(journal: Journal, signed: SignatureReport | None) -> list[int]:

@@ -29,6 +29,7 @@ from controller.table.config import TableConfig
 from controller.table.effects import Effect
 from controller.table.events import Checkpoint, ControllerStarted, SupervisorCommanded
 from controller.table.state import Phase
+from controller.tools.cli import main
 from controller.tools.crash_runner import START_TIME, next_event
 from tests.table.test_journal_formats import OLD_JOURNALS
 
@@ -142,6 +143,21 @@ def test_a_fresh_journal_of_several_shoes_starts_from_its_last_checkpoint(
         reopened.close()
 
 
+def test_journal_verify_checks_each_checkpoint_against_the_replay(
+    fast_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = TableConfig(table_id="t1", game="baccarat", journal_path=fast_dir / "t1.journal")
+    table, _ = JournaledTable.open(config, at=START_TIME, start=False)
+    try:
+        play(table, seed=9, until_checkpoints=2)
+    finally:
+        table.close()
+    assert main(["journal", "verify", str(config.journal_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["checkpoints"] == 2
+    assert main(["journal", "verify", str(config.journal_path)]) == 0
+    assert "2 checkpoint(s), each the state the rows before it give" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(("encoding", "journal_path", "revision"), OLD_JOURNALS)
 def test_an_old_journal_replays_whole_then_checkpoints_its_next_shoe(
     encoding: int, journal_path: Path, revision: int, fast_dir: Path
@@ -190,7 +206,9 @@ def rewrite_row(path: Path, seq: int, body: dict[str, Any]) -> None:
     db.close()
 
 
-def test_a_checkpoint_that_lies_fails_the_full_replay(fast_dir: Path) -> None:
+def test_a_checkpoint_that_lies_fails_the_full_replay_and_verify(
+    fast_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = TableConfig(table_id="t1", game="baccarat", journal_path=fast_dir / "t1.journal")
     table, _ = JournaledTable.open(config, at=START_TIME, start=False)
     try:
@@ -207,6 +225,8 @@ def test_a_checkpoint_that_lies_fails_the_full_replay(fast_dir: Path) -> None:
         assert journal.verify() == journal.last_seq  # the chain holds: it was rechained
         with pytest.raises(JournalError, match=f"row {checkpoint.seq} is a checkpoint"):
             replay(journal, config)
+    assert main(["journal", "verify", str(config.journal_path)]) == 1
+    assert f"row {checkpoint.seq} is a checkpoint that does not hold" in capsys.readouterr().err
 
 
 def test_the_table_refuses_a_checkpoint_that_is_not_its_state(tmp_path: Path) -> None:
