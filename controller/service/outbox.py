@@ -15,6 +15,13 @@ in the same order, so the same numbers), which is what makes the outbox safe:
   while cards come: a crash sends the events acknowledged since the last written mark again,
   which consumers drop by ``seq``.
 
+It does not grow without bound: at each checkpoint (a shoe's end, see
+:mod:`controller.service.journaled_table`) the event messages from before the checkpoint
+before it that the broker acknowledged are deleted (:meth:`Outbox.checkpointed`), so it keeps
+at least the last whole shoe's events for catch-up requests and every event not yet
+delivered; SQLite reuses the freed pages. The answers to requests are kept (a repeated
+request is answered again, and ``audit`` shows each command's answer).
+
 It lives beside the journal (``t1.journal`` → ``t1.outbox``) in its own SQLite file: the
 journal stays the regulator's evidence, and this is delivery bookkeeping. It records the
 journal's epoch (:meth:`Outbox.bind_epoch`): an outbox found beside another journal is
@@ -112,6 +119,7 @@ class Outbox:
         self._delivered_saved = self._delivered
         self._batch: list[tuple[int, int, bytes]] = []
         self._answer_batch: list[tuple[str, int, bytes]] = []
+        self._checkpoint: int | None = None
 
     def check(self) -> None:
         """JournalError unless SQLite finds the file sound."""
@@ -167,6 +175,11 @@ class Outbox:
             raise JournalError("outbox: a checkpoint in the middle of a row's messages")
         self.last_seq = max(self.last_seq, seq)
 
+    def checkpointed(self, journal_seq: int) -> None:
+        """Journal row ``journal_seq`` is a checkpoint: with the next commit, delete the
+        acknowledged messages from before the previous checkpoint (see the module)."""
+        self._checkpoint = journal_seq
+
     def add_answer(self, key: str, journal_seq: int, body: bytes) -> None:
         self._answer_batch.append((key, journal_seq, body))
 
@@ -183,6 +196,8 @@ class Outbox:
                     self._answer_batch,
                 )
                 self._set_meta("journal_seq", str(journal_seq))
+                if self._checkpoint is not None:
+                    self._prune(self._checkpoint)
                 last = self._batch[-1][0] if self._batch else self.last_seq
                 self._set_meta("last_seq", str(last))
                 # How far the broker acknowledged goes with the commit: no write of its own.
@@ -201,8 +216,20 @@ class Outbox:
         if self._batch:
             self.last_seq = self._batch[-1][0]
         self.last_journal_seq = max(self.last_journal_seq, journal_seq)
+        self._checkpoint = None
         self._batch.clear()
         self._answer_batch.clear()
+
+    def _prune(self, checkpoint: int) -> None:
+        """Inside a commit: forget the acknowledged messages before the last checkpoint but
+        ``checkpoint``, then remember ``checkpoint`` as the last."""
+        previous = self._meta("checkpoint_journal_seq")
+        if previous is not None:
+            self._db.execute(
+                "DELETE FROM messages WHERE journal_seq < ? AND seq <= ?",
+                (int(previous), self._delivered),
+            )
+        self._set_meta("checkpoint_journal_seq", str(checkpoint))
 
     def store_answer(self, key: str, journal_seq: int, body: bytes) -> None:
         """Keep an answer now (one that no journal row's effects carry: a decision's)."""
