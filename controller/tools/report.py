@@ -126,18 +126,19 @@ class Record:
 def read_journal(journal: Journal, record: Record) -> None:
     """Replay ``journal`` (every row verified) and add its rounds and pauses to ``record``."""
     # Imported here so that building the CLI's parser stays light.
-    from controller.service.journaled_table import config_of, machine_revision
+    from controller.service.journaled_table import Replay, config_of, machine_revision
     from controller.table.effects import PublishEvent
     from controller.table.machine import TableMachine
 
     config = config_of(journal)
     table, game = config.table_id, config.game
-    machine = TableMachine(config, config.operational(), machine_revision(journal))
+    # Checkpoint rows are checked against the state, never fed to the machine.
+    replaying = Replay(TableMachine(config, config.operational(), machine_revision(journal)))
     rounds: dict[int, Round] = {}
     latest: Round | None = None
     open_pauses: list[Pause] = []
     for entry in journal.verified_entries():
-        effects = machine.handle(entry.event())
+        effects = replaying.feed(entry)
         at = entry.fields.get("at")
         if not isinstance(at, int | float):
             continue
@@ -168,7 +169,7 @@ def read_journal(journal: Journal, record: Record) -> None:
                     if pause.reason == reason:
                         pause.ended_at = float(at)
                 open_pauses = [pause for pause in open_pauses if pause.ended_at is None]
-        if machine.state.pause is None:
+        if replaying.machine.state.pause is None:
             # No longer paused, by a resume or by what ended the paused round or shoe.
             for pause in open_pauses:
                 pause.ended_at = float(at)

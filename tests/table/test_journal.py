@@ -12,6 +12,7 @@ from controller.kernel.cards import parse_card
 from controller.kernel.errors import ConfigurationError, JournalError
 from controller.service.journal import GENESIS_HASH, Journal, row_hash
 from controller.service.journaled_table import JournaledTable, export_round, replay
+from controller.table.checkpoint import encode_state
 from controller.table.effects import EventRejected, PublishEvent
 from controller.table.events import (
     EVENT_KINDS,
@@ -21,6 +22,7 @@ from controller.table.events import (
     CardDrawn,
     CardMisread,
     CardsLost,
+    Checkpoint,
     ControllerStarted,
     ControllerStopping,
     CutCardDrawn,
@@ -40,7 +42,7 @@ from controller.table.events import (
     decode_event,
     encode_event,
 )
-from controller.table.state import Phase
+from controller.table.state import Phase, TableState
 from tests.table.driver import Driver, config_for, play_rounds, shuffled_shoe
 
 ONE_OF_EACH = [
@@ -69,6 +71,7 @@ ONE_OF_EACH = [
     DealerSignedIn("d1", "D-1043", "dealer7", "dealer", 10.5),
     DealerSignedOut("d2", "alice", "supervisor", 11.0),
     ControllerStopping(11.5),
+    Checkpoint(encode_state(TableState()), 0, 12.0),
 ]
 
 
