@@ -146,8 +146,9 @@ def measure_start(path: Path, rounds: int, seed: int, full: bool) -> dict[str, A
             result["full_replay_s"] = round(time.perf_counter() - began, 1)
     if rounds == 0:
         return result
-    # The play: what the daemon carries out per row (the publisher and its outbox), without
-    # waiting for the disk at each row.
+    # The play: what the daemon does per row (the runtime's queue and timers, the publisher
+    # and its outbox, a broker that acknowledges every event), on a clock that follows the
+    # events' times (so the timers fall due as they would), without waiting for the disk.
     table, _ = JournaledTable.open(config, at=START_TIME, start=False, durable=False)
     outbox = Outbox(outbox_path(path))
     publications = Publications("bench", outbox, table.journal.epoch)
@@ -156,22 +157,24 @@ def measure_start(path: Path, rounds: int, seed: int, full: bool) -> dict[str, A
     class Publish:
         def carry_out(self, batch: EffectBatch) -> None:
             publications.record(batch)
+            outbox.note_delivered(outbox.last_seq)
 
-    runtime = TableRuntime(table, Publish())
+    from controller.table.events import ControllerStarted
+
+    event: Any = ControllerStarted(START_TIME + table.journal.last_seq)
+    runtime = TableRuntime(table, Publish(), clock=lambda: float(event.at))
     machine = table.machine
     first = machine.state.rounds_started
     samples: list[float] = []
     every = max(1, rounds // 10)
     try:
-        from controller.table.events import ControllerStarted
-
-        event: object = ControllerStarted(START_TIME + table.journal.last_seq)
         while machine.state.rounds_started - first < rounds:
             played = machine.state.rounds_started - first
-            runtime.handle(event)
+            runtime.submit(event)
+            runtime.step(0.0)
             if machine.state.rounds_started - first != played and played % every == 0:
                 samples.append(rss_mib())
-            event = next_event(machine, 1, table.journal.last_seq + 1)
+            event = next_event(machine, seed, table.journal.last_seq + 1)
         samples.append(rss_mib())
         result["outbox_bytes"] = outbox_path(path).stat().st_size
     finally:
