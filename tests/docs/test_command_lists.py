@@ -85,3 +85,18 @@ def test_the_shipped_acl_lets_a_dealer_station_send_the_dealers_commands_only() 
     studio = Studio(prefix="livetable", accounts=(Account("dealer-t1", "dealer", ("t1",)),))
     granted = {rule.topic.rsplit("/", 1)[-1] for rule in account_rules(studio, studio.accounts[0])}
     assert dealers <= granted and not granted & (set(COMMANDS) - dealers)
+
+
+def test_the_request_without_fields_names_the_commands_that_send_it() -> None:
+    """Commands with no field but the transaction share one schema, whose description names
+    exactly the messages that use it, each a command of the list without fields."""
+    document = yaml.safe_load(ASYNCAPI.read_text())
+    schema = document["components"]["schemas"]["NewShoeRequest"]
+    named = {word for word in re.findall(r"\w+", schema["description"]) if word in COMMANDS}
+    using = {
+        message["name"]
+        for message in document["components"]["messages"].values()
+        if message.get("payload") == {"$ref": "#/components/schemas/NewShoeRequest"}
+    }
+    assert named == using
+    assert all(not COMMANDS[name].fields for name in using)
