@@ -7,17 +7,19 @@ The two releases: this tree's wheel (the ``release`` fixture, built once per tes
 wheel B, built by ``python -m build`` from a copy of the tree whose pyproject.toml says the
 next patch version. Each is installed alone into its own venv
 (:func:`tests.support.release.install_alone`: ``--no-deps``, this venv's third-party
-packages on its path, nothing of the repository), as a table PC keeps the new release
-beside the one its tables run until each has moved.
+packages on its path, nothing of the repository), and a link stands for
+``/opt/livetable/.venv``, through which every table is started, as the unit starts it.
 
-Three tables, t1, t2 and t3 (``livetable run`` from venv A, each with its own configuration,
-journal and simulated shoe on a real pty) on one real mosquitto; around each the demo's
-people: the platform opens rounds and decides, the supervisor declares the shoe, the dealer
-(:class:`simulators.dealer.DealerSimulator`, signed in at the table) draws from the shoe.
-Then each table in turn, while its round is in play: SIGTERM (``systemctl stop``), the
-round in play settles, the daemon exits 0; it starts again from venv B on the same
-configuration and journal, comes back without a pause, with its dealer still signed in, and
-opens its next round.
+Three tables, t1, t2 and t3 (``livetable run`` through the link to venv A, each with its own
+configuration, journal and simulated shoe on a real pty) on one real mosquitto; around each
+the demo's people: the platform opens rounds and decides, the supervisor declares the shoe,
+the dealer (:class:`simulators.dealer.DealerSimulator`, signed in at the table) draws from
+the shoe. Then the link moves to venv B, and the tables still run release A (the Python of
+venv A, which the ``livetable`` script names). Then each table in turn, while its round is in
+play: SIGTERM (``systemctl restart``), the round in play settles, the daemon exits 0; it
+starts again through the link, so from venv B, on the same configuration and journal, comes
+back without a pause, with its dealer still signed in, and opens its next round while the
+other two play on.
 
 At the end every table closes the same way, and each journal, read by release B, holds only
 settled rounds with no pause, its hash chain intact through the head release A left
@@ -67,26 +69,36 @@ NOT_PLAYED_THROUGH = ("round_voided", "table_paused")
 
 @dataclass
 class InstalledDaemon(DaemonProcess):
-    """``livetable run`` of an installed release: its venv's program, in its environment
-    (none of the repository), from its folder outside the repository."""
+    """``livetable run`` as the unit runs it: ``program`` (the ``livetable`` of the venv the
+    ``.venv`` link names when it starts), in an environment that names nothing of the
+    repository (``env``), from a folder outside the repository (``cwd``)."""
 
-    installed: Installed | None = None
+    program: str = ""
     closing: bool = False
 
     def start(self) -> None:
-        assert self.installed is not None
         self.closing = False
         self.starts += 1
         with open(self.log_path, "ab") as log:
             self.start_offset = log.tell()
             self.process = subprocess.Popen(
-                [self.installed.program, "run", "--config", str(self.config)],
+                [self.program, "run", "--config", str(self.config)],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=log,
-                cwd=self.installed.cwd,
-                env=self.installed.env,
+                cwd=self.cwd,
+                env=self.env,
             )
+
+    def interpreter(self) -> str:
+        """The Python the running process is (``systemctl status`` shows it first in the
+        process's command line): its venv's, from the ``livetable`` script's first line."""
+        assert self.process is not None
+        cmdline = Path(f"/proc/{self.process.pid}/cmdline")
+        # Empty for a moment after Popen returns: the exec is past its point of no return
+        # (which Popen waits for) but has not laid out the new command line yet.
+        arguments = wait_until(cmdline.read_bytes, 10, f"{self.config.stem}'s command line")
+        return arguments.split(b"\0")[0].decode()
 
     def close(self) -> None:
         """SIGTERM, as ``systemctl stop``: the table closes between rounds."""
@@ -144,9 +156,15 @@ class Table:
             dealer=DealerSimulator(self.shoe, pace_s=0.01),
         )
 
-    def start(self, installed: Installed) -> None:
-        self.daemon.installed = installed
+    def start(self, link: Path, installed: Installed) -> None:
+        """Start the daemon through the ``.venv`` link (``link``), which names the venv of
+        ``installed`` now: the process runs that release."""
+        assert link.resolve() == installed.venv.resolve(), (link, installed.venv)
+        self.daemon.program = str(link / "bin" / "livetable")
+        self.daemon.cwd, self.daemon.env = installed.cwd, installed.env
         self.daemon.start()
+        running = self.daemon.interpreter()
+        assert running == str(installed.venv / "bin" / "python"), running
 
     def events(self, kind: str | None = None) -> list[dict[str, Any]]:
         seen = unique_by_seq(list(self.viewer.events))
@@ -199,10 +217,14 @@ def test_each_table_moves_to_the_next_release_between_two_rounds(
     new_version = new.livetable("--version").splitlines()[0]
     assert old_version == f"livetable {release.version}", old_version
     assert new_version == f"livetable {next_patch(release.version)}", new_version
+    # /opt/livetable/.venv: a link to the venv of the release the tables run.
+    link = tmp_path / "opt" / ".venv"
+    link.parent.mkdir()
+    link.symlink_to(old.venv)
 
     # The studio plays on release A, each table with its dealer signed in.
     for table in studio:
-        table.start(old)
+        table.start(link, old)
     for table in studio:
         wait_until(lambda t=table: t.state().get("phase"), 30, f"{table.table_id}'s first state")
         signed = table.dealer_station.request("dealer_sign_in", 10, staff_id=table.staff_id)
@@ -215,11 +237,17 @@ def test_each_table_moves_to_the_next_release_between_two_rounds(
             f"{ROUNDS_BEFORE} rounds settled at {table.table_id}",
         )
 
+    # Release B installed, the link moves to it (``ln -sfn``): nothing running changes.
+    moved = link.with_name(".venv.new")
+    moved.symlink_to(new.venv)
+    moved.replace(link)
     # Each table in turn moves to release B while its round is in play; the others play on.
-    heads = {
-        table.table_id: move(table, [t for t in studio if t is not table], old, new)
-        for table in studio
-    }
+    heads = {}
+    for index, table in enumerate(studio):
+        for other in studio[index + 1 :]:
+            assert other.daemon.interpreter() == str(old.venv / "bin" / "python")
+        others = [t for t in studio if t is not table]
+        heads[table.table_id] = move(table, others, link, old, new)
 
     # Closing time: each table lets its round finish and stops.
     for table in studio:
@@ -251,10 +279,10 @@ def test_each_table_moves_to_the_next_release_between_two_rounds(
         assert len(warned) == 1 and "carries on the journal" in warned[0], log[-3000:]
 
 
-def move(table: Table, others: list[Table], old: Installed, new: Installed) -> str:
-    """Move ``table`` from release ``old`` to ``new`` while a round of it is in play, as
-    ``systemctl restart`` does, and see it deal on; the head of its journal that ``old``
-    left (``SEQ:HASH``)."""
+def move(table: Table, others: list[Table], link: Path, old: Installed, new: Installed) -> str:
+    """Move ``table`` from release ``old`` to ``new`` (the venv ``link`` names now) while a
+    round of it is in play, as ``systemctl restart`` does, and see it deal on; the head of its
+    journal that ``old`` left (``SEQ:HASH``)."""
     settled_elsewhere = {t.table_id: len(t.rounds("round_settled")) for t in others}
     wait_until(
         lambda t=table: t.state().get("phase") == "DEALING",
@@ -269,7 +297,7 @@ def move(table: Table, others: list[Table], old: Installed, new: Installed) -> s
     verified = json.loads(old.livetable("journal", "verify", "--json", str(table.journal)))
     head = f"{verified['journal']['seq']}:{verified['journal']['hash']}"
     seen = len(table.events())
-    table.start(new)
+    table.start(link, new)
     wait_until(
         lambda t=table: any(e["type"] == "round_opened" for e in t.events()[seen:]),
         ROUND_TIMEOUT_S,
