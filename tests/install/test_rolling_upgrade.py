@@ -6,20 +6,21 @@ keep playing.
 The two releases: this tree's wheel (the ``release`` fixture, built once per test run) and
 wheel B, built by ``python -m build`` from a copy of the tree whose pyproject.toml says the
 next patch version. Each is installed alone into its own venv
-(:func:`tests.support.release.install_alone`: ``--no-deps``, this venv's third-party
-packages on its path, nothing of the repository), and a link stands for
-``/opt/livetable/.venv``, through which every table is started, as the unit starts it.
+(:func:`tests.support.release.install_alone`: ``--no-deps``, this venv's third-party packages
+on its path, nothing of the repository), and a link stands for ``/opt/livetable/.venv``,
+through which every table is started, as the unit starts it.
 
-Three tables, t1, t2 and t3 (``livetable run`` through the link to venv A, each with its own
-configuration, journal and simulated shoe on a real pty) on one real mosquitto; around each
-the demo's people: the platform opens rounds and decides, the supervisor declares the shoe,
-the dealer (:class:`simulators.dealer.DealerSimulator`, signed in at the table) draws from
-the shoe. Then the link moves to venv B, and the tables still run release A (the Python of
-venv A, which the ``livetable`` script names). Then each table in turn, while its round is in
-play: SIGTERM (``systemctl restart``), the round in play settles, the daemon exits 0; it
-starts again through the link, so from venv B, on the same configuration and journal, comes
-back without a pause, with its dealer still signed in, and opens its next round while the
-other two play on.
+Three tables, t1 (baccarat), t2 (Dragon Tiger) and t3 (blackjack), ``livetable run`` through
+the link to venv A, each with its own configuration, journal and simulated shoe on a real pty,
+on one real mosquitto; around each the demo's people: the platform opens rounds and decides,
+the supervisor declares the shoe, the dealer (:class:`simulators.dealer.DealerSimulator`,
+signed in at the table) draws from the shoe. Then the link moves to venv B, and the tables
+still run release A (the Python of venv A, which the ``livetable`` script names). Then each
+table in turn, while its round is in play (t1's taking bets, t2's dealt, t3's awaiting a
+player's decision): SIGTERM (``systemctl restart``), the round in play settles, the daemon
+exits 0; it starts again through the link, so from venv B, on the same configuration and
+journal, comes back without a pause, with its dealer still signed in, and opens its next round
+while the other two play on.
 
 At the end every table closes the same way, and each journal, read by release B, holds only
 settled rounds with no pause, its hash chain intact through the head release A left
@@ -39,6 +40,7 @@ from typing import Any
 import pytest
 
 from controller.client.api_client import Account, ApiClient
+from controller.games.registry import game_spec
 from simulators.daemon_process import DaemonProcess
 from simulators.dealer import DealerSimulator
 from simulators.mqtt_bots import TableBots
@@ -53,7 +55,13 @@ from tests.support.release import (
 )
 from tests.support.wait import wait_until
 
-TABLES = ("t1", "t2", "t3")
+# The studio: each table's game, and the phase its round is in when it is moved (bets
+# taken, cards dealt, a player's decision awaited: the round in play finishes from each).
+TABLES = {
+    "t1": ("baccarat", "BETTING"),
+    "t2": ("dragon-tiger", "DEALING"),
+    "t3": ("blackjack-classic", "DECIDING"),
+}
 # Generous for a loaded machine: a baccarat round here takes about a second.
 ROUND_TIMEOUT_S = 60.0
 # How long a stopping table may take to finish its round ([table] stop_timeout_s): far more
@@ -122,6 +130,7 @@ class Table:
 
     def __init__(self, table_id: str, seed: int, folder: Path, broker: tuple[str, int]) -> None:
         self.table_id = table_id
+        game, self.moved_in = TABLES[table_id]
         self.staff_id = f"D-{seed}00"
         folder.mkdir()
         self.shoe = ShoeSimulator("angel-eye", folder / "shoe", seed=seed, cut_card_depth=60)
@@ -129,7 +138,13 @@ class Table:
         self.config = write_config(
             folder / f"{table_id}.toml",
             table_id=table_id,
-            game="baccarat",
+            game=game,
+            variant=game_spec(game).default_variant,
+            # Long enough that the moment of SIGTERM finds the round in that phase, and
+            # that a loaded machine's slow step is no dealer-idle or decision timeout.
+            betting_s=1.0,
+            decision_s=30.0,
+            dealer_idle_s=30.0,
             shoe_port=folder / "shoe",
             broker_port=broker[1],
             stop_timeout_s=STOP_TIMEOUT_S,
@@ -285,9 +300,9 @@ def move(table: Table, others: list[Table], link: Path, old: Installed, new: Ins
     journal that ``old`` left (``SEQ:HASH``)."""
     settled_elsewhere = {t.table_id: len(t.rounds("round_settled")) for t in others}
     wait_until(
-        lambda t=table: t.state().get("phase") == "DEALING",
+        lambda t=table: t.state().get("phase") == t.moved_in,
         ROUND_TIMEOUT_S,
-        f"a round dealt at {table.table_id}",
+        f"{table.table_id}'s round in {table.moved_in}",
     )
     in_play = table.state()["round"]["id"]
     assert table.daemon.terminate() == 0, table.daemon.log_of_this_start()[-3000:]
