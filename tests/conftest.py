@@ -176,3 +176,23 @@ def no_leaks(request: pytest.FixtureRequest) -> Iterator[None]:
     problems = find_leaks(threads_before, children_before, ptys_before)
     if problems:
         pytest.fail("leak check: " + "; ".join(problems), pytrace=False)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests that use a module- or session-scoped fixture of their own module share one
+    xdist worker (scripts/test runs ``--dist loadgroup``): such a fixture is made once per
+    worker, and some take minutes (an enrolled deck, a built wheel, a played demo).
+    tryfirst: before xdist's own hook reads the groups."""
+    for item in items:
+        fixture_info = getattr(item, "_fixtureinfo", None)
+        if fixture_info is None:
+            continue
+        module = item.nodeid.split("::")[0]
+        for definitions in fixture_info.name2fixturedefs.values():
+            if any(
+                definition.scope in ("module", "session") and definition.baseid == module
+                for definition in definitions
+            ):
+                item.add_marker(pytest.mark.xdist_group(module))
+                break
