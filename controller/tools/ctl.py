@@ -31,8 +31,9 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
+from controller.kernel.api_commands import ACTING_COMMANDS, COMMANDS, ROLES
 from controller.kernel.cli_support import (
     JSON_HELP,
     default_to_help,
@@ -66,21 +67,21 @@ DEFAULT_MQTT = "5"
 DEFAULT_WAIT_S = 3.0
 # How long the broker has to take the connection, and the table to answer a request.
 DEFAULT_TIMEOUT_S = 10.0
-# The commands that act on the table: sent only while its daemon is online (a request sent
-# to an offline table would wait at the broker and be executed whenever it comes back).
-ACTING = (
-    "pause",
-    "resume",
-    "enter_card",
-    "cancel",
-    "end_shoe",
-    "new_shoe",
-    "dealer_sign_in",
-    "dealer_sign_out",
-    "dealer_change",
-    "drain",
-    "resume_rounds",
-)
+# The commands that act on the table (the API's one list): sent only while its daemon is
+# online (a request sent to an offline table would wait at the broker and be executed
+# whenever it comes back).
+ACTING: Final = ACTING_COMMANDS
+# The API's commands ctl has no action for, and why; every other command is an action of
+# the same name (``end_shoe``: ``end-shoe``), its help the list's (a test holds both).
+NOT_OFFERED: Final = {
+    "events": "watch and history page it",
+    "open_round": "the platform opens the rounds (the console offers it for a table whose "
+    "platform is away)",
+    "decide": "the platform's answer to a player's decision request",
+}
+# The actions that are ctl's own, in its own words: status shows the retained state and
+# availability (it sends nothing), watch and history follow the table's events.
+OWN_ACTIONS: Final = ("status", "watch", "history")
 
 
 class CtlError(TableError):
@@ -137,7 +138,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--role",
         default="supervisor",
-        choices=("supervisor", "viewer", "platform", "dealer"),
+        # The API's roles, the default first.
+        choices=("supervisor", *(role for role in ROLES if role != "supervisor")),
         help="the role the account sends requests under (default supervisor)",
     )
     parser.add_argument(
@@ -173,30 +175,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         sub.set_defaults(func=lambda args: _run(args, run))
         return sub
 
+    def command(name: str, example: str, run: Callable[..., int]) -> Any:
+        """The action that sends the API's command ``name``: named and helped by the list."""
+        return action(COMMANDS[name].ctl_action, COMMANDS[name].help, example, run)
+
     action("status", "show the table's state and availability", "status", _status)
-    pause = action(
-        "pause", "pause the table now, with a reason", "pause --reason 'dispute'", _pause
-    )
+    pause = command("pause", "pause --reason 'dispute'", _pause)
     pause.add_argument("--reason", required=True, help="why (journaled, shown to everyone)")
-    resume = action(
-        "resume", "resume a paused table, resolving what its pause needs", "resume", _resume
-    )
+    resume = command("resume", "resume", _resume)
     resume.add_argument(
         "--resolution",
         choices=[resolution for resolution in RESOLUTIONS if resolution],
         help="what the pause needs (see status: needs)",
     )
     resume.add_argument("--card", help="the card, with --resolution enter_card (KH, 10h)")
-    enter = action(
-        "enter-card", "enter a card the shoe and camera could not read", "enter-card KH", _enter
-    )
+    enter = command("enter_card", "enter-card KH", _enter)
     enter.add_argument("card", help="the card as read off the felt (KH, 10h, ts)")
-    cancel = action(
-        "cancel",
-        "void the round in play (every bet refunded, its cards discarded)",
-        "cancel --round 42",
-        _cancel,
-    )
+    cancel = command("cancel", "cancel --round 42", _cancel)
     cancel.add_argument(
         "--round",
         type=positive_int,
@@ -204,35 +199,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="the id of the round in play: refused unless it is that round",
     )
     cancel.add_argument("--reason", default="", help="why (journaled)")
-    end = action("end-shoe", "end the shoe in play (not during a round)", "end-shoe", _end_shoe)
+    end = command("end_shoe", "end-shoe", _end_shoe)
     end.add_argument("--reason", default="", help="why (journaled)")
-    action("new-shoe", "declare a freshly shuffled shoe", "new-shoe", _new_shoe)
-    sign_in = action(
-        "dealer-sign-in",
-        "sign a dealer in at the table with their staff id",
-        "dealer-sign-in D-1043",
-        _dealer_sign_in,
-    )
+    command("new_shoe", "new-shoe", _new_shoe)
+    sign_in = command("dealer_sign_in", "dealer-sign-in D-1043", _dealer_sign_in)
     sign_in.add_argument("staff_id", help="the dealer's staff id (D-1043)")
-    action("dealer-sign-out", "sign the dealer on duty out", "dealer-sign-out", _dealer_sign_out)
-    action(
-        "dealer-change",
-        "a new dealer after this round: no round opens until the next dealer signs in",
-        "dealer-change",
-        _dealer_change,
-    )
-    action(
-        "drain",
-        "finish the round in play and open no new one (closing), the daemon left running",
-        "drain",
-        _drain,
-    )
-    action(
-        "resume-rounds",
-        "lift the holds between rounds (a drain, a dealer change): rounds open again",
-        "resume-rounds",
-        _resume_rounds,
-    )
+    command("dealer_sign_out", "dealer-sign-out", _dealer_sign_out)
+    command("dealer_change", "dealer-change", _dealer_change)
+    command("drain", "drain", _drain)
+    command("resume_rounds", "resume-rounds", _resume_rounds)
     watch = action(
         "watch", "follow the table's events and state until interrupted", "watch", _watch
     )
@@ -241,12 +216,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "history", "every event of one round, for a dispute", "history --round 42", _history
     )
     history.add_argument("--round", type=positive_int, required=True, help="the round id")
-    audit = action(
-        "audit",
-        "every supervisor command the table journaled, with its outcome (refusals too)",
-        "audit --since 1200 --csv",
-        _audit,
-    )
+    audit = command("audit", "audit --since 1200 --csv", _audit)
     audit.add_argument(
         "--since",
         type=non_negative_int,
