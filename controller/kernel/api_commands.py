@@ -60,7 +60,9 @@ class Command:
             raise ValueError(f"command {self.name}: roles {sorted(self.roles)} not of {ROLES}")
         names = [field.name for field in self.fields]
         if len(set(names)) != len(names) or "transaction" in names:
-            raise ValueError(f"command {self.name}: fields {names} repeat a name")
+            raise ValueError(
+                f"command {self.name}: fields {names} repeat a name or take the transaction"
+            )
 
     @property
     def field_names(self) -> frozenset[str]:
