@@ -12,10 +12,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tests.support.broker import BrokerProcess, start_broker, write_password_file
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# Hypothesis' per-example deadline (200 ms) and its too_slow health check are timed
+# assertions: on a loaded CI machine an example may take longer and fail a correct test.
+# Speed is measured by the benchmarks, never by the tests.
+settings.register_profile("livetable", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("livetable")
 PRODUCTION_ACL = REPO_ROOT / "systemd" / "mosquitto" / "livetable.acl"
 PRODUCTION_CONF = REPO_ROOT / "systemd" / "mosquitto" / "livetable.conf"
 # The shipped broker's settings of who may connect as whom that a test broker takes as they
