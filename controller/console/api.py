@@ -32,6 +32,7 @@ from controller.console.fleet import (
 from controller.console.sessions import (
     Session,
 )
+from controller.kernel.api_commands import COMMANDS
 from controller.kernel.cli_support import defuse_formula
 from controller.kernel.presentation import PRESENTATIONS
 
@@ -49,17 +50,12 @@ class AccountFeed(Protocol):
 
 logger = logging.getLogger(__name__)
 
-# The commands a supervisor's page may send, with the fields each takes (the table checks
-# their values; a field not listed here never reaches it).
-ACTIONS: Final[dict[str, frozenset[str]]] = {
-    "pause": frozenset({"reason"}),
-    "resume": frozenset({"resolution", "card"}),
-    "enter_card": frozenset({"card"}),
-    "cancel": frozenset({"reason", "round_id"}),
-    "end_shoe": frozenset({"reason"}),
-    "new_shoe": frozenset(),
-    "open_round": frozenset({"boxes"}),
-}
+# The commands a supervisor's page offers (its buttons and the pause queue's resolutions).
+# Each takes the fields the API's list gives it (the table checks their values; a field
+# not listed there never reaches it); the page reads them from GET /api/commands.
+OFFERED: Final = ("open_round", "pause", "resume", "enter_card", "cancel", "end_shoe", "new_shoe")
+ACTIONS: Final[dict[str, frozenset[str]]] = {name: COMMANDS[name].field_names for name in OFFERED}
+COMMANDS_SHOWN: Final = {name: COMMANDS[name].as_json() for name in OFFERED}
 # Every game's presentation, as the page reads it (GET /api/games): game id -> how it is shown.
 GAMES_SHOWN: Final = {game: shown.as_json() for game, shown in PRESENTATIONS.items()}
 AUDIT_COLUMNS: Final = (
@@ -265,6 +261,14 @@ class ApiRoutes:
         if isinstance(found, web.Response):
             return found
         return web.json_response(GAMES_SHOWN)
+
+    async def api_commands(self, request: web.Request) -> web.Response:
+        """The commands the page offers, as the API's one list declares them
+        (``controller/kernel/api_commands.py``): their fields, roles and help."""
+        found = self._api_session(request)
+        if isinstance(found, web.Response):
+            return found
+        return web.json_response(COMMANDS_SHOWN)
 
     async def _audit(self, request: web.Request) -> dict[str, Any] | web.Response:
         found = self._api_session(request)

@@ -476,6 +476,7 @@ class Console(SignInRoutes, PageRoutes, ApiRoutes, StreamRoutes):
             web.get("/api/session", self.api_session),
             web.get("/api/tables", self.api_tables),
             web.get("/api/games", self.api_games),
+            web.get("/api/commands", self.api_commands),
             web.get("/api/stream", self.api_stream),
             web.post("/api/tables/{table}/request", self.api_request),
             web.get("/api/tables/{table}/rounds/{round_id}", self.api_round),

@@ -21,6 +21,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from controller.kernel.api_commands import ACTING_COMMANDS, COMMANDS, ROLES
 from controller.kernel.cards import Card, parse_card
 from controller.kernel.errors import RequestError, RulesError
 from controller.kernel.vocabulary import RESOLUTIONS
@@ -42,49 +43,11 @@ EVENTS_PAGE_MAX: Final = 500
 AUDIT_PAGE_MAX: Final = 500
 AUDIT_PAGE_DEFAULT: Final = 200
 
-ROLES: Final = ("platform", "supervisor", "viewer", "dealer")
 # A dealer's staff id as the studio writes it (``D-1043``): printable, short, no spaces.
 STAFF_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,31}")
-
-# Each command: the roles that may give it, and its fields: name -> (type, required).
-_Spec = dict[str, tuple[type | tuple[type, ...], bool]]
-_READERS: Final = frozenset({"platform", "supervisor", "viewer"})
-COMMANDS: Final[dict[str, tuple[frozenset[str], _Spec]]] = {
-    # A dealer's account signs in and out, and reads nothing through the API.
-    "status": (_READERS, {}),
-    "events": (_READERS, {"since": (int, True), "limit": (int, False)}),
-    # The supervisors' commands with their outcomes: for supervisors and those who watch
-    # them (a viewer may audit the table); the platform has no business with it.
-    "audit": (frozenset({"supervisor", "viewer"}), {"since": (int, False), "limit": (int, False)}),
-    "open_round": (frozenset({"platform", "supervisor"}), {"boxes": (int, False)}),
-    "decide": (
-        frozenset({"platform"}),
-        {
-            "round_id": (int, True),
-            "request_seq": (int, True),
-            "kind": (str, True),
-            "box": (int, True),
-            "hand": (int, True),
-            "decision": (str, True),
-        },
-    ),
-    "pause": (frozenset({"supervisor"}), {"reason": (str, True)}),
-    "resume": (frozenset({"supervisor"}), {"resolution": (str, False), "card": (str, False)}),
-    "enter_card": (frozenset({"supervisor"}), {"card": (str, True)}),
-    "cancel": (frozenset({"supervisor"}), {"reason": (str, False), "round_id": (int, False)}),
-    "end_shoe": (frozenset({"supervisor"}), {"reason": (str, False)}),
-    "new_shoe": (frozenset({"supervisor"}), {}),
-    # The dealer on duty: the dealer's own account (role dealer) or a supervisor's.
-    "dealer_sign_in": (frozenset({"dealer", "supervisor"}), {"staff_id": (str, True)}),
-    "dealer_sign_out": (frozenset({"dealer", "supervisor"}), {}),
-    # Holds between rounds: the round in play finishes, no new one opens until lifted.
-    "dealer_change": (frozenset({"supervisor"}), {}),
-    "drain": (frozenset({"supervisor"}), {}),
-    "resume_rounds": (frozenset({"supervisor"}), {}),
-}
-# The requests that read and change nothing; the others act on the table, on its thread.
-READ_COMMANDS: Final = frozenset({"status", "events", "audit"})
-TABLE_COMMANDS: Final = frozenset(COMMANDS) - READ_COMMANDS
+# The commands (controller/kernel/api_commands.py) that act on the table, on its thread; the
+# reads are answered at once.
+TABLE_COMMANDS: Final = ACTING_COMMANDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,19 +115,20 @@ def parse_request(topic: str, payload: bytes, prefix: str, table_id: str) -> Req
             command_name,
             transaction,
         )
-    roles, spec = COMMANDS[command]
-    if role not in roles:
+    spec = COMMANDS[command]
+    if role not in spec.roles:
         raise RequestError(
             "forbidden", f"the {role} role may not give {command}", command, transaction
         )
     args = {key: value for key, value in body.items() if key != "transaction"}
-    unknown = sorted(set(args) - set(spec))
+    unknown = sorted(set(args) - spec.field_names)
     if unknown:
         names = ", ".join(_shown(name) for name in unknown)
         raise RequestError("malformed", f"{command} takes no {names}"[:200], command, transaction)
-    for name, (kind, required) in spec.items():
+    for each in spec.fields:
+        name, kind = each.name, each.kind
         if name not in args:
-            if required:
+            if each.required:
                 raise RequestError("malformed", f"{command} needs {name}", command, transaction)
             continue
         value = args[name]

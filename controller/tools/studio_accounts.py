@@ -53,11 +53,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from controller.kernel.api_commands import ROLES as API_ROLES
+from controller.kernel.api_commands import commands_of
 from controller.kernel.errors import ConfigurationError
 
-ROLES = ("table", "platform", "supervisor", "viewer", "dealer")
-# A dealer station's account signs a dealer in and out at its table(s), and does nothing else.
-_DEALER_REQUESTS = ("dealer_sign_in", "dealer_sign_out")
+# The API's roles, and a table's own account.
+ROLES = ("table", *API_ROLES)
+# A dealer station's account signs a dealer in and out at its table(s), and does nothing else:
+# exactly the commands the API lets the dealer role give.
+_DEALER_REQUESTS = commands_of("dealer")
 DEFAULT_PREFIX = "livetable"
 # MQTT user names and table ids as docs/mqtt-api.md allows them: never '/', '+', '#', space.
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")

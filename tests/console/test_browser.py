@@ -1114,6 +1114,8 @@ def test_open_round_is_offered_between_rounds_and_opens_one_under_her_name(
     alice = sign_in(browser, studio, "alice")
     button = alice.tile("t1").locator(by_id("action-open-round"))
     expect(button).to_be_enabled()
+    # Enabled, it says what it does in the words of the API's one list (/api/commands).
+    expect(button).to_have_attribute("title", "Open betting on the next round")
     before = last_seq(studio, "t1")
     button.click()
     opened = next_event(studio, "t1", "round_opened", after=before)

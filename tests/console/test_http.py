@@ -17,6 +17,7 @@ import signal
 from collections.abc import Callable
 from typing import Any
 
+from controller.kernel.api_commands import COMMANDS
 from controller.kernel.presentation import PRESENTATIONS
 from tests.support.console import ConsoleHttp, ConsoleStudio
 from tests.support.wait import wait_for_item, wait_until
@@ -53,6 +54,11 @@ def test_a_supervisor_pauses_and_resumes_one_table_under_her_own_name(
     assert games == {game: shown.as_json() for game, shown in PRESENTATIONS.items()}
     assert games["baccarat"]["hands"] == ["player", "banker"]
     assert ConsoleHttp(studio.url).get("/api/games").status == 401
+    # So are the commands the page offers, as the API's one list declares them.
+    commands = alice.get("/api/commands").json()
+    assert commands == {name: COMMANDS[name].as_json() for name in commands}
+    assert commands["pause"]["fields"] == [{"name": "reason", "type": "string", "required": True}]
+    assert ConsoleHttp(studio.url).get("/api/commands").status == 401
     tiles = wait_until(
         lambda: (t := alice.tables()).keys() == {"t1", "t2"} and t, TIMEOUT_S, "both tiles"
     )

@@ -1,5 +1,6 @@
 """The server's parts that need no network: the audit's CSV (no cell a spreadsheet would
-run), the origin check, and the tiles' coalescing (feeds held in memory)."""
+run), the origin check, the tiles' coalescing (feeds held in memory), and the commands the
+page may name."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import itertools
 import re
 import time
 import urllib.parse
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +19,8 @@ from aiohttp.test_utils import make_mocked_request
 
 from controller.client.api_client import TableFeed, TableUpdate
 from controller.console import server
+from controller.console.api import ACTIONS, COMMANDS_SHOWN
+from controller.console.common import STATIC_DIR
 from controller.console.server import (
     COALESCE_S,
     AccountFeed,
@@ -25,6 +29,28 @@ from controller.console.server import (
     origin_ok,
     spreadsheet_safe,
 )
+
+# Where the page's scripts name a command: sent (``act(table, slot, "pause", ...)``), or a
+# control asking whether it may be sent (``actionButton(tile, "pause", ...)``, ``whyNot``).
+PAGE_NAMES_A_COMMAND = re.compile(
+    r"\bact\(\s*[\w.]+,\s*\"(?:actions|queue)\",\s*\"(\w+)\""
+    r"|\b(?:actionButton|whyNot)\(\s*tile,\s*\"(\w+)\""
+)
+
+
+def test_the_page_names_only_the_commands_the_console_serves_it() -> None:
+    """The page reads its commands from ``/api/commands`` (the API's one list, as far as the
+    console offers it); a command it names that the console does not serve would be a
+    button that is never enabled, or an action the server refuses."""
+    named: set[str] = set()
+    for script in sorted(Path(STATIC_DIR).glob("*.js")):
+        for sent, asked in PAGE_NAMES_A_COMMAND.findall(script.read_text()):
+            named.add(sent or asked)
+    assert {"open_round", "pause", "cancel", "end_shoe", "new_shoe", "resume"} <= named
+    assert named <= set(COMMANDS_SHOWN), sorted(named - set(COMMANDS_SHOWN))
+    # What the server lets through is exactly what it serves the page.
+    served = {name: frozenset(f["name"] for f in c["fields"]) for name, c in COMMANDS_SHOWN.items()}
+    assert served == ACTIONS
 
 
 def test_a_cell_that_starts_like_a_formula_is_text() -> None:

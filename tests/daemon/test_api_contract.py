@@ -142,8 +142,8 @@ CONTROLS = ["\x00", "\n", "\r", "\t", "\x1b", "\x7f", "\x85", "\x9b", "\u2028", 
 def test_every_text_field_is_covered() -> None:
     text = {
         command
-        for command, (_roles, spec) in COMMANDS.items()
-        if any(kind is str for kind, _required in spec.values())
+        for command, spec in COMMANDS.items()
+        if any(field.kind is str for field in spec.fields)
     }
     assert text == set(VALID_TEXT)
 
@@ -151,8 +151,7 @@ def test_every_text_field_is_covered() -> None:
 @pytest.mark.parametrize("char", CONTROLS, ids=[f"U+{ord(c):04X}" for c in CONTROLS])
 def test_a_control_character_in_a_text_field_is_malformed(char: str) -> None:
     for command, valid in VALID_TEXT.items():
-        _roles, spec = COMMANDS[command]
-        for name in (name for name, (kind, _req) in spec.items() if kind is str):
+        for name in (field.name for field in COMMANDS[command].fields if field.kind is str):
             body = {"transaction": "t", **valid, name: valid[name][:1] + char + valid[name][1:]}
             error = refusal(command, json.dumps(body).encode(), ROLE_OF.get(command, "supervisor"))
             assert (error.code, error.transaction) == ("malformed", "t"), (command, name, error)

@@ -269,7 +269,8 @@ class WiredTable:
         return event, None
 
     def _answer_decision(self, effects: list[Effect], transaction: str) -> None:
-        """The daemon's answer to a decision the table was given (controller/service/daemon.py)."""
+        """The daemon's answer to a decision the table was given
+        (controller/service/request_pipeline.py)."""
         taken = [e for e in effects if isinstance(e, PublishEvent) and e.name == "decision_taken"]
         if taken:
             response = response_message(
@@ -703,16 +704,16 @@ def test_the_document_is_asyncapi_3_with_valid_schemas_that_agree_with_the_code(
         if "/request/" in channel["address"]
     }
     assert set(requests) == set(COMMANDS)
-    for command, (roles, spec) in COMMANDS.items():
+    for command, spec in COMMANDS.items():
         role = requests[command]["parameters"]["role"]
         role = document["components"]["parameters"]["supervisorRole"] if "$ref" in role else role
-        assert set(role["enum"]) == set(roles), command
+        assert set(role["enum"]) == spec.roles, command
         (message_ref,) = requests[command]["messages"].values()
         message = document["components"]["messages"][message_ref["$ref"].rsplit("/", 1)[-1]]
         schema = schemas[message["payload"]["$ref"].rsplit("/", 1)[-1]]
-        assert set(schema["properties"]) == {"transaction", *spec}, command
+        assert set(schema["properties"]) == {"transaction", *spec.field_names}, command
         assert set(schema["required"]) == {"transaction"} | {
-            name for name, (_kind, required) in spec.items() if required
+            field.name for field in spec.fields if field.required
         }, command
     validate_value("#/components/schemas/Availability", "online")
 

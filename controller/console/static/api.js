@@ -117,6 +117,9 @@ export function whyNotReachable(tile) {
 
 /** Why `command` cannot be sent to this table now, or null if it can. */
 export function whyNot(tile, command) {
+  const offered = app.commands[command];
+  if (!offered) return `the console does not offer ${command}`;
+  if (!offered.roles.includes(app.session.role)) return `a ${app.session.role} may not give ${command}`;
   const unreachable = whyNotReachable(tile);
   if (unreachable) return unreachable;
   const state = tile.state;
@@ -177,8 +180,11 @@ export function whyNotResolve(tile, resolution) {
 
 export function actionButton(tile, command, label, testid, onClick) {
   const why = whyNot(tile, command);
+  // Enabled, it says what it does in the API's own words (/api/commands).
+  const help = why === null ? app.commands[command].help : "";
   return h("button", {
-    type: "button", testid, disabled: why !== null, title: why || label,
+    type: "button", testid, disabled: why !== null,
+    title: why || (help ? help[0].toUpperCase() + help.slice(1) : label),
     onclick: why === null ? onClick : null,
   }, label);
 }

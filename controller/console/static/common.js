@@ -57,6 +57,9 @@ export const app = {
   openRecent: new Set(), // tables whose "recent events" list is open
   lastRound: new Map(), // table -> the last round id seen in its state
   games: {}, // /api/games: game id -> how it is shown (its hands, its bets' names)
+  // /api/commands: each command the page offers -> its fields, roles and line of help, as
+  // the API's one list declares them (never a copy of it here).
+  commands: {},
   sound: false,
   audio: null,
   beeps: 0,

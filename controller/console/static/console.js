@@ -85,6 +85,7 @@ async function startWall() {
   try {
     app.session = await getJson("/api/session");
     app.games = await getJson("/api/games");
+    app.commands = await getJson("/api/commands");
   } catch (error) {
     document.body.dataset.error = String(error.message);
     return;
