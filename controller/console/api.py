@@ -59,7 +59,11 @@ ACTIONS: Final[dict[str, frozenset[str]]] = {
     "end_shoe": frozenset({"reason"}),
     "new_shoe": frozenset(),
     "open_round": frozenset({"boxes"}),
+    "dealer_sign_in": frozenset({"staff_id"}),
+    "dealer_sign_out": frozenset(),
 }
+# The only actions of a dealer station's screen (a supervisor may send them too).
+DEALER_ACTIONS: Final = frozenset({"dealer_sign_in", "dealer_sign_out"})
 # Every game's presentation, as the page reads it (GET /api/games): game id -> how it is shown.
 GAMES_SHOWN: Final = {game: shown.as_json() for game, shown in PRESENTATIONS.items()}
 AUDIT_COLUMNS: Final = (
@@ -135,6 +139,11 @@ class ApiRoutes:
                 # A one-key action waits this long on the page, to be undone, before it
                 # is sent.
                 "undo_s": self.config.undo_s,
+                # A pause's age on the wall: amber, then red ([console]).
+                "pause_amber_s": self.config.pause_amber_s,
+                "pause_red_s": self.config.pause_red_s,
+                # The pages' language for every browser, or null: the browser's own.
+                "language": self.config.language,
                 "link": feed.link,
             }
         )
@@ -165,7 +174,7 @@ class ApiRoutes:
             return error(401, "unauthorized", "sign in first")
         if session.wall:
             return error(403, "signed_out", "the session ended: sign in again to act")
-        if session.role != "supervisor":
+        if session.role not in ("supervisor", "dealer"):
             return error(403, "forbidden", "viewers have no actions")
         table = request.match_info["table"]
         try:
@@ -178,6 +187,8 @@ class ApiRoutes:
         args = body.get("args") or {}
         if command not in ACTIONS:
             return error(400, "malformed", f"no such action: {str(command)[:40]!r}")
+        if session.role == "dealer" and command not in DEALER_ACTIONS:
+            return error(403, "forbidden", "a dealer's screen only signs a dealer in and out")
         if not isinstance(args, dict) or set(args) - ACTIONS[command]:
             fields = ", ".join(sorted(ACTIONS[command])) or "none"
             return error(400, "malformed", f"{command} takes the fields: {fields}")
