@@ -610,7 +610,7 @@ def test_accept_and_burn_resolve_the_cards_drawn_out_of_turn(
     alice.tile("t1").locator(by_id("tile-recent")).locator("summary").click()
     shown = page.locator("body").inner_text()
     assert "card_out_of_turn" not in shown and '{"' not in shown, shown
-    expect(item.locator(by_id("queue-needs"))).to_contain_text("accept or burn the 1 card(s)")
+    expect(item.locator(by_id("queue-needs"))).to_contain_text("Accept or burn the 1 card(s)")
     assert choices(alice, "t1") == ["resolve-accept", "resolve-burn"]
     screens.shoot(page, "pause-queue-out-of-turn")
     # Accept is not what the table can do between rounds (no card is expected): it is shown
@@ -642,7 +642,7 @@ def test_accept_and_burn_resolve_the_cards_drawn_out_of_turn(
     emitted = hand.draw_wanted()
     # The pause is the held card's now: its reason says so.
     paused(studio, "t1", "card_out_of_turn", need="accept or burn the 1 card(s)")
-    expect(item.locator(by_id("queue-needs"))).to_contain_text("accept or burn")
+    expect(item.locator(by_id("queue-needs"))).to_contain_text("Accept or burn")
     assert choices(alice, "t1") == ["resolve-accept", "resolve-burn"]
     before = last_seq(studio, "t1")
     hand.go()
@@ -763,7 +763,7 @@ def test_enter_card_resolves_a_misread_with_the_card_typed_in_the_picker(
     assert emitted.event == "misread" and emitted.card is not None, emitted
     paused(studio, "t1", "misread", need="enter_card for the unread card")
     item = alice.queue_item("t1")
-    expect(item.locator(by_id("queue-needs"))).to_contain_text("enter_card for the unread card")
+    expect(item.locator(by_id("queue-needs"))).to_contain_text("Enter the unread card")
     assert choices(alice, "t1") == ["resolve-enter-card"]
 
     item.locator(by_id("resolve-enter-card")).click()
@@ -847,7 +847,7 @@ def test_an_outage_is_resolved_by_entering_the_card_drawn_then_no_cards_drawn(
     )
     assert state["pause"]["offline_gap"], state["pause"]
     item = alice.queue_item("t1")
-    expect(item.locator(by_id("queue-needs"))).to_contain_text("no_cards_drawn")
+    expect(item.locator(by_id("queue-needs"))).to_contain_text("no cards drawn")
     assert choices(alice, "t1") == ["resolve-no-cards-drawn", "resolve-enter-card"]
     screens.shoot(page, "pause-queue-outage")
 

@@ -62,6 +62,9 @@ DOC_SCREENSHOTS: dict[str, str] = {
     "dealer-paused-es-1280x720": "dealer-paused-es.png",
     "dealer-dealing-es-1280x720": "dealer-dealing-es.png",
     "dealer-blackjack-1920x1080": "dealer-blackjack.png",
+    # The console's wall (tests/console/test_wall_ageing.py).
+    "wall-pause-red-en-1280x720": "wall-pause-red.png",
+    "wall-pause-red-es-1280x720": "wall-es.png",
 }
 
 

@@ -1,6 +1,7 @@
 // The console's HTTP API (/api/...): the session, requests, the table's answers shown where the supervisor acted, and why a control is disabled.
 
 import { ANSWER_CAUSE_MS, ANSWER_SHOWN_MS, SIGNED_OUT_URL, app, byTestId, clock, h, seconds } from "./common.js";
+import { refusalWords } from "./i18n.js";
 import { render } from "./stream.js";
 
 // --- the HTTP API --------------------------------------------------------------------------
@@ -66,7 +67,9 @@ export async function act(table, slot, command, args, onDone) {
   const answer = await sendCommand(table, command, args);
   app.pending.delete(key);
   const words = answer.message || (answer.ok ? "done" : "refused");
-  const said = answer.ok ? `${table} ${command}: ${words}` : `${table} ${command} ${answer.code}: ${words}`;
+  // A refusal in the catalogue's words for its code (the table's own English, which may say
+  // more, where the catalogue has none).
+  const said = answer.ok ? `${table} ${command}: ${words}` : `${table} ${command}: ${refusalWords(answer.code, answer.message)}`;
   app.answers.set(key, { ok: answer.ok, text: `${clock(Date.now() / 1000)} ${said}`, at: Date.now() });
   if (onDone) onDone(answer);
   render();

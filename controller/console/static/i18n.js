@@ -81,6 +81,22 @@ export function needWords(need) {
   return t(`need.${need.code}`, values, need.words);
 }
 
+/** A pause's words for a person: a supervisor's pause is the reason they gave (their own
+ * words); any other, its reason's words, or the table's English message for a reason this
+ * catalogue does not know. */
+export function pauseWords(pause) {
+  if (!pause) return "";
+  if (pause.reason === "supervisor") return pause.message || t("reason.supervisor");
+  return t(`reason.${pause.reason}`, null, pause.message);
+}
+
+/** What a pause needs, in words: the tile's codes (`needs`), else the table's own words. */
+export function needsWords(tile) {
+  if (Array.isArray(tile.needs)) return tile.needs.map(needWords).filter(Boolean);
+  const pause = tile.state && tile.state.pause;
+  return pause && Array.isArray(pause.needs) ? pause.needs.map(String) : [];
+}
+
 /** A refusal's words: the code's, else the message as the table or the console said it. */
 export function refusalWords(code, message) {
   const known = code && has(`refusal.${code}`) ? t(`refusal.${code}`) : "";

@@ -2,6 +2,7 @@
 
 import { act, answerLine, whyNotResolve } from "./api.js";
 import { NOT_ANSWERING, RESOLVED_SHOWN_MS, STATUS_WORD, app, byTestId, clock, h, isSupervisor, pauseKey } from "./common.js";
+import { needsWords, pauseWords, t } from "./i18n.js";
 import { openPicker } from "./picker.js";
 import { patchKeyed, render } from "./stream.js";
 import { pausesInEffect } from "./wall.js";
@@ -167,19 +168,20 @@ export function queueItem(tile, selected) {
   return h("li", {
     class: `queue-item${selected ? " selected" : ""}`, testid: `queue-item-${tile.table}`,
     "data-table": tile.table, "data-state": "paused", "data-reason": pause.reason, "aria-current": selected ? "true" : null,
+    "data-pause-since": String(pause.since ?? ""),
     onclick: () => { if (app.selected !== tile.table || !app.selectedByHand) { select(tile.table); render(); } },
   },
   h("p", { class: "queue-title", testid: "queue-title" }, h("strong", null, tile.table), " ",
-    h("span", { class: "status-word status-paused" }, "PAUSED"), " ",
+    h("span", { class: "status-word status-paused" }, t("status.paused", null, "PAUSED")), " ",
     tile.status === "offline" ? h("span", { class: "status-word status-offline" }, " OFFLINE") : null),
-  h("p", { testid: "queue-message" }, pause.message),
+  h("p", { testid: "queue-message" }, pauseWords(pause)),
   h("p", { class: "meta", testid: "queue-meta" }, `since ${clock(pause.since)}`,
     h("span", { class: "ago", "data-ago": String(pause.since ?? "") }, ""),
     ` by ${pause.by || tile.paused_by || "the table (an anomaly)"}`,
     tile.state.round ? ` \u00b7 round ${tile.state.round.id}` : ""),
   pausesInEffect(tile.state),
-  pause.needs && pause.needs.length
-    ? h("ul", { class: "needs", testid: "queue-needs" }, pause.needs.map((need) => h("li", { testid: "queue-need" }, need)))
+  needsWords(tile).length
+    ? h("ul", { class: "needs", testid: "queue-needs" }, needsWords(tile).map((need) => h("li", { testid: "queue-need" }, need)))
     : h("p", { class: "needs none", testid: "queue-needs" }, heldBy(tile.state)
       ? `nothing to resolve: a plain resume lifts the pause of ${heldBy(tile.state)}`
       : "nothing to resolve: a plain resume will do"),
@@ -205,7 +207,7 @@ export function notAnsweringItem(tile, selected) {
     onclick: () => { if (app.selected !== tile.table || !app.selectedByHand) { select(tile.table); render(); } },
   },
   h("p", { class: "queue-title", testid: "queue-title" }, h("strong", null, tile.table), " ",
-    h("span", { class: `status-word status-${tile.status}` }, STATUS_WORD[tile.status])),
+    h("span", { class: `status-word status-${tile.status}` }, t(`status.${tile.status}`, null, STATUS_WORD[tile.status]))),
   h("p", { testid: "queue-message" }, notAnsweringWords(tile)),
   h("p", { class: "meta", testid: "queue-meta" },
     tile.status === "offline"

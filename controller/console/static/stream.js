@@ -1,8 +1,10 @@
 // Redrawing without disturbing a click (the DOM diffing), the live parts, and the event stream that brings each table's tile.
 
 import { currentAnswer, forgetAnswers, getJson, showSession } from "./api.js";
+import { markAges } from "./ageing.js";
 import { announce, beep } from "./audio.js";
 import { RECONNECT_MS, SIGNED_OUT_URL, TITLE, app, byTestId, pauseKey, seconds, serverNow } from "./common.js";
+import { notifyPause } from "./notify.js";
 import { notAnswering, notAnsweringWords, renderQueue } from "./queue.js";
 import { heldOrder, orderHeld, renderTile, sortedTiles } from "./wall.js";
 
@@ -176,6 +178,7 @@ export function renderNow() {
 /** The live parts: countdowns, ages. */
 export function tick() {
   const now = serverNow();
+  markAges(now);
   // Written only where the words change: an unchanged text written again still costs the
   // page a layout, five times a second for every tile.
   const write = (element, text) => { if (element.textContent !== text) element.textContent = text; };
@@ -215,6 +218,7 @@ export function applyTile(tile, live) {
       if (live) {
         beep();
         announce(`Table ${tile.table} paused: ${pause.message || pause.reason}`);
+        notifyPause(tile.table, pause);
       }
     }
   }

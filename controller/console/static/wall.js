@@ -4,6 +4,7 @@ import { act, actionButton, answerLine } from "./api.js";
 import { NO_SHOE_WORD, STATUS_WORD, app, cards, clock, h, isSupervisor } from "./common.js";
 import { askCancel, askEndShoe, askNewShoe, askPause } from "./dialogs.js";
 import { eventSummary, openAudit, openHistory } from "./history.js";
+import { pauseWords, t } from "./i18n.js";
 
 // --- a tile ----------------------------------------------------------------------------------
 
@@ -135,8 +136,8 @@ export function pauseView(tile) {
   const by = pause.by || tile.paused_by;
   // The reason code is for programs (data-reason); a person reads the table's message.
   return h("div", { class: "pause-box", testid: "tile-pause", "data-reason": pause.reason },
-    h("p", { class: "pause-word" }, "PAUSED"),
-    h("p", { testid: "pause-message" }, pause.message),
+    h("p", { class: "pause-word" }, t("status.paused", null, "PAUSED")),
+    h("p", { testid: "pause-message" }, pauseWords(pause)),
     h("p", null, h("span", { class: "label" }, "since "),
       h("span", { testid: "pause-since", "data-since": String(pause.since ?? "") }, clock(pause.since)),
       h("span", { class: "ago", "data-ago": String(pause.since ?? "") }, ""),
@@ -153,7 +154,7 @@ export function pausesInEffect(state) {
   if (pauses.length < 2) return null;
   return h("ul", { class: "pauses", testid: "pauses" }, pauses.map((pause) =>
     h("li", { testid: "pauses-item", "data-reason": pause.reason, "data-by": pause.by || "" },
-      h("span", { testid: "pauses-message" }, pause.message), " \u00b7 ",
+      h("span", { testid: "pauses-message" }, pauseWords(pause)), " \u00b7 ",
       h("span", { testid: "pauses-by" }, pause.by ? `paused by ${pause.by}` : "the table (an anomaly)"),
       ` since ${clock(pause.since)}`)));
 }
@@ -197,7 +198,7 @@ export function renderTile(tile) {
   const header = h("header", { class: "tile-head", testid: "tile-head" },
     h("h3", { testid: "tile-id" }, tile.table),
     h("span", { class: `status-word status-${badge}`, testid: "tile-status", "data-badge": badge },
-      noShoe ? NO_SHOE_WORD : STATUS_WORD[status] || status.toUpperCase()),
+      noShoe ? NO_SHOE_WORD : t(`status.${status}`, null, STATUS_WORD[status] || status.toUpperCase())),
     state ? h("span", { class: "game", testid: "tile-game" }, state.game + (state.variant ? ` (${state.variant})` : "")) : null,
     state ? h("span", { class: "phase", testid: "tile-phase" }, state.phase) : null,
     state ? healthView(state, tableOffline) : null);
@@ -237,6 +238,7 @@ export function renderTile(tile) {
   return h("article", {
     class: `tile status-${status}`, testid: `tile-${tile.table}`, "data-table": tile.table,
     "data-status": status, "data-phase": state ? state.phase : "",
+    "data-pause-since": status === "paused" && state && state.pause ? String(state.pause.since ?? "") : null,
   }, header, body);
 }
 
