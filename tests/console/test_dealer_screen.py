@@ -237,6 +237,11 @@ def test_the_dealers_screen_shows_the_next_card_a_pause_and_signs_dealers_in_and
     assert raw_codes_shown(page) == []
     hand.go()
     visit.check_clean()
+    # The dealer's account reads no events: its connection never asked for them.
+    assert studio.console is not None
+    log = studio.console.log()
+    assert "dealer-t1 signed in (dealer)" in log, log[-3000:]
+    assert "catching up" not in log, log[-3000:]
 
 
 def test_a_supervisor_opens_a_blackjack_tables_screen_by_its_id(
