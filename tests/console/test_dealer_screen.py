@@ -28,6 +28,7 @@ from tests.console.test_browser import (
     HD,
     TIMEOUT_S,
     DealerHand,
+    Relay,
     Screens,
     axe_violations,
     by_id,
@@ -103,11 +104,14 @@ def fits(page: Any, viewport: dict[str, int]) -> None:
     )
 
 
-def kiosk(browser: Any, studio: ConsoleStudio, viewport: dict[str, int]) -> Any:
-    """The dealer station's browser, signed in as ``dealer-t1``: it lands on /dealer."""
+def kiosk(
+    browser: Any, studio: ConsoleStudio, viewport: dict[str, int], url: str | None = None
+) -> Any:
+    """The dealer station's browser, signed in as ``dealer-t1``: it lands on /dealer.
+    ``url``: the console's, or a relay's to it."""
     from playwright.sync_api import expect
 
-    visit = open_page(browser, f"{studio.url}/", viewport=viewport)
+    visit = open_page(browser, f"{url or studio.url}/", viewport=viewport)
     page = visit.page
     page.wait_for_url(re.compile(r"/signin$"))
     page.fill(by_id("signin-username"), "dealer-t1")
@@ -270,3 +274,36 @@ def test_a_supervisor_opens_a_blackjack_tables_screen_by_its_id(
 @pytest.fixture
 def studio(console_studio: ConsoleStudio) -> ConsoleStudio:
     return console_studio
+
+
+def test_the_dealers_screen_reconnects_by_itself_and_shows_what_came_meanwhile(
+    studio: ConsoleStudio, browser: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    en = catalogue("en")
+    assert studio.console is not None
+    relay = Relay(studio.console.port)
+    try:
+        visit = kiosk(browser, studio, HD, url=relay.url)
+        page = visit.page
+        banner = page.locator(by_id("banner-connection"))
+        expect(banner).to_be_hidden()
+        relay.cut()
+        expect(banner).to_be_visible()
+        expect(banner).to_have_text(en["dealer.connection"])
+        expect(page.locator("body")).to_have_attribute("data-stream", "down")
+        # Meanwhile a card comes out of turn.
+        studio.draw_out_of_turn("t1")
+        relay.restore()
+        expect(page.locator("body")).to_have_attribute(
+            "data-stream", "up", timeout=TIMEOUT_S * 1000
+        )
+        expect(banner).to_be_hidden()
+        expect(page.locator(by_id("dealer-instruction"))).to_have_text(
+            en["dealer.stop.card_out_of_turn"]
+        )
+        assert page.url.endswith("/dealer"), page.url
+        visit.check_clean()
+    finally:
+        relay.close()
