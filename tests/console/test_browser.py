@@ -461,7 +461,7 @@ def test_the_wall_shows_both_tables_and_a_pause_from_it_pauses_only_that_table(
         expect(tile).to_have_attribute("data-status", "running")
         expect(tile.locator(by_id("tile-status"))).to_have_text("RUNNING")
         expect(tile.locator(by_id("tile-game"))).to_contain_text(game)
-        expect(tile.locator(by_id("tile-phase"))).to_have_text("SHOE_READY")
+        expect(tile.locator(by_id("tile-phase"))).to_have_text("Between rounds")
         expect(tile.locator(by_id("tile-shoe"))).to_contain_text("shoe 1")
         expect(tile.locator(by_id("device-shoe"))).to_contain_text("shoe online")
         # The devices at a glance, in the tile's head: no camera is fitted in this studio.
@@ -921,7 +921,7 @@ def test_cancel_voids_the_round_after_its_confirmation_and_its_history_shows_it(
     [only] = [r for r in commands_by(studio.tables["t1"], "alice")]
     assert only["command"] == "cancel", only
     expect(alice.tile("t1").locator(by_id("answer"))).to_have_attribute("data-ok", "true")
-    expect(alice.tile("t1").locator(by_id("tile-phase"))).to_have_text("SHOE_READY")
+    expect(alice.tile("t1").locator(by_id("tile-phase"))).to_have_text("Between rounds")
 
     # The round's history, from round_opened to round_voided.
     console_has_round(alice, studio, "t1", round_id)
@@ -1304,7 +1304,7 @@ def test_old_words_go_when_the_table_moves_on(
         client.close()
     assert answer["ok"], answer
     tile = alice.tile("t2")
-    expect(tile.locator(by_id("tile-phase"))).to_have_text("AWAITING_SHUFFLE")
+    expect(tile.locator(by_id("tile-phase"))).to_have_text("Awaiting a shuffle")
     badge = tile.locator(by_id("tile-status"))
     expect(badge).to_have_text("NO SHOE")
     expect(badge).not_to_have_class(re.compile("status-running"))

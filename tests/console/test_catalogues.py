@@ -24,7 +24,7 @@ from controller.console.fleet import STATUS_ORDER
 from controller.kernel.presentation import PRESENTATIONS
 from controller.kernel.vocabulary import DEALER_ACTIONS, NEEDS
 from controller.service.wire import ERROR_CODES
-from controller.table.state import HoldReason, PauseReason
+from controller.table.state import HoldReason, PauseReason, Phase
 
 I18N = STATIC_DIR / "i18n"
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
@@ -44,6 +44,7 @@ def api_keys() -> set[str]:
     keys |= {f"refusal.{code}" for code in ERROR_CODES}
     keys |= {f"action.{action}" for action in DEALER_ACTIONS}
     keys |= {f"status.{status}" for status in STATUS_ORDER}
+    keys |= {f"phase.{phase.value}" for phase in Phase}
     keys |= {f"position.{hand}" for shown in PRESENTATIONS.values() for hand in shown.hands}
     return keys
 

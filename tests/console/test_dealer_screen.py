@@ -21,7 +21,7 @@ import pytest
 from controller.console.common import STATIC_DIR
 from controller.kernel.vocabulary import DEALER_ACTIONS, NEEDS
 from controller.service.wire import ERROR_CODES
-from controller.table.state import HoldReason, PauseReason
+from controller.table.state import HoldReason, PauseReason, Phase
 from tests.console import test_browser
 from tests.console.test_browser import (
     FULL_HD,
@@ -50,6 +50,7 @@ RAW_CODES = sorted(
     for code in (
         *(reason.value for reason in PauseReason),
         *(hold.value for hold in HoldReason),
+        *(phase.value for phase in Phase),
         *NEEDS,
         *ERROR_CODES,
         *DEALER_ACTIONS,

@@ -1,7 +1,7 @@
 // The console's HTTP API (/api/...): the session, requests, the table's answers shown where the supervisor acted, and why a control is disabled.
 
 import { ANSWER_CAUSE_MS, ANSWER_SHOWN_MS, SIGNED_OUT_URL, app, byTestId, clock, h, seconds } from "./common.js";
-import { refusalWords } from "./i18n.js";
+import { refusalWords, t } from "./i18n.js";
 import { render } from "./stream.js";
 
 // --- the HTTP API --------------------------------------------------------------------------
@@ -190,8 +190,8 @@ export function actionButton(tile, command, label, testid, onClick) {
 export function showSession(session) {
   app.session = session;
   if (session.link) app.link = session.link;
-  byTestId("session-account").textContent = session.wall ? "signed out" : session.account;
-  byTestId("session-role").textContent = session.wall ? "watching" : session.role;
+  byTestId("session-account").textContent = session.wall ? t("console.signed_out") : session.account;
+  byTestId("session-role").textContent = session.wall ? t("console.watching") : t(`role.${session.role}`, null, session.role);
   document.body.dataset.role = session.role;
   document.body.dataset.wall = String(Boolean(session.wall));
   byTestId("banner-wall").hidden = !session.wall;

@@ -10,7 +10,8 @@
 // badge reader that types and presses Enter.
 
 import {
-  ageWords, chooseLanguage, languagePicker, loadLanguage, positionWords, refusalWords, t, translatePage,
+  ageWords, chooseLanguage, dealerLineWords, languagePicker, loadLanguage, positionWords, refusalWords, t,
+  translatePage,
 } from "./i18n.js";
 
 const RECONNECT_MS = 2000;
@@ -89,29 +90,9 @@ function instruction(tile) {
     const reason = state.pause.reason;
     return { text: t(`dealer.stop.${reason}`, null, t("dealer.stop.unknown")), kind: "stop" };
   }
-  const line = tile.dealer || {};
-  const awaiting = state.awaiting || {};
-  const holds = state.holds || [];
-  switch (line.action) {
-    case "deal": {
-      const where = positionWords(line.position || awaiting.position);
-      const key = awaiting.what === "card" && awaiting.face_down ? "action.deal_face_down" : "action.deal_face_up";
-      return { text: t(key, { position: where }), kind: "deal" };
-    }
-    case "burn": return { text: t("action.burn", { count: line.count ?? awaiting.cards ?? "" }), kind: "burn" };
-    case "reveal":
-      return { text: t(state.phase === "BURN_REVEAL" ? "action.reveal" : "action.reveal_hole"), kind: "deal" };
-    case "shuffle": return { text: t("action.shuffle"), kind: "wait" };
-    case "hold": {
-      const reason = holds.length ? holds[0].reason : "";
-      return { text: t(`dealer.hold.${reason}`, null, t("action.hold")), kind: "wait" };
-    }
-    case "stop": return { text: t("action.stop"), kind: "stop" };
-    case "wait":
-    default:
-      if (awaiting.what) return { text: t(`awaiting.${awaiting.what}`, null, t("action.wait")), kind: "wait" };
-      return { text: t("action.wait"), kind: "wait" };
-  }
+  const line = tile.dealer || { action: "wait" };
+  const kinds = { deal: "deal", reveal: "deal", burn: "burn", stop: "stop" };
+  return { text: dealerLineWords(line, state), kind: kinds[line.action] || "wait" };
 }
 
 /** Where the next card goes, as the rules name it; null when no card is awaited. */

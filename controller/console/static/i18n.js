@@ -81,6 +81,32 @@ export function needWords(need) {
   return t(`need.${need.code}`, values, need.words);
 }
 
+/** The table's dealer line (`{action, position, count, message}`) in words, with what the
+ * state says of it (a face-down card, a hold's reason, what a wait is for). */
+export function dealerLineWords(line, state) {
+  const awaiting = (state && state.awaiting) || {};
+  const holds = (state && state.holds) || [];
+  switch (line && line.action) {
+    case "deal": {
+      const where = positionWords(line.position || awaiting.position);
+      const key = awaiting.what === "card" && awaiting.face_down ? "action.deal_face_down" : "action.deal_face_up";
+      return t(key, { position: where });
+    }
+    case "burn": return t("action.burn", { count: line.count ?? awaiting.cards ?? "" });
+    case "reveal": return t(state && state.phase === "BURN_REVEAL" ? "action.reveal" : "action.reveal_hole");
+    case "shuffle": return t("action.shuffle");
+    case "hold": return t(`dealer.hold.${holds.length ? holds[0].reason : ""}`, null, t("action.hold"));
+    case "stop": {
+      const pause = state && state.pause;
+      return pause ? t(`dealer.stop.${pause.reason}`, null, t("dealer.stop.unknown")) : t("action.stop");
+    }
+    case "wait":
+      return awaiting.what ? t(`awaiting.${awaiting.what}`, null, t("action.wait")) : t("action.wait");
+    default:
+      return line && line.message ? String(line.message) : t("action.wait");
+  }
+}
+
 /** A pause's words for a person: a supervisor's pause is the reason they gave (their own
  * words); any other, its reason's words, or the table's English message for a reason this
  * catalogue does not know. */

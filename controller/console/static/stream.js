@@ -2,6 +2,7 @@
 
 import { currentAnswer, forgetAnswers, getJson, showSession } from "./api.js";
 import { markAges } from "./ageing.js";
+import { t } from "./i18n.js";
 import { announce, beep } from "./audio.js";
 import { RECONNECT_MS, SIGNED_OUT_URL, TITLE, app, byTestId, pauseKey, seconds, serverNow } from "./common.js";
 import { notifyPause } from "./notify.js";
@@ -184,20 +185,20 @@ export function tick() {
   const write = (element, text) => { if (element.textContent !== text) element.textContent = text; };
   for (const element of document.querySelectorAll("[data-deadline]")) {
     const left = Number(element.dataset.deadline) - now;
-    write(element, left > 0 ? ` ${seconds(left)} left` : " due now");
+    write(element, left > 0 ? ` ${t("tile.left", { time: seconds(left) })}` : ` ${t("tile.due_now")}`);
     element.classList.toggle("urgent", left < 3);
   }
   for (const element of document.querySelectorAll("[data-last]")) {
     const last = element.dataset.last;
-    write(element, last === "" ? "no message yet" : `last message ${seconds(Math.max(0, now - Number(last)))} ago`);
+    write(element, last === "" ? t("tile.no_message") : t("tile.last_message", { time: seconds(Math.max(0, now - Number(last))) }));
   }
   for (const element of document.querySelectorAll("[data-undo-until]")) {
     const left = Math.max(1, Math.ceil((Number(element.dataset.undoUntil) - Date.now()) / 1000));
-    write(element, `${element.dataset.undoVerb} in ${left} s`);
+    write(element, t("queue.undo_in", { verb: element.dataset.undoVerb, n: left }));
   }
   for (const element of document.querySelectorAll("[data-ago]")) {
     const since = element.dataset.ago;
-    write(element, since === "" ? "" : ` (${seconds(Math.max(0, now - Number(since)))} ago)`);
+    write(element, since === "" ? "" : ` (${t("tile.ago", { time: seconds(Math.max(0, now - Number(since))) })})`);
   }
 }
 
