@@ -308,3 +308,36 @@ def test_the_dealers_screen_reconnects_by_itself_and_shows_what_came_meanwhile(
         visit.check_clean()
     finally:
         relay.close()
+
+
+def test_a_spanish_browser_signs_in_and_reads_the_dealers_screen_in_spanish(
+    studio: ConsoleStudio, browser: Any
+) -> None:
+    """The language is the browser's when nobody chose one: the sign-in page (where a kiosk
+    lands when its session is gone), its refusal, and the screen."""
+    from playwright.sync_api import expect
+
+    es = catalogue("es")
+    context = browser.new_context(viewport=HD, locale="es-ES")
+    page = context.new_page()
+    page.goto(f"{studio.url}/dealer")
+    page.wait_for_url(re.compile(r"/signin"))
+    expect(page.locator("body")).to_have_attribute("data-translated", "true")
+    expect(page.locator(by_id("signin-submit"))).to_have_text(es["signin.submit"])
+    page.fill(by_id("signin-username"), "dealer-t1")
+    page.fill(by_id("signin-password"), "not-its-password")
+    page.click(by_id("signin-submit"))
+    expect(page.locator("body")).to_have_attribute("data-translated", "true")
+    message = page.locator(by_id("signin-message"))
+    expect(message).to_have_text(re.compile(r"^Cuenta o contraseña incorrectas\. Espere \d+ s"))
+    assert raw_codes_shown(page) == []
+    # After the wait the page asked for, the right password: the screen, in Spanish.
+    wait = int(re.findall(r"\d+", message.inner_text())[0])
+    page.wait_for_timeout(wait * 1000 + 200)
+    page.fill(by_id("signin-username"), "dealer-t1")
+    page.fill(by_id("signin-password"), studio.passwords["dealer-t1"])
+    page.click(by_id("signin-submit"))
+    page.wait_for_url(re.compile(r"/dealer$"))
+    expect(page.locator(by_id("dealer-table"))).to_have_text("Mesa t1")
+    expect(page.locator(by_id("dealer-instruction"))).to_have_text(es["awaiting.round_request"])
+    context.close()
