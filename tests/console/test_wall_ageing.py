@@ -105,6 +105,8 @@ def test_a_pause_turns_amber_then_red_is_counted_in_the_title_and_notified(
     expect(item.locator(by_id("queue-message"))).to_have_text(es["reason.card_out_of_turn"])
     expect(item.locator(by_id("queue-needs"))).to_have_text(es["need.held"].replace("{count}", "1"))
     expect(tile.locator(by_id("tile-status"))).to_have_text(es["status.paused"])
+    title = es["console.title"]
+    expect(page).to_have_title(f"({es['console.count_paused'].replace('{n}', '1')}) {title}")
     expect(item).to_have_attribute("data-age", "red")
     expect(notify).to_have_text(es["console.notify_on"])
     shoot(screens, page, "wall-pause-red-es-1280x720")

@@ -2,7 +2,7 @@
 
 import { currentAnswer, forgetAnswers, getJson, showSession } from "./api.js";
 import { markAges } from "./ageing.js";
-import { t } from "./i18n.js";
+import { pauseWords, t } from "./i18n.js";
 import { announce, beep } from "./audio.js";
 import { RECONNECT_MS, SIGNED_OUT_URL, TITLE, app, byTestId, pauseKey, seconds, serverNow } from "./common.js";
 import { notifyPause } from "./notify.js";
@@ -168,8 +168,10 @@ export function renderNow() {
   byTestId("banner-connection").hidden = app.streamUp;
   const paused = tiles.filter((tile) => tile.status === "paused").length;
   const down = tiles.filter(notAnswering).length;
-  const counts = [paused ? `${paused} paused` : "", down ? `${down} not answering` : ""].filter(Boolean);
-  const title = counts.length ? `(${counts.join(", ")}) ${TITLE}` : TITLE;
+  const counts = [paused ? t("console.count_paused", { n: paused }) : "",
+    down ? t("console.count_down", { n: down }) : ""].filter(Boolean);
+  const name = t("console.title", null, TITLE);
+  const title = counts.length ? `(${counts.join(", ")}) ${name}` : name;
   if (document.title !== title) document.title = title;
   document.body.dataset.stream = app.streamUp ? "up" : "down";
   document.body.dataset.link = app.link.up ? "up" : "down";
@@ -218,7 +220,7 @@ export function applyTile(tile, live) {
       app.seenPauses.add(key);
       if (live) {
         beep();
-        announce(`Table ${tile.table} paused: ${pause.message || pause.reason}`);
+        announce(t("console.announce_pause", { table: tile.table, words: pauseWords(pause) }));
         notifyPause(tile.table, pause);
       }
     }
