@@ -268,6 +268,39 @@ def test_a_supervisor_opens_a_blackjack_tables_screen_by_its_id(
     expect(page.locator(by_id("dealer-table"))).to_have_text("Table t2")
     shoot(screens, page, "dealer-blackjack-1920x1080")
     assert raw_codes_shown(page) == []
+
+    # Dealt card by card up to the dealer's hole card: the screen says "face down", and
+    # shows it as a card's back; its face is in no state, so on no screen.
+    en = catalogue("en")
+    for _ in range(20):
+        state = studio.state("t2")
+        assert state is not None
+        awaiting = state["awaiting"] or {}
+        if awaiting.get("what") == "card" and awaiting.get("face_down"):
+            break
+        wait_until(lambda: hand.wanted > 0, TIMEOUT_S, "the dealer about to draw")
+        seq = state["journal"]["seq"]
+        hand.draw_wanted()
+        studio.wait_state("t2", lambda s, _f, seq=seq: s["journal"]["seq"] > seq, "the card taken")
+    else:
+        raise AssertionError(f"no hole card asked for: {studio.state('t2')}")
+    expect(page.locator(by_id("dealer-instruction"))).to_have_text(
+        en["action.deal_face_down"].replace("{position}", en["position.dealer"])
+    )
+    wait_until(lambda: hand.wanted > 0, TIMEOUT_S, "the dealer about to draw the hole card")
+    hole = hand.draw_wanted()
+    # The state shows the hole card as null (its face in no message): the screen shows a
+    # card's back there, and the dealer's face-up cards, if any yet, as they are.
+    view = studio.wait_state(
+        "t2", lambda s, _f: None in s["round"]["view"]["dealer"]["cards"], "the hole card"
+    )["round"]["view"]
+    up = [card for card in view["dealer"]["cards"] if card is not None]
+    assert hole.card is not None, hole
+    dealer_hand = page.locator(by_id("dealer-hand-dealer"))
+    expect(dealer_hand.locator(by_id("dealer-card-back"))).to_have_count(1)
+    expect(dealer_hand.locator(by_id("dealer-card"))).to_have_count(len(up))
+    for card in up:
+        expect(dealer_hand.locator(f'[data-card="{card}"]')).to_have_count(1)
     hand.go()
     visit.check_clean()
 
