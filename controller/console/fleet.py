@@ -23,7 +23,7 @@ from typing import Any, Final, Protocol
 
 from controller.kernel.presentation import CARD_KEYS
 from controller.kernel.vocabulary import need_code
-from controller.tools.ctl import round_events
+from controller.tools.ctl_text import round_events
 
 __all__ = [
     "RECENT_EVENTS",

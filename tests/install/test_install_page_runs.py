@@ -276,17 +276,24 @@ def test_every_command_of_the_page_runs_as_written(tmp_path: Path, namespace: Na
     # inside the release's own venv, which /opt/livetable/.venv links to (no checkout under
     # /opt), and the page's link to those files.
     assert f"livetable {version}\n" in outputs["block 1"], outputs["block 1"]
-    venv, site_packages, module, link, *releases = namespace.run(
+    venv, site_packages, module, link, docs, *releases = namespace.run(
         "readlink /opt/livetable/.venv\n"
         "/opt/livetable/.venv/bin/python -c 'import controller, os, sysconfig;"
         ' print(*(os.path.realpath(p) for p in (sysconfig.get_paths()["purelib"],'
         " controller.__file__)))'\n"
-        "readlink /opt/livetable/systemd\nls /opt/livetable/releases\n"
+        "readlink /opt/livetable/systemd\nreadlink /opt/livetable/docs\n"
+        "ls /opt/livetable/releases\n"
     ).split()
     assert venv == f"venv-{version}", venv
     assert site_packages.startswith(f"/opt/livetable/venv-{version}/"), site_packages
     assert module == f"{site_packages}/controller/__init__.py", module
     assert link == f"{site_packages}/controller/systemd", link
+    assert docs == f"{site_packages}/controller/docs", docs
+    # Every page the installed units' Documentation= names is there.
+    named = namespace.run(
+        "sed -n 's|^Documentation=file:||p' /etc/systemd/system/livetable*.service | xargs ls\n"
+    ).split()
+    assert "/opt/livetable/docs/install.md" in named, named
     assert releases == [f"livetable-{version}-py3-none-any.whl"], releases
 
     # What the page says its dry run and its console print.

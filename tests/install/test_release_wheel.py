@@ -44,9 +44,11 @@ from tests.support.release import (
 )
 from tests.support.wait import wait_until
 
-# The repository's folder that ships inside the package, and where (setup.py maps it).
+# The repository's folders that ship inside the package, and where (setup.py maps them).
 SHIPPED_FOLDER = "systemd"
 SHIPPED_IN_WHEEL = "controller/systemd"
+SHIPPED_DOCS = "docs"
+DOCS_IN_WHEEL = "controller/docs"
 # The demo's fast people (as tests/test_demo.py gives them).
 FAST = ["--pace-s", "0.01", "--betting-s", "0.3", "--decision-s", "60", "--dealer-idle-s", "60"]
 CARD_PICTURE = REPO_ROOT / "tests" / "fixtures" / "camera" / "AC-scene430-table4-banker.card2.png"
@@ -69,11 +71,12 @@ def test_the_wheel_holds_the_package_and_the_shipped_folder_and_nothing_else(
     release: Release,
 ) -> None:
     expected = {name for name in release.source_files if name.split("/", 1)[0] in PACKAGES}
-    expected |= {
-        f"{SHIPPED_IN_WHEEL}/{name.split('/', 1)[1]}"
-        for name in release.source_files
-        if name.startswith(f"{SHIPPED_FOLDER}/")
-    }
+    for folder, in_wheel in ((SHIPPED_FOLDER, SHIPPED_IN_WHEEL), (SHIPPED_DOCS, DOCS_IN_WHEEL)):
+        expected |= {
+            f"{in_wheel}/{name.split('/', 1)[1]}"
+            for name in release.source_files
+            if name.startswith(f"{folder}/")
+        }
     held = wheel_files(release.wheel)
     assert sorted(expected - held) == [], "files the package needs that the wheel lacks"
     assert sorted(held - expected) == [], "files in the wheel that the tree does not ship"
@@ -92,6 +95,7 @@ def test_the_wheel_holds_the_package_and_the_shipped_folder_and_nothing_else(
         f"{SHIPPED_IN_WHEEL}/sysusers.d/livetable.conf",
         f"{SHIPPED_IN_WHEEL}/mosquitto/livetable.conf",
         f"{SHIPPED_IN_WHEEL}/examples/console/console.toml",
+        f"{DOCS_IN_WHEEL}/install.md",
     ):
         assert needed in held, needed
 
@@ -193,6 +197,20 @@ def test_the_wheel_alone_in_a_fresh_venv_is_livetable(release: Release, tmp_path
     for name in shipped:
         copied = folder / name.split("/", 1)[1]
         assert copied.read_bytes() == (REPO_ROOT / name).read_bytes(), name
+    # The reference pages, where livetable files --docs says: every page the units'
+    # Documentation= names among them (docs/install.md links /opt/livetable/docs to it).
+    docs = Path(installed.livetable("files", "--docs").strip())
+    assert docs == installed.site_packages / DOCS_IN_WHEEL, docs
+    pages = [n for n in release.source_files if n.startswith(f"{SHIPPED_DOCS}/")]
+    for name in pages:
+        assert (docs / name.split("/", 1)[1]).read_bytes() == (REPO_ROOT / name).read_bytes()
+    for unit in [n for n in shipped if n.endswith(".service")]:
+        for page in re.findall(
+            r"^Documentation=.*?file:/opt/livetable/docs/(\S+)",
+            (REPO_ROOT / unit).read_text(),
+            re.MULTILINE,
+        ):
+            assert (docs / page).is_file(), (unit, page)
 
     # The vision model reads a card picture (it abstains on this design without an
     # enrolled deck, but names its best guess at the shipped threshold).
