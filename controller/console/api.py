@@ -50,12 +50,25 @@ class AccountFeed(Protocol):
 
 logger = logging.getLogger(__name__)
 
-# The commands a supervisor's page offers (its buttons and the pause queue's resolutions).
-# Each takes the fields the API's list gives it (the table checks their values; a field
-# not listed there never reaches it); the page reads them from GET /api/commands.
-OFFERED: Final = ("open_round", "pause", "resume", "enter_card", "cancel", "end_shoe", "new_shoe")
+# The commands the console's pages offer (a supervisor's buttons and the pause queue's
+# resolutions; the dealer's screen's sign-in and out). Each takes the fields the API's list
+# gives it (the table checks their values; a field not listed there never reaches it); the
+# pages read them from GET /api/commands.
+OFFERED: Final = (
+    "open_round",
+    "pause",
+    "resume",
+    "enter_card",
+    "cancel",
+    "end_shoe",
+    "new_shoe",
+    "dealer_sign_in",
+    "dealer_sign_out",
+)
 ACTIONS: Final[dict[str, frozenset[str]]] = {name: COMMANDS[name].field_names for name in OFFERED}
 COMMANDS_SHOWN: Final = {name: COMMANDS[name].as_json() for name in OFFERED}
+# The only actions of a dealer station's screen (a supervisor may send them too).
+DEALER_ACTIONS: Final = frozenset({"dealer_sign_in", "dealer_sign_out"})
 # Every game's presentation, as the page reads it (GET /api/games): game id -> how it is shown.
 GAMES_SHOWN: Final = {game: shown.as_json() for game, shown in PRESENTATIONS.items()}
 AUDIT_COLUMNS: Final = (
@@ -131,6 +144,11 @@ class ApiRoutes:
                 # A one-key action waits this long on the page, to be undone, before it
                 # is sent.
                 "undo_s": self.config.undo_s,
+                # A pause's age on the wall: amber, then red ([console]).
+                "pause_amber_s": self.config.pause_amber_s,
+                "pause_red_s": self.config.pause_red_s,
+                # The pages' language for every browser, or null: the browser's own.
+                "language": self.config.language,
                 "link": feed.link,
             }
         )
@@ -161,7 +179,7 @@ class ApiRoutes:
             return error(401, "unauthorized", "sign in first")
         if session.wall:
             return error(403, "signed_out", "the session ended: sign in again to act")
-        if session.role != "supervisor":
+        if session.role not in ("supervisor", "dealer"):
             return error(403, "forbidden", "viewers have no actions")
         table = request.match_info["table"]
         try:
@@ -174,6 +192,8 @@ class ApiRoutes:
         args = body.get("args") or {}
         if command not in ACTIONS:
             return error(400, "malformed", f"no such action: {str(command)[:40]!r}")
+        if session.role == "dealer" and command not in DEALER_ACTIONS:
+            return error(403, "forbidden", "a dealer's screen only signs a dealer in and out")
         if not isinstance(args, dict) or set(args) - ACTIONS[command]:
             fields = ", ".join(sorted(ACTIONS[command])) or "none"
             return error(400, "malformed", f"{command} takes the fields: {fields}")

@@ -461,7 +461,7 @@ def test_the_wall_shows_both_tables_and_a_pause_from_it_pauses_only_that_table(
         expect(tile).to_have_attribute("data-status", "running")
         expect(tile.locator(by_id("tile-status"))).to_have_text("RUNNING")
         expect(tile.locator(by_id("tile-game"))).to_contain_text(game)
-        expect(tile.locator(by_id("tile-phase"))).to_have_text("SHOE_READY")
+        expect(tile.locator(by_id("tile-phase"))).to_have_text("Between rounds")
         expect(tile.locator(by_id("tile-shoe"))).to_contain_text("shoe 1")
         expect(tile.locator(by_id("device-shoe"))).to_contain_text("shoe online")
         # The devices at a glance, in the tile's head: no camera is fitted in this studio.
@@ -610,7 +610,7 @@ def test_accept_and_burn_resolve_the_cards_drawn_out_of_turn(
     alice.tile("t1").locator(by_id("tile-recent")).locator("summary").click()
     shown = page.locator("body").inner_text()
     assert "card_out_of_turn" not in shown and '{"' not in shown, shown
-    expect(item.locator(by_id("queue-needs"))).to_contain_text("accept or burn the 1 card(s)")
+    expect(item.locator(by_id("queue-needs"))).to_contain_text("Accept or burn the 1 card(s)")
     assert choices(alice, "t1") == ["resolve-accept", "resolve-burn"]
     screens.shoot(page, "pause-queue-out-of-turn")
     # Accept is not what the table can do between rounds (no card is expected): it is shown
@@ -642,7 +642,7 @@ def test_accept_and_burn_resolve_the_cards_drawn_out_of_turn(
     emitted = hand.draw_wanted()
     # The pause is the held card's now: its reason says so.
     paused(studio, "t1", "card_out_of_turn", need="accept or burn the 1 card(s)")
-    expect(item.locator(by_id("queue-needs"))).to_contain_text("accept or burn")
+    expect(item.locator(by_id("queue-needs"))).to_contain_text("Accept or burn")
     assert choices(alice, "t1") == ["resolve-accept", "resolve-burn"]
     before = last_seq(studio, "t1")
     hand.go()
@@ -763,7 +763,7 @@ def test_enter_card_resolves_a_misread_with_the_card_typed_in_the_picker(
     assert emitted.event == "misread" and emitted.card is not None, emitted
     paused(studio, "t1", "misread", need="enter_card for the unread card")
     item = alice.queue_item("t1")
-    expect(item.locator(by_id("queue-needs"))).to_contain_text("enter_card for the unread card")
+    expect(item.locator(by_id("queue-needs"))).to_contain_text("Enter the unread card")
     assert choices(alice, "t1") == ["resolve-enter-card"]
 
     item.locator(by_id("resolve-enter-card")).click()
@@ -847,7 +847,7 @@ def test_an_outage_is_resolved_by_entering_the_card_drawn_then_no_cards_drawn(
     )
     assert state["pause"]["offline_gap"], state["pause"]
     item = alice.queue_item("t1")
-    expect(item.locator(by_id("queue-needs"))).to_contain_text("no_cards_drawn")
+    expect(item.locator(by_id("queue-needs"))).to_contain_text("no cards drawn")
     assert choices(alice, "t1") == ["resolve-no-cards-drawn", "resolve-enter-card"]
     screens.shoot(page, "pause-queue-outage")
 
@@ -921,7 +921,7 @@ def test_cancel_voids_the_round_after_its_confirmation_and_its_history_shows_it(
     [only] = [r for r in commands_by(studio.tables["t1"], "alice")]
     assert only["command"] == "cancel", only
     expect(alice.tile("t1").locator(by_id("answer"))).to_have_attribute("data-ok", "true")
-    expect(alice.tile("t1").locator(by_id("tile-phase"))).to_have_text("SHOE_READY")
+    expect(alice.tile("t1").locator(by_id("tile-phase"))).to_have_text("Between rounds")
 
     # The round's history, from round_opened to round_voided.
     console_has_round(alice, studio, "t1", round_id)
@@ -1306,7 +1306,7 @@ def test_old_words_go_when_the_table_moves_on(
         client.close()
     assert answer["ok"], answer
     tile = alice.tile("t2")
-    expect(tile.locator(by_id("tile-phase"))).to_have_text("AWAITING_SHUFFLE")
+    expect(tile.locator(by_id("tile-phase"))).to_have_text("Awaiting a shuffle")
     badge = tile.locator(by_id("tile-status"))
     expect(badge).to_have_text("NO SHOE")
     expect(badge).not_to_have_class(re.compile("status-running"))
