@@ -253,6 +253,10 @@ def assemble(
                 source, runtime.submit, config=config.vision, clock=clock
             )
             assembled.parts.append(devices.camera_reader)
+            if config.evidence.pictures:
+                from controller.service.pictures import photographer
+
+                runtime.follow = photographer(config, table, source, clock).after
     except BaseException:
         table.close()
         raise

@@ -81,7 +81,23 @@ _CONFIG_META_KEY: Final = "table_config"
 # revisions before 4 do not read): (old, new) pairs.
 # Encoding 4 only adds a salt to the rows that can hold a card, which replay never reads.
 _ENCODING_UPGRADES: Final = frozenset(
-    {(1, 2), (1, 3), (2, 3), (1, 4), (2, 4), (3, 4), (1, 5), (2, 5), (3, 5), (4, 5)}
+    {
+        (1, 2),
+        (1, 3),
+        (2, 3),
+        (1, 4),
+        (2, 4),
+        (3, 4),
+        (1, 5),
+        (2, 5),
+        (3, 5),
+        (4, 5),
+        (1, 6),
+        (2, 6),
+        (3, 6),
+        (4, 6),
+        (5, 6),
+    }
 )
 
 _SCHEMA: Final = """

@@ -1,0 +1,292 @@
+"""A picture of every card: the camera simulator's frames, stored by SHA-256 beside the
+journal, each digest in a ``CardPictured`` row right after its card's row; retention prunes
+the oldest and ``check_pictures`` tells pruned from tampered and missing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from controller.kernel.cards import Card
+from controller.service.config import EvidenceConfig, LivetableConfig
+from controller.service.journal import Journal
+from controller.service.journaled_table import JournaledTable
+from controller.service.pictures import (
+    Photographer,
+    PictureStore,
+    check_pictures,
+    photographer,
+    picture_rows,
+    pictures_answer,
+    pictures_dir,
+)
+from controller.service.runtime import TableRuntime
+from controller.table.effects import EffectBatch, PublishEvent
+from controller.table.events import CardPictured
+from controller.tools.crash_runner import START_TIME, next_event
+from simulators.camera import SimulatedCamera
+from simulators.camera.renderer import Perturbations
+from tests.table.driver import config_for
+
+SEED = 5
+
+
+def plain_faces(card: Card, height: int) -> np.ndarray:
+    # A flat face per card: the test needs pixels, not artwork.
+    shade = 40 + 3 * (hash(str(card)) % 60)
+    return np.full((height, round(height * 0.7), 3), (shade, 90, 200), np.uint8)
+
+
+class Recorder:
+    """The effect handler: the batches carried out, in order."""
+
+    def __init__(self) -> None:
+        self.batches: list[EffectBatch] = []
+
+    def carry_out(self, batch: EffectBatch) -> None:
+        self.batches.append(batch)
+
+
+def run_table(
+    tmp_path: Path, game: str, rounds: int, **evidence: Any
+) -> tuple[TableRuntime, Recorder]:
+    config = config_for(game, tmp_path)
+    camera = SimulatedCamera(
+        game, faces=plain_faces, seed=1, perturbations=Perturbations.none(), width=640, height=360
+    )
+    table, _ = JournaledTable.open(config, at=START_TIME, start=False)
+    recorder = Recorder()
+    clock = iter(range(10**9))
+    runtime = TableRuntime(table, recorder, clock=lambda: START_TIME + next(clock))
+    whole = LivetableConfig(table=config, evidence=EvidenceConfig(**evidence))
+    runtime.follow = photographer(whole, table, camera, runtime.clock).after
+    for event in table.start_events(START_TIME):
+        runtime.handle(event)
+    settled = 0
+    seq = 1
+    while settled < rounds:
+        seq += 1
+        assert seq < 5000, "the rounds never settled"
+        for effect in runtime.handle(next_event(table.machine, SEED, seq)):
+            if isinstance(effect, PublishEvent) and effect.name == "round_settled":
+                settled += 1
+    return runtime, recorder
+
+
+def pictured_rows(journal: Journal) -> dict[int, dict[str, Any]]:
+    return {row.seq: row.fields for row in picture_rows(journal)}
+
+
+def test_every_card_dealt_has_its_picture_in_the_next_row(tmp_path: Path) -> None:
+    runtime, recorder = run_table(tmp_path, "baccarat", rounds=3)
+    journal = runtime.table.journal
+    pictures = pictured_rows(journal)
+    store = PictureStore(pictures_dir(journal.path))
+    dealt = ended = 0
+    for batch in recorder.batches:
+        names = [e.name for e in batch.effects if isinstance(e, PublishEvent)]
+        if batch.journal_seq is None:
+            continue
+        wanted = [
+            "card" if name == "card_dealt" else "settled"
+            for name in names
+            if name in ("card_dealt", "round_settled")
+        ]
+        following = [pictures.get(batch.journal_seq + n + 1) for n in range(len(wanted))]
+        assert [p and p["view"] for p in following] == wanted, batch
+        for picture in following:
+            assert picture is not None and picture["card_row"] == batch.journal_seq
+            data = store.read(picture["sha256"])
+            assert data is not None and hashlib.sha256(data).hexdigest() == picture["sha256"]
+            assert picture["size"] == len(data) and data[:3] == b"\xff\xd8\xff"  # a JPEG
+        dealt += wanted.count("card")
+        ended += wanted.count("settled")
+    assert ended == 3 and dealt >= 12
+    # Burn cards: cards drawn before the first round (every CardDrawn row but the dealt).
+    drawn = [row.seq for row in journal.entries() if row.kind == "CardDrawn"]
+    burned = [seq for seq in drawn if seq + 1 not in pictures]
+    assert burned, "the shoe's burn cards were drawn"
+    assert len(pictures) == dealt + ended
+    assert journal.verify() == journal.last_seq
+    assert check_pictures(journal, store.folder).line() == (
+        f"{dealt + ended} picture(s): {dealt + ended} kept, 0 pruned by retention"
+    )
+    rows = [CardPictured.__name__ for _ in pictures]
+    assert rows and all(isinstance(r.event(), CardPictured) for r in picture_rows(journal))
+
+
+def test_a_slot_picture_shows_its_slot_and_the_table_picture_the_whole_frame(
+    tmp_path: Path,
+) -> None:
+    runtime, _ = run_table(tmp_path, "baccarat", rounds=1)
+    journal = runtime.table.journal
+    store = PictureStore(pictures_dir(journal.path))
+    import cv2
+
+    for fields in pictured_rows(journal).values():
+        image = cv2.imdecode(np.frombuffer(store.read(fields["sha256"]), np.uint8), 1)
+        if fields["view"] == "settled":
+            assert image.shape[:2] == (360, 640)
+            assert fields["position"] is None and fields["slot"] is None
+        else:
+            assert image.shape[0] < 360 and fields["slot"].startswith(fields["position"])
+
+
+def test_pruned_pictures_are_reported_pruned_and_changed_ones_tampered(tmp_path: Path) -> None:
+    runtime, _ = run_table(tmp_path, "baccarat", rounds=2)
+    journal = runtime.table.journal
+    folder = pictures_dir(journal.path)
+    store = PictureStore(folder)
+    total = len(picture_rows(journal))
+    # Retention by bytes: the oldest go, their digests recorded.
+    kept_bytes = store.bytes_kept
+    removed = store.prune(START_TIME, keep_days=1, keep_bytes=kept_bytes - 3000)
+    # Pictures are stored by content: rows with the same bytes share one file.
+    gone = sum(1 for row in picture_rows(journal) if row.fields["sha256"] in removed)
+    assert removed and 0 < gone < total
+    check = check_pictures(journal, folder)
+    assert (check.kept, check.pruned, check.problems) == (total - gone, gone, ())
+    # A picture changed on disk is named, with its row.
+    fields = next(
+        (row.seq, row.fields)
+        for row in picture_rows(journal)
+        if row.fields["sha256"] not in removed
+    )
+    path = store.path(fields[1]["sha256"])
+    path.write_bytes(path.read_bytes() + b"\0")
+    # One deleted by hand, not by retention: missing.
+    other = next(
+        row.fields["sha256"]
+        for row in picture_rows(journal)
+        if row.fields["sha256"] not in removed and row.seq != fields[0]
+    )
+    store.path(other).unlink()
+    problems = check_pictures(journal, folder).problems
+    assert problems[0].startswith(f"row {fields[0]}: the picture {path} was tampered with")
+    assert any("missing" in line and other in line for line in problems)
+    broken = {fields[1]["sha256"], other}
+    assert len(problems) == sum(
+        1 for row in picture_rows(journal) if row.fields["sha256"] in broken
+    )
+
+
+def test_retention_by_days_prunes_the_old_ones_first(tmp_path: Path) -> None:
+    store = PictureStore(tmp_path / "p")
+    old = store.put(b"old", at=1000.0)
+    new = store.put(b"new", at=1000.0 + 5 * 86_400)
+    assert store.prune(1000.0 + 6 * 86_400, keep_days=3, keep_bytes=1 << 30) == [old]
+    assert store.read(old) is None and store.read(new) == b"new"
+    assert list(store.pruned()) == [old]
+    assert json.loads((tmp_path / "p" / "pruned.jsonl").read_text())["why"] == "age"
+
+
+def test_a_face_down_picture_is_secret_until_its_round_settles(tmp_path: Path) -> None:
+    runtime, _ = run_table(tmp_path, "blackjack-classic", rounds=1)
+    journal = runtime.table.journal
+    store = PictureStore(pictures_dir(journal.path))
+    rows = picture_rows(journal, 1)
+    face_down = [row for row in rows if row.fields["face_down"]]
+    assert face_down, "the dealer's hole card was dealt face down"
+    before = [row for row in rows if row.fields["view"] != "settled"]
+    for settled_rows, secret in ((before, True), (rows, False)):
+        answer = pictures_answer("t", 1, settled_rows, store, 0, 0, 1 << 22)
+        text = json.dumps(answer)
+        for row in face_down:
+            assert (row.fields["sha256"] in text) is not secret
+        entries = {e["row"]: e for e in answer["data"]["pictures"]}
+        for row in face_down:
+            assert (entries[row.seq]["status"] == "secret") is secret
+            assert ("data" in entries[row.seq]) is not secret
+
+
+def test_pages_fit_the_room_and_rebuild_every_picture(tmp_path: Path) -> None:
+    runtime, _ = run_table(tmp_path, "baccarat", rounds=1)
+    journal = runtime.table.journal
+    store = PictureStore(pictures_dir(journal.path))
+    rows = picture_rows(journal, 1)
+    room = 6000
+    got: dict[int, bytes] = {}
+    start = {"row": 0, "offset": 0}
+    pages = 0
+    while start is not None:
+        answer = pictures_answer("t", 1, rows, store, start["row"], start["offset"], room)
+        assert answer["ok"], answer
+        assert len(json.dumps(answer, separators=(",", ":")).encode()) <= room
+        for entry in answer["data"]["pictures"]:
+            import base64
+
+            assert entry["offset"] == len(got.get(entry["row"], b""))
+            got[entry["row"]] = got.get(entry["row"], b"") + base64.b64decode(entry["data"])
+        start = answer["data"]["next"]
+        pages += 1
+    assert pages > 1
+    for row in rows:
+        assert hashlib.sha256(got[row.seq]).hexdigest() == row.fields["sha256"]
+
+
+def test_no_frame_no_picture_and_the_card_is_taken(tmp_path: Path) -> None:
+    class Dark:
+        def latest(self) -> None:
+            return None
+
+    config = config_for("baccarat", tmp_path)
+    taker = Photographer(Dark(), PictureStore(tmp_path / "p"), EvidenceConfig())
+    batch = EffectBatch(
+        (PublishEvent("card_dealt", {"round_id": 1, "position": "player", "face_down": False}),),
+        7,
+        "0" * 64,
+        1.0,
+    )
+    assert taker.after(batch) == [] and taker.missed == 1
+    assert config.game == "baccarat"
+
+
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        ({"keep_days": 0}, "[evidence] keep_days must be"),
+        ({"keep_bytes": 10}, "[evidence] keep_bytes must be"),
+        ({"pictures": "yes"}, "[evidence] pictures must be"),
+        ({"colour": 1}, "unknown keys in [evidence]: colour"),
+    ],
+)
+def test_a_bad_evidence_section_is_named(section: dict[str, Any], message: str) -> None:
+    from controller.kernel.errors import ConfigurationError
+    from controller.service.config import evidence_config_from_mapping
+
+    with pytest.raises(ConfigurationError) as caught:
+        evidence_config_from_mapping(section)
+    assert message in str(caught.value)
+
+
+def test_journal_verify_names_a_changed_picture_and_reports_pruned_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from controller.tools.cli import main
+
+    runtime, _ = run_table(tmp_path, "baccarat", rounds=2)
+    path = runtime.table.journal.path
+    runtime.table.close()
+    store = PictureStore(pictures_dir(path))
+    with Journal(path, read_only=True) as journal:
+        total = len(picture_rows(journal))
+        digests = [row.fields["sha256"] for row in picture_rows(journal)]
+    assert main(["journal", "verify", str(path)]) == 0
+    assert f"{total} picture(s): {total} kept, 0 pruned by retention" in capsys.readouterr().out
+    removed = store.prune(START_TIME, keep_days=1, keep_bytes=store.bytes_kept - 3000)
+    gone = sum(digest in removed for digest in digests)
+    assert main(["journal", "verify", str(path), "--json"]) == 0
+    reported = json.loads(capsys.readouterr().out)["pictures"]
+    assert reported == {"kept": total - gone, "pruned": gone}
+    changed = store.path(digests[-1])
+    changed.write_bytes(b"\xff\xd8\xff" + changed.read_bytes()[3:] + b"edited")
+    assert main(["journal", "verify", str(path)]) == 1
+    captured = capsys.readouterr()
+    (line,) = captured.err.splitlines()
+    assert line.startswith(f"livetable: error: {path}: row ") and str(changed) in line
+    assert "tampered" in line
