@@ -70,6 +70,7 @@ from controller.service.mqtt_api import (
     table_event,
 )
 from controller.service.outbox import Outbox, open_outbox, outbox_path
+from controller.service.pictures import PictureReader, picture_store
 from controller.service.publishing import (
     Publications,
     command_key,
@@ -723,6 +724,12 @@ class TableDaemon:
                 self._respond_read,
             )
             self.pages: ReadLanes[Route] = ReadLanes(self._serve_page, "events-reader")
+            self.pictures = PictureReader(
+                config.table.journal_path,
+                picture_store(config, camera_source is not None),
+                lambda route: self.link.answer_room(route),
+                self._respond_read,
+            )
             self._reads_stopping = threading.Event()
             self.assembled = self._assemble(shoe, camera_source)
         except BaseException:
@@ -781,6 +788,7 @@ class TableDaemon:
             if self.metrics is not None:
                 self.metrics.close()
             self.audits.stop()
+            self.pictures.stop()
             self.assembled.close()
         finally:
             try:
@@ -904,7 +912,7 @@ class TableDaemon:
                 ),
             )
             return
-        if request.command in ("events", "audit"):
+        if request.command in ("events", "audit", "pictures"):
             self._read(request, route)  # type: ignore[arg-type]
             return
         limited = self._over_budget(request)
@@ -944,6 +952,8 @@ class TableDaemon:
         if request.command == "audit":
             # The audit's own reader (controller.service.audit): a long journal's search.
             queued = self.audits.submit(request, route)
+        elif request.command == "pictures":
+            queued = self.pictures.submit(request, route)
         else:
             queued = self.pages.submit(request, route)
         if not queued:
@@ -1262,6 +1272,7 @@ class TableDaemon:
         lifecycle = logging.getLogger(LIFECYCLE_LOGGER)
         lifecycle.info("%s", self._starting_line())
         self.audits.start()
+        self.pictures.start()
         self.pages.start()
         self.link.start()
         try:
@@ -1303,6 +1314,7 @@ class TableDaemon:
                 if self.metrics is not None:
                     self.metrics.close()
                 self.audits.stop()
+                self.pictures.stop()
                 self.pages.stop()
                 self.assembled.close()
             finally:

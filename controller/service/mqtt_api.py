@@ -56,6 +56,8 @@ COMMANDS: Final[dict[str, tuple[frozenset[str], _Spec]]] = {
     # The supervisors' commands with their outcomes: for supervisors and those who watch
     # them (a viewer may audit the table); the platform has no business with it.
     "audit": (frozenset({"supervisor", "viewer"}), {"since": (int, False), "limit": (int, False)}),
+    # The camera's pictures of a round's cards, in pages (``row``, ``offset``: where one starts).
+    "pictures": (_READERS, {"round_id": (int, True), "row": (int, False), "offset": (int, False)}),
     "open_round": (frozenset({"platform", "supervisor"}), {"boxes": (int, False)}),
     "decide": (
         frozenset({"platform"}),
@@ -83,7 +85,7 @@ COMMANDS: Final[dict[str, tuple[frozenset[str], _Spec]]] = {
     "resume_rounds": (frozenset({"supervisor"}), {}),
 }
 # The requests that read and change nothing; the others act on the table, on its thread.
-READ_COMMANDS: Final = frozenset({"status", "events", "audit"})
+READ_COMMANDS: Final = frozenset({"status", "events", "audit", "pictures"})
 TABLE_COMMANDS: Final = frozenset(COMMANDS) - READ_COMMANDS
 
 
@@ -310,6 +312,10 @@ def _check_values(command: str, args: dict[str, Any], transaction: str) -> None:
         raise bad(f"limit must be 1 to {EVENTS_PAGE_MAX}")
     if command == "audit" and "limit" in args and not 1 <= args["limit"] <= AUDIT_PAGE_MAX:
         raise bad(f"limit must be 1 to {AUDIT_PAGE_MAX}")
+    if command == "pictures" and (
+        args["round_id"] < 1 or args.get("row", 0) < 0 or args.get("offset", 0) < 0
+    ):
+        raise bad("round_id must be 1 or more, row and offset 0 or more")
     if command == "open_round" and args.get("boxes", 0) > 7:
         raise bad("boxes must be 0 (the table's default) to 7")
     if command == "resume" and args.get("resolution", "") not in RESOLUTIONS:

@@ -535,3 +535,12 @@ def photographer(
 
     store = PictureStore(pictures_dir(config.table.journal_path, config.evidence))
     return Photographer(source, store, config.evidence, clock, cards_held)
+
+
+def picture_store(config: Any, camera: bool = False) -> PictureStore | None:
+    """The store a table's ``pictures`` answers read (``config``: its
+    :class:`~controller.service.config.LivetableConfig`): with a camera (``[camera]`` or
+    ``camera``, one handed in), or pictures left from one; None: a table without a camera."""
+    folder = pictures_dir(config.table.journal_path, config.evidence)
+    has_camera = camera or config.camera is not None
+    return PictureStore(folder) if has_camera or folder.is_dir() else None
