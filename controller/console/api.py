@@ -29,6 +29,7 @@ from controller.console.fleet import (
     possible_faces,
     round_events,
 )
+from controller.console.pictures import PictureCache, page_view, round_pictures
 from controller.console.sessions import (
     Session,
 )
@@ -256,6 +257,66 @@ class ApiRoutes:
         game = ((table_feed.state if table_feed else None) or {}).get("game")
         return web.json_response(
             {"table": table, "round_id": int(round_text), "game": game, "events": events}
+        )
+
+    def _picture_cache(self) -> PictureCache:
+        cache = getattr(self, "_pictures", None)
+        if cache is None:
+            cache = self._pictures = PictureCache()
+        return cache
+
+    async def _round_pictures(
+        self, request: web.Request
+    ) -> tuple[Session, str, int, dict[str, Any]] | web.Response:
+        """Round ``round_id``'s pictures, as the account's own ``pictures`` requests read
+        them (controller/console/pictures.py); their bytes kept for the page's images."""
+        found = self._api_session(request)
+        if isinstance(found, web.Response):
+            return found
+        session, feed = found
+        table = request.match_info["table"]
+        round_text = request.match_info["round_id"]
+        if not round_text.isdigit() or int(round_text) < 1:
+            return error(400, "malformed", "a round id is a whole number")
+        if feed.client.feed(table) is None:
+            return error(404, "unknown_table", f"no table {table[:40]!r}")
+        client, round_id = feed.client, int(round_text)
+        try:
+            pictures = await self.blocking(lambda: round_pictures(client, table, round_id))
+        except TimeoutError:
+            return error(504, "timeout", f"table {table} did not answer")
+        except (RuntimeError, BrokerRefused) as failure:
+            return error(502, "refused", str(failure))
+        return session, table, round_id, page_view(
+            table, round_id, pictures, session.account, self._picture_cache()
+        )
+
+    async def api_pictures(self, request: web.Request) -> web.Response:
+        found = await self._round_pictures(request)
+        return found if isinstance(found, web.Response) else web.json_response(found[3])
+
+    async def api_picture(self, request: web.Request) -> web.Response:
+        """One picture's bytes, for the page's ``<img>`` (read again from the table when the
+        page's list of them is older than what the console keeps)."""
+        row_text = request.match_info["row"]
+        if not row_text.isdigit():
+            return error(400, "malformed", "a picture's row is a whole number")
+        found = self._api_session(request)
+        if isinstance(found, web.Response):
+            return found
+        session = found[0]
+        table, round_text = request.match_info["table"], request.match_info["round_id"]
+        key = (session.account, table, int(round_text) if round_text.isdigit() else 0)
+        data = self._picture_cache().get(*key, int(row_text))
+        if data is None:
+            again = await self._round_pictures(request)
+            if isinstance(again, web.Response):
+                return again
+            data = self._picture_cache().get(*key, int(row_text))
+        if data is None:
+            return error(404, "unknown_picture", f"no picture at row {row_text} to show")
+        return web.Response(
+            body=data, content_type="image/jpeg", headers={"Cache-Control": "private, max-age=3600"}
         )
 
     async def api_games(self, request: web.Request) -> web.Response:

@@ -16,15 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from controller.client.api_client import Account, ApiClient
-from controller.service.journal import Journal
-from controller.service.journaled_table import JournaledTable
-from controller.service.pictures import photographer, picture_rows
-from controller.service.runtime import TableRuntime
+from controller.service.journal import JournalEntry
 from controller.table.config import TableConfig
-from controller.table.events import CardPictured
-from controller.tools.crash_runner import START_TIME, next_event
-from simulators.camera import SimulatedCamera
-from simulators.camera.renderer import Perturbations
 from tests.daemon.test_ctl import TIMEOUT_S
 from tests.daemon.test_security import (  # noqa: F401 (peers, tables: fixtures)
     BASE,
@@ -36,40 +29,23 @@ from tests.daemon.test_security import (  # noqa: F401 (peers, tables: fixtures)
 )
 from tests.support.api_schema import validate_message
 from tests.support.broker import BrokerProcess
-from tests.table.test_pictures import Recorder, plain_faces
+from tests.support.pictures import picture_fields, pictured_table, play
 
 
 def journal_up_to_a_hole_card(path: Path) -> list[dict[str, Any]]:
     """Table t1's journal at ``path``, with pictures, stopped right after the picture of
     round 1's face-down card: that round's picture rows."""
-    from controller.service.config import LivetableConfig
-
     config = TableConfig(table_id="t1", game="blackjack-classic", journal_path=path)
-    camera = SimulatedCamera(
-        config.game,
-        faces=plain_faces,
-        seed=1,
-        perturbations=Perturbations.none(),
-        width=640,
-        height=360,
-    )
-    table, _ = JournaledTable.open(config, at=START_TIME, start=False)
-    ticks = iter(range(10**9))
-    runtime = TableRuntime(table, Recorder(), clock=lambda: START_TIME + next(ticks))
-    runtime.follow = photographer(LivetableConfig(table=config), table, camera).after
-    for event in table.start_events(START_TIME):
-        runtime.handle(event)
-    seq = 1
-    while True:
-        seq += 1
-        assert seq < 3000
-        runtime.handle(next_event(table.machine, 5, seq))
-        last = table.journal.last_entry
-        if last is not None and isinstance(last.event(), CardPictured) and last.fields["face_down"]:
-            break
-    table.close()
-    with Journal(path, read_only=True) as journal:
-        return [dict(row.fields, row=row.seq) for row in picture_rows(journal, 1)]
+    runtime, _ = pictured_table(config)
+
+    def hole_pictured(_effects: list[Any], last: JournalEntry | None) -> bool:
+        return last is not None and last.kind == "CardPictured" and last.fields["face_down"]
+
+    try:
+        play(runtime, hole_pictured)
+    finally:
+        runtime.table.close()
+    return picture_fields(path, 1)
 
 
 def read_all(api: ApiClient, round_id: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -12,10 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from controller.kernel.cards import Card
 from controller.service.config import EvidenceConfig, LivetableConfig
 from controller.service.journal import Journal
-from controller.service.journaled_table import JournaledTable
 from controller.service.pictures import (
     Photographer,
     PictureStore,
@@ -28,53 +26,23 @@ from controller.service.pictures import (
 from controller.service.runtime import TableRuntime
 from controller.table.effects import EffectBatch, PublishEvent
 from controller.table.events import CardPictured
-from controller.tools.crash_runner import START_TIME, next_event
-from simulators.camera import SimulatedCamera
-from simulators.camera.renderer import Perturbations
+from controller.tools.crash_runner import START_TIME
+from tests.support.pictures import Recorder, pictured_table, play, settled
 from tests.table.driver import config_for
 
 SEED = 5
-
-
-def plain_faces(card: Card, height: int) -> np.ndarray:
-    # A flat face per card: the test needs pixels, not artwork.
-    shade = 40 + 3 * (hash(str(card)) % 60)
-    return np.full((height, round(height * 0.7), 3), (shade, 90, 200), np.uint8)
-
-
-class Recorder:
-    """The effect handler: the batches carried out, in order."""
-
-    def __init__(self) -> None:
-        self.batches: list[EffectBatch] = []
-
-    def carry_out(self, batch: EffectBatch) -> None:
-        self.batches.append(batch)
 
 
 def run_table(
     tmp_path: Path, game: str, rounds: int, **evidence: Any
 ) -> tuple[TableRuntime, Recorder]:
     config = config_for(game, tmp_path)
-    camera = SimulatedCamera(
-        game, faces=plain_faces, seed=1, perturbations=Perturbations.none(), width=640, height=360
-    )
-    table, _ = JournaledTable.open(config, at=START_TIME, start=False)
-    recorder = Recorder()
-    clock = iter(range(10**9))
-    runtime = TableRuntime(table, recorder, clock=lambda: START_TIME + next(clock))
-    whole = LivetableConfig(table=config, evidence=EvidenceConfig(**evidence))
-    runtime.follow = photographer(whole, table, camera, runtime.clock).after
-    for event in table.start_events(START_TIME):
-        runtime.handle(event)
-    settled = 0
-    seq = 1
-    while settled < rounds:
-        seq += 1
-        assert seq < 5000, "the rounds never settled"
-        for effect in runtime.handle(next_event(table.machine, SEED, seq)):
-            if isinstance(effect, PublishEvent) and effect.name == "round_settled":
-                settled += 1
+    runtime, recorder = pictured_table(config)
+    if evidence:
+        whole = LivetableConfig(table=config, evidence=EvidenceConfig(**evidence))
+        camera = runtime.follow.__self__.source  # type: ignore[union-attr]
+        runtime.follow = photographer(whole, runtime.table, camera, runtime.clock).after
+    play(runtime, settled(rounds))
     return runtime, recorder
 
 
