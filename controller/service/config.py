@@ -205,8 +205,8 @@ class EvidenceConfig:
     """Where the pictures go; default ``<journal>.pictures`` beside the journal."""
 
 
-# A quarter's pictures, within 50 GiB (a busy table takes about 1 GiB a week: see
-# docs/camera.md, "Pictures of the cards").
+# A quarter's pictures, within 50 GiB (a baccarat table dealing day and night keeps about
+# 240 MB a day: docs/performance.md, "A picture of every card").
 DEFAULT_KEEP_DAYS: Final = 90.0
 DEFAULT_KEEP_BYTES: Final = 50 << 30
 _EVIDENCE_KEYS: Final = ("pictures", "keep_days", "keep_bytes", "directory")

@@ -70,7 +70,7 @@ from controller.service.mqtt_api import (
     table_event,
 )
 from controller.service.outbox import Outbox, open_outbox, outbox_path
-from controller.service.pictures import PictureReader, picture_store
+from controller.service.pictures import PictureReader, picture_store, round_pictured
 from controller.service.publishing import (
     Publications,
     command_key,
@@ -848,6 +848,10 @@ class TableDaemon:
             metrics.published(
                 batch, self.publications.state_snapshot()[1], self.publications.seq
             )
+        if self.signer is not None and round_pictured(batch):
+            # The round's last row is its picture of the table: signed too, so that its
+            # evidence bundle can be made at once.
+            self._sign_head()
 
     def _sign_head(self, republish: bool = True) -> None:
         """Sign the journal's head and publish the signature (the table's thread)."""

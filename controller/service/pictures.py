@@ -544,3 +544,15 @@ def picture_store(config: Any, camera: bool = False) -> PictureStore | None:
     folder = pictures_dir(config.table.journal_path, config.evidence)
     has_camera = camera or config.camera is not None
     return PictureStore(folder) if has_camera or folder.is_dir() else None
+
+
+def round_pictured(batch: EffectBatch) -> bool:
+    """Whether ``batch`` is the row of a round's last picture (the whole table as it was
+    settled or voided): the daemon signs the head there too."""
+    row = batch.journal_row
+    if row is None or row[0] != PICTURE_KIND:
+        return False
+    try:
+        return json.loads(row[1]).get("view") in _ROUND_ENDS.values()
+    except ValueError:
+        return False

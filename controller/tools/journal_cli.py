@@ -177,8 +177,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--bundle",
         type=Path,
         metavar="FILE.zip",
-        help="write the round's evidence bundle instead (its events, the chain to the next "
-        "signed head, the signature and the public key; needs --public-key)",
+        help="write the round's evidence bundle instead (its events, its pictures, the chain "
+        "to the next signed head, the signature and the public key; needs --public-key)",
+    )
+    export.add_argument(
+        "--pictures",
+        type=Path,
+        metavar="DIR",
+        help="where the camera's pictures are, for --bundle (default: JOURNAL.pictures)",
     )
     _public_key_argument(export)
     export.set_defaults(func=run_export, usage_error=export.error)
@@ -472,7 +478,7 @@ def _export_bundle(args: argparse.Namespace) -> int:
         # Only what verifies goes out: the chain, then every signature with the keys given.
         journal.verify()
         check_journal(journal, keys)
-        report = write_bundle(journal, args.round_id, args.bundle, pems)
+        report = write_bundle(journal, args.round_id, args.bundle, pems, args.pictures)
     print(f"{args.bundle}: {report.line()}")
     return 0
 

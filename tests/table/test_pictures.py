@@ -258,3 +258,67 @@ def test_journal_verify_names_a_changed_picture_and_reports_pruned_ones(
     (line,) = captured.err.splitlines()
     assert line.startswith(f"livetable: error: {path}: row ") and str(changed) in line
     assert "tampered" in line
+
+
+def signed_pictured_journal(tmp_path: Path) -> tuple[Path, Path]:
+    """A baccarat journal of two rounds with pictures, its head signed after them: the
+    journal and the table's public key."""
+    from controller.service.signing import HeadSigner, generate_key_pair, load_signing_key
+
+    runtime, _ = run_table(tmp_path, "baccarat", rounds=2)
+    key = tmp_path / "t1.key"
+    generate_key_pair(key)
+    HeadSigner(load_signing_key(key), runtime.table.journal, "t1").sign()
+    path = runtime.table.journal.path
+    runtime.table.close()
+    return path, tmp_path / "t1.key.pub"
+
+
+def test_a_round_bundle_carries_its_pictures_and_verify_checks_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import zipfile
+
+    from controller.tools.cli import main
+
+    path, pub = signed_pictured_journal(tmp_path)
+    rows = [row for row in pictured_rows_of(path) if row["round_id"] == 2]
+    bundle = tmp_path / "round-2.zip"
+    export = ["journal", "export", str(path), "--round", "2", "--bundle", str(bundle)]
+    assert main([*export, "--public-key", str(pub)]) == 0
+    with zipfile.ZipFile(bundle) as opened:
+        names = set(opened.namelist())
+        manifest = json.loads(opened.read("manifest.json"))
+    assert {f"pictures/{row['sha256']}.jpg" for row in rows} <= names
+    assert [entry["row"] for entry in manifest["pictures"]] == [row["row"] for row in rows]
+    assert manifest["rows"][1] == max(row["row"] for row in rows), "the round's end pictured"
+    capsys.readouterr()
+    assert main(["journal", "verify", "--bundle", str(bundle), "--public-key", str(pub)]) == 0
+    # A picture changed in the bundle: named.
+    changed = tmp_path / "changed.zip"
+    victim = f"pictures/{rows[0]['sha256']}.jpg"
+    with zipfile.ZipFile(bundle) as source, zipfile.ZipFile(changed, "w") as target:
+        for name in source.namelist():
+            data = source.read(name)
+            target.writestr(name, data + b"x" if name == victim else data)
+    capsys.readouterr()
+    assert main(["journal", "verify", "--bundle", str(changed), "--public-key", str(pub)]) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert f"the picture {victim} of row {rows[0]['row']} was tampered with" in line
+    # A picture left out of the manifest: the chain still names it.
+    shorter = tmp_path / "shorter.zip"
+    with zipfile.ZipFile(bundle) as source, zipfile.ZipFile(shorter, "w") as target:
+        for name in source.namelist():
+            data = source.read(name)
+            if name == "manifest.json":
+                document = json.loads(data)
+                document["pictures"] = document["pictures"][1:]
+                data = json.dumps(document).encode()
+            target.writestr(name, data)
+    assert main(["journal", "verify", "--bundle", str(shorter), "--public-key", str(pub)]) == 1
+    assert f"rows [{rows[0]['row']}]" in capsys.readouterr().err
+
+
+def pictured_rows_of(path: Path) -> list[dict[str, Any]]:
+    with Journal(path, read_only=True) as journal:
+        return [dict(row.fields, row=row.seq) for row in picture_rows(journal)]
