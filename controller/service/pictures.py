@@ -237,15 +237,24 @@ class Photographer:
         if row is None:
             return []
         pictures: list[CardPictured] = []
+        # One frame for the whole row: its cards and the table as the round ended are seen
+        # at one moment (the dealer may clear the felt while a picture is being made).
+        frame: list[Any] = []
         for effect in batch.effects:
             if not isinstance(effect, PublishEvent):
                 continue
-            if effect.name == "card_dealt":
-                picture = self._card(row, effect.payload)
-            elif effect.name in _ROUND_ENDS:
-                picture = self._table(row, effect.payload, _ROUND_ENDS[effect.name])
-            else:
+            if effect.name not in _ROUND_ENDS and effect.name != "card_dealt":
                 continue
+            if not frame:
+                try:
+                    frame.append(self.source.latest())
+                except TableError as error:
+                    frame.append(None)
+                    logger.warning("no frame from the camera: %s", error)
+            if effect.name == "card_dealt":
+                picture = self._card(row, effect.payload, frame[0])
+            else:
+                picture = self._table(row, effect.payload, _ROUND_ENDS[effect.name], frame[0])
             if picture is not None:
                 pictures.append(picture)
         if any(picture.view != "card" for picture in pictures):
@@ -274,25 +283,25 @@ class Photographer:
         except ConfigurationError:
             return None, number
 
-    def _card(self, row: int, payload: dict[str, Any]) -> CardPictured | None:
+    def _card(self, row: int, payload: dict[str, Any], frame: Any) -> CardPictured | None:
         position = str(payload.get("position"))
         round_id = payload.get("round_id")
         slot, _number = self._slot(round_id, position)
         face_down = bool(payload.get("face_down"))
         if slot is None:
             return self._missed(f"no card slot for {position}")
+        if frame is None:
+            return self._missed(f"no frame from the camera for {slot}")
         try:
-            frame = self.source.latest()
-            if frame is None:
-                return self._missed(f"no frame from the camera for {slot}")
             image = self.source.region(slot, frame).image
         except TableError as error:
             return self._missed(f"{slot}: {error}")
         return self._keep(image, round_id, row, "card", position, slot, face_down)
 
-    def _table(self, row: int, payload: dict[str, Any], view: str) -> CardPictured | None:
+    def _table(
+        self, row: int, payload: dict[str, Any], view: str, frame: Any
+    ) -> CardPictured | None:
         self._counts = {}
-        frame = self.source.latest()
         if frame is None:
             return self._missed(f"no frame from the camera as the round {view}")
         return self._keep(frame.image, payload.get("round_id"), row, view, None, None, False)
