@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from typing import Any, Final, Protocol
 
 from controller.kernel.presentation import CARD_KEYS
-from controller.tools.ctl import round_events
+from controller.tools.ctl_text import round_events
 
 __all__ = [
     "RECENT_EVENTS",

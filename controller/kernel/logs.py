@@ -40,6 +40,9 @@ LIFECYCLE_LOGGER: Final = "livetable.run"
 # The console's line saying where it serves (INFO), shown at every verbosity likewise.
 CONSOLE_LIFECYCLE_LOGGER: Final = "livetable.console"
 _LIFECYCLE_LOGGERS: Final = (LIFECYCLE_LOGGER, CONSOLE_LIFECYCLE_LOGGER)
+# The daemon's own lines, its broker link's and its requests' included: one name, which
+# operators' log filters and alerts match, whichever module of `livetable run` says them.
+DAEMON_LOGGER: Final = "controller.service.daemon"
 
 # The last word of a key that holds a secret. "password_file" or "key_file" name a file and
 # are not secret; "mqtt_password" and "api_key" are.

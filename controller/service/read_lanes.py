@@ -9,7 +9,7 @@ supervisors', then the viewers': a viewer's page never delays a platform's by mo
 one being read. Each lane holds at most :data:`LANE_SIZE` pages; one more is answered
 ``unavailable`` at once (an account's own budget, :class:`~controller.service.request_limits.
 ReadLimits`, keeps one flood from filling a lane). How many answers may be on their way to
-the broker at once is the answerer's business (see ``TableDaemon._respond_read``).
+the broker at once is the answerer's business (see ``RequestPipeline._respond_read``).
 """
 
 from __future__ import annotations

@@ -280,7 +280,8 @@ class WiredTable:
         return event, None
 
     def _answer_decision(self, effects: list[Effect], transaction: str) -> None:
-        """The daemon's answer to a decision the table was given (controller/service/daemon.py)."""
+        """The daemon's answer to a decision the table was given
+        (controller/service/request_pipeline.py)."""
         taken = [e for e in effects if isinstance(e, PublishEvent) and e.name == "decision_taken"]
         if taken:
             response = response_message(

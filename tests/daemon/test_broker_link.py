@@ -23,7 +23,8 @@ import pytest
 from controller.client.api_client import Account, ApiClient
 from controller.mqtt.connection import publish_packet_bytes
 from controller.service.config import LivetableConfig, MqttConfig
-from controller.service.daemon import POISON_AFTER_DROPS, TableDaemon
+from controller.service.daemon import TableDaemon
+from controller.service.mqtt_link import POISON_AFTER_DROPS
 from controller.table.config import TableConfig
 from controller.table.events import SupervisorCommanded
 from simulators.shoe.simulator import ShoeSimulator

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from controller.client.api_client import Account, ApiClient
-from controller.tools.ctl import AUDIT_CSV_HEADER
+from controller.tools.ctl_text import AUDIT_CSV_HEADER
 from simulators.shoe.simulator import FaultPlan
 from tests.daemon.test_security import (  # noqa: F401 (peers, tables, tls_broker: fixtures)
     BASE,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import paho.mqtt.client as mqtt
 
-import controller.service.daemon as daemon_module
+import controller.service.mqtt_link as mqtt_link_module
 from controller.service.config import LivetableConfig, MqttConfig
 from controller.service.daemon import TableDaemon
 from controller.table.config import TableConfig
@@ -20,7 +20,7 @@ from tests.support.wait import wait_until
 def test_an_idle_table_says_its_retained_state_again(
     tmp_path: Path, mqtt_broker: tuple[str, int], monkeypatch
 ) -> None:
-    monkeypatch.setattr(daemon_module, "RESTATE_S", 0.5)
+    monkeypatch.setattr(mqtt_link_module, "RESTATE_S", 0.5)
     host, port = mqtt_broker
     config = LivetableConfig(
         table=TableConfig(table_id="t1", game="baccarat", journal_path=tmp_path / "t1.journal"),

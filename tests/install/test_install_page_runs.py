@@ -231,8 +231,9 @@ needs_namespaces = pytest.mark.skipif(_unavailable() is not None, reason=str(_un
 def test_the_page_marks_what_it_does_not_run() -> None:
     blocks = sh_blocks()
     marks = [mark for mark, _body in blocks if mark]
-    assert all(mark.startswith("skip, ") or mark in ("dry-run", "console") for mark in marks)
-    assert {"dry-run", "console"} <= set(marks), marks
+    named = ("dry-run", "console", "rolling")
+    assert all(mark.startswith("skip, ") or mark in named for mark in marks)
+    assert set(named) <= set(marks), marks
     # Not a page of skipped blocks: only the real devices' few.
     assert sum(mark.startswith("skip, ") for mark in marks) <= 3, marks
 
@@ -272,14 +273,18 @@ def test_every_command_of_the_page_runs_as_written(tmp_path: Path, namespace: Na
     assert ran >= 20, ran
 
     # The software is the release wheel's: its version, its modules and its shipped files
-    # inside /opt/livetable/.venv (no checkout under /opt), the page's link to those files.
+    # inside the release's own venv, which /opt/livetable/.venv links to (no checkout under
+    # /opt), and the page's link to those files.
     assert f"livetable {version}\n" in outputs["block 1"], outputs["block 1"]
-    site_packages, module, link, *releases = namespace.run(
-        "/opt/livetable/.venv/bin/python -c 'import controller, sysconfig;"
-        ' print(sysconfig.get_paths()["purelib"], controller.__file__)\'\n'
+    venv, site_packages, module, link, *releases = namespace.run(
+        "readlink /opt/livetable/.venv\n"
+        "/opt/livetable/.venv/bin/python -c 'import controller, os, sysconfig;"
+        ' print(*(os.path.realpath(p) for p in (sysconfig.get_paths()["purelib"],'
+        " controller.__file__)))'\n"
         "readlink /opt/livetable/systemd\nls /opt/livetable/releases\n"
     ).split()
-    assert site_packages.startswith("/opt/livetable/.venv/"), site_packages
+    assert venv == f"venv-{version}", venv
+    assert site_packages.startswith(f"/opt/livetable/venv-{version}/"), site_packages
     assert module == f"{site_packages}/controller/__init__.py", module
     assert link == f"{site_packages}/controller/systemd", link
     assert releases == [f"livetable-{version}-py3-none-any.whl"], releases
@@ -289,6 +294,10 @@ def test_every_command_of_the_page_runs_as_written(tmp_path: Path, namespace: Na
     assert "table t1 running: ready" in dry_run, dry_run
     assert "livetable/t1/availability online" in dry_run, dry_run
     assert '"shoe_online":true' in dry_run, dry_run
+    # The rolling upgrade's check, as a viewer over TLS: the table (offline here, where the
+    # page's systemctl lines do not run) with the state it left.
+    rolling = outputs["rolling"]
+    assert "table t1: offline, baccarat, " in rolling, rolling
     console = outputs["console"]
     assert (
         f"livetable.console: serving http://127.0.0.1:8080 (broker {settings['BROKER_HOST']}:"

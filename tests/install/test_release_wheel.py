@@ -18,19 +18,14 @@ from __future__ import annotations
 
 import email.parser
 import json
-import os
 import re
-import shutil
 import signal
 import subprocess
-import sys
 import sysconfig
 import tarfile
 import tomllib
 import urllib.request
 import zipfile
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -38,66 +33,23 @@ from packaging.requirements import Requirement
 
 from tests.support.broker import BrokerProcess, free_port, start_broker
 from tests.support.console import ConsoleHttp
+from tests.support.release import (
+    PACKAGES,
+    REPO_ROOT,
+    STEP_TIMEOUT_S,
+    Installed,
+    Release,
+    install_alone,
+    tree_files,
+)
 from tests.support.wait import wait_until
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("controller", "drivers", "vision", "simulators")
 # The repository's folder that ships inside the package, and where (setup.py maps it).
 SHIPPED_FOLDER = "systemd"
 SHIPPED_IN_WHEEL = "controller/systemd"
-# Building is quick (about 10 s on a loaded 2-core machine); generous, the machine is shared.
-BUILD_TIMEOUT_S = 180.0
-# Each step of the installed wheel: generous, the machine is shared.
-STEP_TIMEOUT_S = 120.0
 # The demo's fast people (as tests/test_demo.py gives them).
 FAST = ["--pace-s", "0.01", "--betting-s", "0.3", "--decision-s", "60", "--dealer-idle-s", "60"]
 CARD_PICTURE = REPO_ROOT / "tests" / "fixtures" / "camera" / "AC-scene430-table4-banker.card2.png"
-
-
-@dataclass(frozen=True)
-class Release:
-    source_files: list[str]  # the tree's files the release is built from, as git names them
-    wheel: Path
-    sdist: Path
-
-
-def tree_files() -> list[str]:
-    """The working tree's files as a checkout has them: tracked, and new ones git would add."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        check=True,
-    ).stdout.decode()
-    return sorted(name for name in listed.split("\0") if name and (REPO_ROOT / name).is_file())
-
-
-def build_release(where: Path) -> Release:
-    """The sdist and the wheel, built by ``python -m build`` from a copy of the tree's files
-    (so nothing untracked or built before creeps in). ``--no-isolation``: with this venv's
-    setuptools and build (the test extra), not a fresh download of them."""
-    files = tree_files()
-    source = where / "source"
-    for name in files:
-        (source / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(REPO_ROOT / name, source / name)
-    dist = where / "dist"
-    done = subprocess.run(
-        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(source)],
-        capture_output=True,
-        text=True,
-        timeout=BUILD_TIMEOUT_S,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    (wheel,) = dist.glob("*.whl")
-    (sdist,) = dist.glob("*.tar.gz")
-    return Release(files, wheel, sdist)
-
-
-@pytest.fixture(scope="module")
-def release(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Release]:
-    yield build_release(tmp_path_factory.mktemp("release"))
 
 
 def wheel_files(wheel: Path) -> set[str]:
@@ -207,56 +159,6 @@ print(json.dumps({
     "threshold": classifier.threshold,
 }))
 """
-
-
-@dataclass(frozen=True)
-class Installed:
-    venv: Path
-    site_packages: Path
-    cwd: Path  # a folder outside the repository
-    env: dict[str, str]
-
-    def run(self, *args: str, timeout: float = STEP_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            args, cwd=self.cwd, env=self.env, capture_output=True, text=True, timeout=timeout
-        )
-        assert done.returncode == 0, f"{args}: exit {done.returncode}\n{done.stderr[-3000:]}"
-        return done
-
-    def livetable(self, *args: str, timeout: float = STEP_TIMEOUT_S) -> str:
-        """What ``livetable ARGS`` printed on its standard output."""
-        return self.run(str(self.venv / "bin" / "livetable"), *args, timeout=timeout).stdout
-
-
-def install_alone(wheel: Path, where: Path) -> Installed:
-    """A fresh venv with only the wheel installed in it (and this venv's third-party
-    packages on its path), and an environment that names nothing of the repository."""
-    venv = where / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    (site_packages,) = venv.glob("lib/python3*/site-packages")
-    third_party = Path(sysconfig.get_paths()["purelib"])
-    # This venv has livetable only as an editable install (a finder module or a path in a
-    # .pth file, which a plain path line does not run): no package of the tree is in it.
-    assert not [p for p in PACKAGES if (third_party / p).exists()], sorted(third_party.iterdir())
-    (site_packages / "third-party.pth").write_text(f"{third_party}\n")
-    subprocess.run(
-        [
-            *(sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python")),
-            *("install", "--quiet", "--no-deps", "--no-index", str(wheel)),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=STEP_TIMEOUT_S,
-    )
-    cwd = where / "elsewhere"
-    (cwd / "tmp").mkdir(parents=True)
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        if not name.startswith(("PYTHON", "VIRTUAL_ENV", "PYTEST"))
-    }
-    env.update(PATH=f"{venv / 'bin'}:{os.environ['PATH']}", TMPDIR=str(cwd / "tmp"))
-    return Installed(venv, site_packages, cwd, env)
 
 
 def test_the_wheel_alone_in_a_fresh_venv_is_livetable(release: Release, tmp_path: Path) -> None:

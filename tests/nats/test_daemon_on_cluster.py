@@ -6,7 +6,7 @@ Node 1 is then killed. The daemon's paho client knows one broker address and rec
 it only (failover to the other nodes is not built yet), so the daemon waits, alive, until
 node 1 is back; then it resumes its persistent session, gets the request sent meanwhile on
 node 2, and the supervisor's events continue by seq with none lost. The times and what the
-nodes logged are in docs/nats-notes.md; the test asserts only what must happen, and logs how
+nodes logged are in docs/nats.md; the test asserts only what must happen, and logs how
 long each step took (``--log-cli-level=INFO`` shows them).
 """
 

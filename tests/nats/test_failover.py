@@ -14,7 +14,7 @@ every event its table journaled, once after dropping repeats by seq; every retai
 its table's last; every settled round is what the rules engine makes of the cards and
 decisions published; the hole card is published without its face until it is read at the
 reveal. How long each table took to be connected again after a kill is printed (no time is
-asserted; the figures are in docs/nats-notes.md).
+asserted; the figures are in docs/nats.md).
 
 A second test shows, on a node of a cluster with the generated authorisation, what happens to
 a refused SUBSCRIBE: asked again at a slowing pace for the retry window, then left.

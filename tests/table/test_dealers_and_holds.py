@@ -169,7 +169,7 @@ def test_the_export_of_a_round_names_its_dealer(
 
 def test_ctl_status_shows_the_dealer_and_the_holds(dealing: Driver) -> None:
     from controller.service.wire import state_message
-    from controller.tools.ctl import describe
+    from controller.tools.ctl_text import describe
 
     def status() -> str:
         public = dealing.machine.public_state()
