@@ -104,3 +104,21 @@ def page_view(
             )
         shown.append(entry)
     return {"table": table, "round_id": round_id, "camera": found["camera"], "pictures": shown}
+
+
+def live_picture(client: Any, table: str, round_id: int) -> bytes | None:
+    """The slot of round ``round_id``'s card to be entered, as the table's camera sees it now
+    (a supervisor's ``pictures`` request with ``view`` ``live``); None when no card waits
+    at a camera slot. RuntimeError when the table refuses (another role: ``forbidden``)."""
+    answer = client.request(
+        table, "pictures", timeout=REQUEST_TIMEOUT_S, round_id=round_id, view="live"
+    )
+    if not answer.get("ok"):
+        raise RuntimeError(answer.get("message") or "the table refused the live picture")
+    for entry in (answer.get("data") or {}).get("pictures") or []:
+        try:
+            data = base64.b64decode(entry.get("data", ""), validate=True)
+        except (binascii.Error, ValueError):
+            return None
+        return data if hashlib.sha256(data).hexdigest() == entry.get("sha256") else None
+    return None

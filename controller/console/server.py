@@ -480,6 +480,7 @@ class Console(SignInRoutes, PageRoutes, ApiRoutes, StreamRoutes):
             web.post("/api/tables/{table}/request", self.api_request),
             web.get("/api/tables/{table}/rounds/{round_id}", self.api_round),
             web.get("/api/tables/{table}/rounds/{round_id}/pictures", self.api_pictures),
+            web.get("/api/tables/{table}/rounds/{round_id}/live", self.api_live_picture),
             web.get(
                 "/api/tables/{table}/rounds/{round_id}/pictures/{row}.jpg", self.api_picture
             ),

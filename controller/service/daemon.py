@@ -184,7 +184,7 @@ class TableDaemon(RequestPipeline):
         def handler(devices: DeviceEffects) -> Effects:
             return Effects(devices, self._publish)
 
-        return assemble(
+        assembled = assemble(
             self.config,
             handler,
             clock=self.clock,
@@ -192,6 +192,8 @@ class TableDaemon(RequestPipeline):
             shoe=shoe,
             camera_source=camera_source,
         )
+        self.pictures.photographer = assembled.photographer  # for live pictures
+        return assembled
 
     @property
     def runtime(self) -> Any:

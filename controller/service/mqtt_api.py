@@ -57,7 +57,16 @@ COMMANDS: Final[dict[str, tuple[frozenset[str], _Spec]]] = {
     # them (a viewer may audit the table); the platform has no business with it.
     "audit": (frozenset({"supervisor", "viewer"}), {"since": (int, False), "limit": (int, False)}),
     # The camera's pictures of a round's cards, in pages (``row``, ``offset``: where one starts).
-    "pictures": (_READERS, {"round_id": (int, True), "row": (int, False), "offset": (int, False)}),
+    # ``view`` "live": a supervisor's look at the slot of the card to be entered, now.
+    "pictures": (
+        _READERS,
+        {
+            "round_id": (int, True),
+            "row": (int, False),
+            "offset": (int, False),
+            "view": (str, False),
+        },
+    ),
     "open_round": (frozenset({"platform", "supervisor"}), {"boxes": (int, False)}),
     "decide": (
         frozenset({"platform"}),
@@ -316,6 +325,8 @@ def _check_values(command: str, args: dict[str, Any], transaction: str) -> None:
         args["round_id"] < 1 or args.get("row", 0) < 0 or args.get("offset", 0) < 0
     ):
         raise bad("round_id must be 1 or more, row and offset 0 or more")
+    if command == "pictures" and args.get("view", "live") != "live":
+        raise bad('view must be "live" (or absent: the journaled pictures)')
     if command == "open_round" and args.get("boxes", 0) > 7:
         raise bad("boxes must be 0 (the table's default) to 7")
     if command == "resume" and args.get("resolution", "") not in RESOLUTIONS:

@@ -42,7 +42,7 @@ from controller.service.audit import AuditReader
 from controller.service.config import EvidenceConfig
 from controller.service.journal import Journal, JournalEntry
 from controller.service.wire import encode, response_message
-from controller.table.effects import EffectBatch, PublishEvent
+from controller.table.effects import AskCamera, EffectBatch, PublishEvent
 from controller.table.events import CardPictured
 
 logger = logging.getLogger(__name__)
@@ -57,6 +57,7 @@ PRUNED_LOG: Final = "pruned.jsonl"
 # The views a picture row may have: a card's slot, or the whole table as the round ended.
 VIEWS: Final = ("card", "settled", "voided")
 _ROUND_ENDS: Final = {"round_settled": "settled", "round_voided": "voided"}
+_ROUND_STARTS: Final = frozenset({"round_opened", "betting_closed"})
 SHA256_HEX: Final = 64
 
 
@@ -229,6 +230,10 @@ class Photographer:
         self.cards_held = cards_held
         self._round: int | None = None
         self._counts: dict[str, int] = {}
+        self.asked: tuple[int | None, str] | None = None
+        """The round and the slot of the card the table last asked the camera about and
+        has not taken yet (a misread): the slot :meth:`live` shows while the supervisor
+        enters that card. One tuple, replaced whole: read from any thread."""
         self.taken = 0
         self.missed = 0
 
@@ -241,10 +246,20 @@ class Photographer:
         # at one moment (the dealer may clear the felt while a picture is being made).
         frame: list[Any] = []
         for effect in batch.effects:
+            if isinstance(effect, AskCamera):
+                self._asked(effect)
             if not isinstance(effect, PublishEvent):
                 continue
+            if effect.name in _ROUND_STARTS:
+                # The round's number, for a camera question before its first card.
+                self._new_round(effect.payload.get("round_id"))
             if effect.name not in _ROUND_ENDS and effect.name != "card_dealt":
                 continue
+            asked = self.asked
+            if effect.name in _ROUND_ENDS or (
+                asked is not None and asked[1].startswith(f"{effect.payload.get('position')}.")
+            ):
+                self.asked = None
             if not frame:
                 try:
                     frame.append(self.source.latest())
@@ -261,6 +276,31 @@ class Photographer:
             self.prune()
         return pictures
 
+    def _asked(self, effect: AskCamera) -> None:
+        from drivers.camera import card_slot
+
+        try:
+            self.asked = (self._round, card_slot(effect.position, effect.card_number))
+        except ConfigurationError:
+            self.asked = None
+
+    def live(self, round_id: int) -> tuple[str, bytes, float] | None:
+        """The slot of the card to be entered in round ``round_id`` (see :attr:`asked`) cut
+        from the newest frame, as JPEG: (slot, bytes, when); None when no card of that
+        round waits for the camera's slot, or the camera has no frame. Not journaled: a
+        picture for the supervisor's eyes, from the reader's thread."""
+        asked = self.asked
+        if asked is None or asked[0] != round_id:
+            return None
+        try:
+            frame = self.source.latest()
+            if frame is None:
+                return None
+            return asked[1], encode_jpeg(self.source.region(asked[1], frame).image), self.clock()
+        except (TableError, ValueError) as error:
+            logger.warning("no live picture of %s: %s", asked[1], error)
+            return None
+
     def prune(self) -> None:
         try:
             removed = self.store.prune(self.clock(), self.config.keep_days, self.config.keep_bytes)
@@ -270,9 +310,12 @@ class Photographer:
         if removed:
             logger.info("pruned %d picture(s) from %s", len(removed), self.store.folder)
 
-    def _slot(self, round_id: object, position: str) -> tuple[str | None, int]:
+    def _new_round(self, round_id: object) -> None:
         if round_id != self._round:
             self._round, self._counts = round_id if isinstance(round_id, int) else None, {}
+
+    def _slot(self, round_id: object, position: str) -> tuple[str | None, int]:
+        self._new_round(round_id)
         self._counts[position] = self._counts.get(position, 0) + 1
         held = self.cards_held(position) if self.cards_held is not None else None
         number = held if held else self._counts[position]
@@ -413,11 +456,15 @@ class PictureReader(AuditReader[Any]):
     ) -> None:
         super().__init__(journal_path, None, "", room, respond)  # type: ignore[arg-type]
         self.store = store
+        self.photographer: Photographer | None = None
+        """The table's picture taker, for ``live`` pictures (set once the table is built)."""
 
     def answer(self, request: Any, room: int) -> dict[str, Any]:
         round_id = int(request.args["round_id"])
         start_row = int(request.args.get("row", 0))
         offset = int(request.args.get("offset", 0))
+        if request.args.get("view") == "live":
+            return self.live_answer(request, round_id)
         if self.store is None:
             return response_message(
                 request.transaction,
@@ -430,6 +477,49 @@ class PictureReader(AuditReader[Any]):
             rows = picture_rows(journal, round_id)
         return pictures_answer(
             request.transaction, round_id, rows, self.store, start_row, offset, room
+        )
+
+
+    def live_answer(self, request: Any, round_id: int) -> dict[str, Any]:
+        """A supervisor's look at the slot of the card to be entered, now (not journaled)."""
+        if request.role != "supervisor":
+            return response_message(
+                request.transaction,
+                "pictures",
+                False,
+                f"the {request.role} role may not look at the table live: supervisors only",
+                code="forbidden",
+            )
+        taker = self.photographer
+        found = None if taker is None else taker.live(round_id)
+        pictures: list[dict[str, Any]] = []
+        if found is not None:
+            slot, data, at = found
+            pictures.append(
+                {
+                    "row": 0,
+                    "card_row": 0,
+                    "view": "live",
+                    "position": slot.rsplit(".card", 1)[0],
+                    "slot": slot,
+                    "face_down": False,
+                    "at": at,
+                    "status": "kept",
+                    "sha256": hashlib.sha256(data).hexdigest(),
+                    "size": len(data),
+                    "media_type": MEDIA_TYPE,
+                    "offset": 0,
+                    "data": base64.b64encode(data).decode("ascii"),
+                }
+            )
+        message = (
+            f"the slot {pictures[0]['slot']} now"
+            if pictures
+            else f"no card of round {round_id} waits at a camera slot now"
+        )
+        data = {"round_id": round_id, "camera": taker is not None, "pictures": pictures}
+        return response_message(
+            request.transaction, "pictures", True, message, data={**data, "next": None}
         )
 
 

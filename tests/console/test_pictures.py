@@ -72,3 +72,76 @@ def test_the_history_of_a_round_lists_its_pictures_and_serves_each(
         assert ConsoleHttp(studio.url).get("/api/tables/t1/rounds/2/pictures").status == 401
     finally:
         studio.close()
+
+
+def test_the_card_picker_sees_the_slot_of_a_misread_card_live(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """Table t1 with the camera simulator (an empty felt: the camera cannot read the card
+    the shoe misread, and the table pauses for it to be entered): the console shows a
+    supervisor the slot now; the viewer, whom the table refuses, gets no picture."""
+    import cv2
+    import numpy as np
+    from playwright.sync_api import expect
+
+    from controller.tools.demo_table import InProcessDaemon
+    from drivers.camera_reader import ReaderConfig
+    from simulators.camera import SimulatedCamera
+    from simulators.camera.renderer import Perturbations
+    from tests.support.pictures import plain_faces
+
+    deck = Path(__file__).resolve().parents[1] / "fixtures" / "camera" / "plastic-demo-deck.npz"
+    studio = ConsoleStudio(tmp_path / "studio", tables={"t1": "baccarat"})
+    try:
+        camera = SimulatedCamera(
+            "baccarat", faces=plain_faces, seed=1, perturbations=Perturbations.none()
+        )
+        table = studio.tables["t1"]
+        reader = ReaderConfig(deck=deck, deadline_s=0.5)
+        table.daemon = InProcessDaemon(table.workdir / "t1.toml", camera, reader)  # type: ignore[assignment]
+        studio.start()
+        studio.hold_dealer("t1")
+        studio.play("t1", 1)
+        state = studio.wait_state(
+            "t1",
+            lambda s, _f: s["phase"] == "DEALING" and (s["awaiting"] or {}).get("what") == "card",
+            "a round waiting for its first card",
+        )
+        round_id = state["round"]["id"]
+        with table.draw_lock:
+            table.shoe.draw(garbled=True)
+        studio.wait_state(
+            "t1",
+            lambda s, _f: s["phase"] == "PAUSED" and "enter_card" in " ".join(s["pause"]["needs"]),
+            "paused for the misread card to be entered",
+        )
+        alice = ConsoleHttp(studio.url)
+        assert alice.sign_in("alice", studio.passwords["alice"]).status == 303
+        wait_until(lambda: "t1" in alice.tables(), TIMEOUT_S, "the console's feed of t1")
+        live = alice.get(f"/api/tables/t1/rounds/{round_id}/live")
+        assert live.status == 200, live.text
+        assert live.json()["picture"] is True, live.text
+        image = alice.get(live.json()["url"])
+        assert image.status == 200 and image.headers["Content-Type"] == "image/jpeg"
+        pixels = cv2.imdecode(np.frombuffer(image.body, np.uint8), cv2.IMREAD_COLOR)
+        slot = camera.region("player.card1").image
+        assert pixels is not None and pixels.shape[:2] == slot.shape[:2]
+        # In the browser: the picker shows it beside the faces.
+        visit = sign_in(browser, studio, "alice")
+        visit.queue_item("t1").locator(by_id("resolve-enter-card")).click()
+        picker = visit.page.locator(by_id("card-picker"))
+        expect(picker.locator(by_id("card-live"))).to_be_visible()
+        visit.page.wait_for_function(
+            "() => { const img = document.querySelector('[data-testid=card-live-image]');"
+            " return img !== null && img.complete && img.naturalWidth > 0; }",
+            timeout=TIMEOUT_S * 1000,
+        )
+        visit.check_clean()
+        viewer = ConsoleHttp(studio.url)
+        assert viewer.sign_in("viewer", studio.passwords["viewer"]).status == 303
+        wait_until(lambda: "t1" in viewer.tables(), TIMEOUT_S, "the viewer's feed of t1")
+        refused = viewer.get(f"/api/tables/t1/rounds/{round_id}/live")
+        assert refused.status == 502 and "supervisors only" in refused.text
+    finally:
+        studio.close()

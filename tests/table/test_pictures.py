@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from controller.kernel.cards import parse_card
 from controller.service.config import EvidenceConfig, LivetableConfig
 from controller.service.journal import Journal
 from controller.service.pictures import (
@@ -27,7 +28,9 @@ from controller.service.runtime import TableRuntime
 from controller.table.effects import EffectBatch, PublishEvent
 from controller.table.events import CardPictured
 from controller.tools.crash_runner import START_TIME
-from tests.support.pictures import Recorder, pictured_table, play, settled
+from simulators.camera import SimulatedCamera
+from simulators.camera.renderer import Perturbations
+from tests.support.pictures import Recorder, pictured_table, plain_faces, play, settled
 from tests.table.driver import config_for
 
 SEED = 5
@@ -322,3 +325,80 @@ def test_a_round_bundle_carries_its_pictures_and_verify_checks_them(
 def pictured_rows_of(path: Path) -> list[dict[str, Any]]:
     with Journal(path, read_only=True) as journal:
         return [dict(row.fields, row=row.seq) for row in picture_rows(journal)]
+
+
+def test_a_live_picture_shows_the_slot_of_the_card_to_enter_to_supervisors_only(
+    tmp_path: Path,
+) -> None:
+    from controller.service.mqtt_api import Request
+    from controller.service.pictures import PictureReader
+    from controller.table.effects import AskCamera
+    from tests.support.api_schema import validate_message
+
+    camera = SimulatedCamera(
+        "baccarat", faces=plain_faces, seed=1, perturbations=Perturbations.none(),
+        width=640, height=360,
+    )  # fmt: skip
+    taker = Photographer(camera, PictureStore(tmp_path / "p"), EvidenceConfig())
+
+    def batch(*effects: Any) -> EffectBatch:
+        return EffectBatch(effects, 9, "0" * 64, 1.0)
+
+    dealt = {"round_id": 3, "position": "banker", "face_down": False}
+    taker.after(batch(PublishEvent("card_dealt", dealt)))
+    taker.after(batch(AskCamera("player", "misread", 2)))
+    found = taker.live(3)
+    assert found is not None and found[0] == "player.card2"
+    assert found[1][:3] == b"\xff\xd8\xff" and taker.live(4) is None
+    reader = PictureReader(tmp_path / "unused.journal", None, lambda _r: 65536, print)
+    reader.photographer = taker
+    for role, ok in (("supervisor", True), ("viewer", False), ("platform", False)):
+        request = Request(role, role, "pictures", "t-1", {"round_id": 3, "view": "live"})
+        answer = reader.answer(request, 65536)
+        validate_message(f"livetable/t1/response/{role}", json.dumps(answer).encode())
+        assert answer["ok"] is ok and ("data" in answer) is ok, answer
+        if ok:
+            (live,) = answer["data"]["pictures"]
+            assert (live["view"], live["slot"], live["row"]) == ("live", "player.card2", 0)
+    # The card taken, nothing waits at the camera: no live picture.
+    taker.after(batch(PublishEvent("card_dealt", {**dealt, "position": "player"})))
+    assert taker.live(3) is None
+
+
+def test_the_live_slot_follows_the_table_from_its_misread_to_the_card_entered(
+    tmp_path: Path,
+) -> None:
+    from controller.table.events import CameraRead, CardMisread, SupervisorCommanded
+    from controller.table.state import Phase
+
+    runtime, _ = pictured_table(config_for("baccarat", tmp_path))
+    taker = runtime.follow.__self__  # type: ignore[union-attr]
+    table = runtime.table
+
+    def dealing(_effects: list[Any], _last: Any) -> bool:
+        state = table.machine.state
+        return state.phase is Phase.DEALING and state.round is not None and bool(
+            state.round_log
+        )
+
+    play(runtime, dealing)
+    round_id = table.machine.state.round_id
+    at = table.journal.last_entry.event().at + 1  # type: ignore[union-attr]
+    runtime.handle(CardMisread(None, at))
+    assert table.machine.state.phase is Phase.READING
+    slot = taker.asked[1]
+    found = taker.live(round_id)
+    assert found is not None and found[0] == slot
+    # The camera could not read it: the supervisor must enter it, with the slot in view.
+    runtime.handle(CameraRead(table.machine.state.reading, None, at + 1, None))
+    assert table.machine.state.phase is Phase.PAUSED
+    assert taker.live(round_id) is not None
+    entered = SupervisorCommanded(
+        "e1", "resume", "sam", "supervisor", at + 2, "", "enter_card", parse_card("9D")
+    )
+    runtime.handle(entered)
+    assert table.machine.state.phase is not Phase.PAUSED
+    assert taker.live(round_id) is None
+    # The card entered is pictured like any other, right after its row.
+    last = picture_rows(table.journal)[-1]
+    assert last.fields["slot"] == slot and last.fields["card_row"] == last.seq - 1
