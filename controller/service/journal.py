@@ -633,6 +633,21 @@ class Journal:
             raise JournalError(f"cannot read the journal {self.path}: {error}") from error
         return [JournalEntry(*row, encoding=self.event_encoding) for row in rows]
 
+    def entries_with(self, kind: str, key: str, value: int) -> list[JournalEntry]:
+        """The rows of ``kind`` whose body's ``key`` is ``value``, in order, as stored:
+        found by SQLite (a round's pictures among a long journal's)."""
+        if not key.isidentifier():
+            raise ValueError(f"not a field name: {key!r}")
+        try:
+            rows = self._db.execute(
+                "SELECT seq, kind, body, prev_hash, hash FROM events "
+                "WHERE kind = ? AND json_extract(body, ?) = ? ORDER BY seq",
+                (kind, f"$.{key}", value),
+            ).fetchall()
+        except sqlite3.Error as error:
+            raise JournalError(f"cannot read the journal {self.path}: {error}") from error
+        return [JournalEntry(*row, encoding=self.event_encoding) for row in rows]
+
     def verified_entries(self) -> Iterator[JournalEntry]:
         """Every row in order, each checked against the chain before it is yielded."""
         expected_seq, prev_hash = 1, GENESIS_HASH

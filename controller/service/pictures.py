@@ -390,10 +390,9 @@ class Photographer:
 
 def picture_rows(journal: Journal, round_id: int | None = None) -> list[JournalEntry]:
     """The journal's ``CardPictured`` rows (of round ``round_id`` only, when given)."""
-    rows = journal.entries_of((PICTURE_KIND,), 0, journal.last_seq, journal.last_seq or 1)
-    if round_id is None:
-        return rows
-    return [row for row in rows if row.fields.get("round_id") == round_id]
+    if round_id is not None:
+        return journal.entries_with(PICTURE_KIND, "round_id", round_id)
+    return journal.entries_of((PICTURE_KIND,), 0, journal.last_seq, journal.last_seq or 1)
 
 
 @dataclass(frozen=True, slots=True)
