@@ -485,6 +485,11 @@ class Console(SignInRoutes, PageRoutes, ApiRoutes, StreamRoutes):
             web.get("/api/stream", self.api_stream),
             web.post("/api/tables/{table}/request", self.api_request),
             web.get("/api/tables/{table}/rounds/{round_id}", self.api_round),
+            web.get("/api/tables/{table}/rounds/{round_id}/pictures", self.api_pictures),
+            web.get("/api/tables/{table}/rounds/{round_id}/live", self.api_live_picture),
+            web.get(
+                "/api/tables/{table}/rounds/{round_id}/pictures/{row}.jpg", self.api_picture
+            ),
             web.get("/api/tables/{table}/audit", self.api_audit),
             web.get("/api/tables/{table}/audit.csv", self.api_audit_csv),
             web.get("/api/tables/{table}/faces", self.api_faces),

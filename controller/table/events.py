@@ -39,6 +39,7 @@ __all__ = [
     "CameraRead",
     "CardDrawn",
     "CardMisread",
+    "CardPictured",
     "CardsLost",
     "ControllerStarted",
     "ControllerStopping",
@@ -357,6 +358,31 @@ class SettingsChanged:
     at: float
 
 
+@dataclass(frozen=True, slots=True)
+class CardPictured:
+    """The camera's picture of a card as the table took it, or of the whole table as a
+    round ended (event encoding 6), stored beside the journal under its SHA-256.
+
+    Journaled right after the row it pictures (``card_row``: the card's row, or the row
+    that settled or voided the round), so the chain covers the picture's digest; the
+    picture itself is a file (:mod:`controller.service.pictures`) that retention may prune
+    while its digest stays here. ``view`` is ``card`` (the region of the card's slot,
+    ``slot``, in hand ``position``), ``settled`` or ``voided`` (the whole frame).
+    ``face_down``: the card was dealt face down, so its picture is served only once its
+    round is settled. News for the record: the table's state does not change."""
+
+    round_id: int | None
+    card_row: int
+    view: str
+    position: str | None
+    slot: str | None
+    face_down: bool
+    sha256: str
+    size: int
+    media_type: str
+    at: float
+
+
 TableEvent = (
     ShoeEvent
     | CameraEvent
@@ -370,6 +396,7 @@ TableEvent = (
     | DealerSignedIn
     | DealerSignedOut
     | SettingsChanged
+    | CardPictured
 )
 
 # -- the journal's encoding ------------------------------------------------------------------
@@ -428,12 +455,32 @@ _V5: Final[dict[str, tuple[type, tuple[str, ...]]]] = {
     "DealerSignedOut": (DealerSignedOut, ("command_id", "by", "role", "at")),
     "ControllerStopping": (ControllerStopping, ("at",)),
 }
+# Version 6: the camera's pictures of the cards dealt and of the table as a round ends.
+_V6: Final[dict[str, tuple[type, tuple[str, ...]]]] = {
+    **_V5,
+    "CardPictured": (
+        CardPictured,
+        (
+            "round_id",
+            "card_row",
+            "view",
+            "position",
+            "slot",
+            "face_down",
+            "sha256",
+            "size",
+            "media_type",
+            "at",
+        ),
+    ),
+}
 ENCODINGS: Final[dict[int, dict[str, tuple[type, tuple[str, ...]]]]] = {
     1: _V1,
     2: _V2,
     3: _V3,
     4: _V4,
     5: _V5,
+    6: _V6,
 }
 EVENT_ENCODING: Final = max(ENCODINGS)
 """The encoding version new journal rows are written with."""
@@ -445,6 +492,8 @@ SALTED_KINDS: Final[dict[int, frozenset[str]]] = {
     3: frozenset(),
     4: frozenset({"CardDrawn", "CameraRead", "SupervisorCommanded"}),
     5: frozenset({"CardDrawn", "CameraRead", "SupervisorCommanded"}),
+    # A picture's digest opens to nobody, but its row says where a face-down card lies.
+    6: frozenset({"CardDrawn", "CameraRead", "SupervisorCommanded", "CardPictured"}),
 }
 """Per encoding, the kinds whose rows carry a :data:`SALT_FIELD` beside the event's fields.
 
@@ -461,8 +510,8 @@ reveals, salt included, so that anyone can check them against the heads publishe
 were dealt. The salt is not an event field: replay never sees it."""
 SALT_BYTES: Final = 16
 
-_KIND_OF: Final[dict[type, str]] = {cls: kind for kind, (cls, _) in _V5.items()}
-EVENT_KINDS: Final[dict[str, type]] = {kind: cls for kind, (cls, _) in _V5.items()}
+_KIND_OF: Final[dict[type, str]] = {cls: kind for kind, (cls, _) in _V6.items()}
+EVENT_KINDS: Final[dict[str, type]] = {kind: cls for kind, (cls, _) in _V6.items()}
 """Every kind of input the table takes and journals (``CardDrawn``...), with its class.
 Not the API's event types (:data:`controller.service.wire.EVENT_TYPES`, ``card_dealt``...):
 those are what the table publishes, these what it is fed."""

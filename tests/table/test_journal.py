@@ -20,6 +20,7 @@ from controller.table.events import (
     CameraRead,
     CardDrawn,
     CardMisread,
+    CardPictured,
     CardsLost,
     ControllerStarted,
     ControllerStopping,
@@ -69,6 +70,8 @@ ONE_OF_EACH = [
     DealerSignedIn("d1", "D-1043", "dealer7", "dealer", 10.5),
     DealerSignedOut("d2", "alice", "supervisor", 11.0),
     ControllerStopping(11.5),
+    CardPictured(4, 17, "card", "dealer", "dealer.card2", True, "ab" * 32, 521, "image/jpeg", 12.0),
+    CardPictured(4, 19, "settled", None, None, False, "cd" * 32, 80211, "image/jpeg", 12.5),
 ]
 
 

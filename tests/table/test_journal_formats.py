@@ -35,6 +35,7 @@ FIXTURE_SETS: dict[int, tuple[Path, int]] = {
     3: (FIXTURES / "journals" / "v3", 4),
     4: (FIXTURES / "journals" / "v4", 5),
     5: (FIXTURES / "journals" / "v5", 6),
+    6: (FIXTURES / "journals" / "v6", 6),
 }
 OLD_JOURNALS = [
     pytest.param(encoding, path, revision, id=f"v{encoding}-{path.stem}")
