@@ -1198,35 +1198,73 @@ def test_five_wrong_sign_ins_each_wait_longer(
 ) -> None:
     visit = open_page(browser, f"{studio.url}/signin")
     page = visit.page
+    message = page.locator(by_id("signin-message"))
 
-    def attempt() -> tuple[int, str | None]:
-        page.goto(f"{studio.url}/signin")
-        page.fill(by_id("signin-username"), "alice")
+    @dataclass
+    class Attempt:
+        status: int
+        retry_after: str | None
+        sent_at: float
+        answered_at: float
+
+    def attempt(*, fresh: bool) -> Attempt:
+        # The page a refusal leaves has the form again, the name kept: sending it from there
+        # is the quickest next try (no page load between a failure and the check of its delay).
+        if fresh:
+            page.goto(f"{studio.url}/signin")
+            page.fill(by_id("signin-username"), "alice")
         page.fill(by_id("signin-password"), "not-alice's-password")
         with page.expect_response(
             lambda response: response.url.endswith("/signin") and response.request.method == "POST"
         ) as answered:
+            sent_at = time.monotonic()
             page.click(by_id("signin-submit"))
         response = answered.value
-        return response.status, response.headers.get("retry-after")
+        return Attempt(
+            response.status, response.headers.get("retry-after"), sent_at, time.monotonic()
+        )
 
+    def announced_delay() -> int:
+        # A failure names the delay it earns: unlike a later Retry-After, it does not shrink
+        # with the time the next try takes to arrive.
+        found = re.search(r"[Ww]ait (\d+) s", message.inner_text())
+        assert found, message.inner_text()
+        return int(found.group(1))
+
+    delays: list[int] = []
     waits: list[int] = []
-    for failure in range(1, 6):
-        # The next real attempt, once the last failure's delay has passed: refused.
-        status, _ = wait_until(
-            lambda: (found := attempt())[0] != 429 and found,
-            TIMEOUT_S + 2 ** (failure - 1),
-            f"attempt {failure} taken",
+    # The first real attempt: refused.
+    failure = attempt(fresh=True)
+    while True:
+        assert failure.status == 401, failure.status
+        delays.append(announced_delay())
+        # Each failure waits longer than the one before (and the first at least a second).
+        assert all(later > earlier for earlier, later in itertools.pairwise([0, *delays])), delays
+        # Right after a failure, the next attempt must wait.
+        refused = attempt(fresh=False)
+        if refused.status == 401 and delays[-1] < 4:
+            # A loaded machine took longer than a short delay to send it: taken, and so it is
+            # a new failure, unless it came back before that delay could have passed since
+            # the failure was counted (between that failure's request and its answer).
+            assert refused.answered_at - failure.sent_at >= delays[-1], (
+                f"an attempt {refused.answered_at - failure.sent_at:.2f} s after a failure "
+                f"was taken although the failure named a {delays[-1]} s wait"
+            )
+            failure = refused
+            continue
+        assert refused.status == 429 and refused.retry_after is not None, refused
+        waits.append(int(refused.retry_after))
+        assert 1 <= waits[-1] <= delays[-1], (waits, delays)
+        assert f"wait {refused.retry_after} s" in message.inner_text(), message.inner_text()
+        if len(delays) == 5:
+            break
+        # The next real attempt, once the failure's delay has passed: taken, and refused.
+        failure = wait_until(
+            lambda: (found := attempt(fresh=True)).status != 429 and found,
+            TIMEOUT_S + delays[-1],
+            f"attempt {len(delays) + 1} taken",
             interval_s=0.2,
         )
-        assert status == 401, status
-        # Right after a failure, the next attempt must wait, longer each time.
-        status, retry_after = attempt()
-        assert status == 429 and retry_after is not None, (status, retry_after)
-        waits.append(int(retry_after))
-        message = page.locator(by_id("signin-message"))
-        assert f"wait {retry_after} s" in message.inner_text(), message.inner_text()
-    assert all(later > earlier for earlier, later in itertools.pairwise(waits)), waits
     screens.shoot(page, "signin-throttled")
     assert studio.passwords["alice"] not in page.content()
     visit.check_clean()
