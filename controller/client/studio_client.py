@@ -94,8 +94,12 @@ class StudioClient(AccountConnection):
         login: tuple[str, str | None] | None = None,
         hosts: Sequence[tuple[str, int]] | None = None,
         tls: bool = False,
+        read_events: bool = True,
     ) -> None:
         super().__init__(account)
+        # False for an account that may not read events (a dealer station's): its feeds
+        # hold availability, state and the dealer's line, and no catch-up is ever asked.
+        self.read_events = read_events
         self.prefix = prefix
         self.protocol = protocol
         self.on_update = on_update
@@ -119,7 +123,7 @@ class StudioClient(AccountConnection):
             [
                 f"{every}/availability",
                 f"{every}/state",
-                f"{every}/events",
+                *([f"{every}/events"] if read_events else []),
                 f"{every}/dealer",
                 f"{every}/response/{account.name}",
             ],
@@ -213,6 +217,8 @@ class StudioClient(AccountConnection):
         return feed
 
     def _want(self, table_id: str) -> None:
+        if not self.read_events:
+            return
         if table_id not in self._wanted:
             self._wanted.append(table_id)
             self._lock.notify_all()
@@ -465,15 +471,18 @@ class StudioClient(AccountConnection):
 
     def probe_role(self, timeout: float = 3.0) -> str | None:
         """The role the broker lets this account send requests under: ``supervisor``,
-        ``viewer`` or None. MQTT 5: from the broker's PUBACK of a ``status`` request to
-        :data:`PROBE_TABLE` (read by no daemon); MQTT 3.1.1, whose broker drops what its ACL
-        refuses without a word: from an online table's answer to ``status``."""
-        for role in ("supervisor", "viewer"):
+        ``viewer``, ``dealer`` or None. MQTT 5: from the broker's PUBACK of a ``status``
+        request to :data:`PROBE_TABLE` (read by no daemon); MQTT 3.1.1, whose broker drops
+        what its ACL refuses without a word: from an online table's answer to ``status``
+        (which a dealer's account may not ask: under 3.1.1 it is never told apart)."""
+        for role in ("supervisor", "viewer", "dealer"):
             if self.protocol == mqtt.MQTTv5:
                 transaction = self.send(PROBE_TABLE, "status", role=role)
                 if self._book.passed(transaction, timeout):
                     return role
                 continue
+            if role == "dealer":
+                break
             online = [t for t, f in self.feeds().items() if f.availability == "online"]
             if not online:
                 return None

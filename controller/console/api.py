@@ -5,6 +5,7 @@ CSV, the faces still possible."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import logging
@@ -29,6 +30,7 @@ from controller.console.fleet import (
     possible_faces,
     round_events,
 )
+from controller.console.pictures import PictureCache, live_picture, page_view, round_pictures
 from controller.console.sessions import (
     Session,
 )
@@ -50,12 +52,25 @@ class AccountFeed(Protocol):
 
 logger = logging.getLogger(__name__)
 
-# The commands a supervisor's page offers (its buttons and the pause queue's resolutions).
-# Each takes the fields the API's list gives it (the table checks their values; a field
-# not listed there never reaches it); the page reads them from GET /api/commands.
-OFFERED: Final = ("open_round", "pause", "resume", "enter_card", "cancel", "end_shoe", "new_shoe")
+# The commands the console's pages offer (a supervisor's buttons and the pause queue's
+# resolutions; the dealer's screen's sign-in and out). Each takes the fields the API's list
+# gives it (the table checks their values; a field not listed there never reaches it); the
+# pages read them from GET /api/commands.
+OFFERED: Final = (
+    "open_round",
+    "pause",
+    "resume",
+    "enter_card",
+    "cancel",
+    "end_shoe",
+    "new_shoe",
+    "dealer_sign_in",
+    "dealer_sign_out",
+)
 ACTIONS: Final[dict[str, frozenset[str]]] = {name: COMMANDS[name].field_names for name in OFFERED}
 COMMANDS_SHOWN: Final = {name: COMMANDS[name].as_json() for name in OFFERED}
+# The only actions of a dealer station's screen (a supervisor may send them too).
+DEALER_ACTIONS: Final = frozenset({"dealer_sign_in", "dealer_sign_out"})
 # Every game's presentation, as the page reads it (GET /api/games): game id -> how it is shown.
 GAMES_SHOWN: Final = {game: shown.as_json() for game, shown in PRESENTATIONS.items()}
 AUDIT_COLUMNS: Final = (
@@ -131,6 +146,11 @@ class ApiRoutes:
                 # A one-key action waits this long on the page, to be undone, before it
                 # is sent.
                 "undo_s": self.config.undo_s,
+                # A pause's age on the wall: amber, then red ([console]).
+                "pause_amber_s": self.config.pause_amber_s,
+                "pause_red_s": self.config.pause_red_s,
+                # The pages' language for every browser, or null: the browser's own.
+                "language": self.config.language,
                 "link": feed.link,
             }
         )
@@ -161,7 +181,7 @@ class ApiRoutes:
             return error(401, "unauthorized", "sign in first")
         if session.wall:
             return error(403, "signed_out", "the session ended: sign in again to act")
-        if session.role != "supervisor":
+        if session.role not in ("supervisor", "dealer"):
             return error(403, "forbidden", "viewers have no actions")
         table = request.match_info["table"]
         try:
@@ -174,6 +194,8 @@ class ApiRoutes:
         args = body.get("args") or {}
         if command not in ACTIONS:
             return error(400, "malformed", f"no such action: {str(command)[:40]!r}")
+        if session.role == "dealer" and command not in DEALER_ACTIONS:
+            return error(403, "forbidden", "a dealer's screen only signs a dealer in and out")
         if not isinstance(args, dict) or set(args) - ACTIONS[command]:
             fields = ", ".join(sorted(ACTIONS[command])) or "none"
             return error(400, "malformed", f"{command} takes the fields: {fields}")
@@ -253,6 +275,93 @@ class ApiRoutes:
         return web.json_response(
             {"table": table, "round_id": int(round_text), "game": game, "events": events}
         )
+
+    def _picture_cache(self) -> PictureCache:
+        cache = getattr(self, "_pictures", None)
+        if cache is None:
+            cache = self._pictures = PictureCache()
+        return cache
+
+    async def _round_pictures(
+        self, request: web.Request
+    ) -> tuple[Session, str, int, dict[str, Any]] | web.Response:
+        """Round ``round_id``'s pictures, as the account's own ``pictures`` requests read
+        them (controller/console/pictures.py); their bytes kept for the page's images."""
+        found = self._api_session(request)
+        if isinstance(found, web.Response):
+            return found
+        session, feed = found
+        table = request.match_info["table"]
+        round_text = request.match_info["round_id"]
+        if not round_text.isdigit() or int(round_text) < 1:
+            return error(400, "malformed", "a round id is a whole number")
+        if feed.client.feed(table) is None:
+            return error(404, "unknown_table", f"no table {table[:40]!r}")
+        client, round_id = feed.client, int(round_text)
+        try:
+            pictures = await self.blocking(lambda: round_pictures(client, table, round_id))
+        except TimeoutError:
+            return error(504, "timeout", f"table {table} did not answer")
+        except (RuntimeError, BrokerRefused) as failure:
+            return error(502, "refused", str(failure))
+        return session, table, round_id, page_view(
+            table, round_id, pictures, session.account, self._picture_cache()
+        )
+
+    async def api_pictures(self, request: web.Request) -> web.Response:
+        found = await self._round_pictures(request)
+        return found if isinstance(found, web.Response) else web.json_response(found[3])
+
+    async def api_picture(self, request: web.Request) -> web.Response:
+        """One picture's bytes, for the page's ``<img>`` (read again from the table when the
+        page's list of them is older than what the console keeps)."""
+        row_text = request.match_info["row"]
+        if not row_text.isdigit():
+            return error(400, "malformed", "a picture's row is a whole number")
+        found = self._api_session(request)
+        if isinstance(found, web.Response):
+            return found
+        session = found[0]
+        table, round_text = request.match_info["table"], request.match_info["round_id"]
+        key = (session.account, table, int(round_text) if round_text.isdigit() else 0)
+        data = self._picture_cache().get(*key, int(row_text))
+        if data is None:
+            again = await self._round_pictures(request)
+            if isinstance(again, web.Response):
+                return again
+            data = self._picture_cache().get(*key, int(row_text))
+        if data is None:
+            return error(404, "unknown_picture", f"no picture at row {row_text} to show")
+        return web.Response(
+            body=data, content_type="image/jpeg", headers={"Cache-Control": "private, max-age=3600"}
+        )
+
+    async def api_live_picture(self, request: web.Request) -> web.Response:
+        """Whether the camera shows the slot of the card to be entered now (the card
+        picker's picture; the table answers supervisors only), and its image's address:
+        the bytes wait in the console for the page's ``<img>`` (row 0 of the round)."""
+        found = self._api_session(request)
+        if isinstance(found, web.Response):
+            return found
+        session, feed = found
+        table, round_text = request.match_info["table"], request.match_info["round_id"]
+        if not round_text.isdigit() or int(round_text) < 1:
+            return error(400, "malformed", "a round id is a whole number")
+        if feed.client.feed(table) is None:
+            return error(404, "unknown_table", f"no table {table[:40]!r}")
+        client, round_id = feed.client, int(round_text)
+        try:
+            data = await self.blocking(lambda: live_picture(client, table, round_id))
+        except TimeoutError:
+            return error(504, "timeout", f"table {table} did not answer")
+        except (RuntimeError, BrokerRefused) as failure:
+            return error(502, "refused", str(failure))
+        if data is None:
+            return web.json_response({"picture": False, "url": None})
+        self._picture_cache().keep(session.account, table, round_id, 0, data)
+        digest = hashlib.sha256(data).hexdigest()[:16]
+        url = f"/api/tables/{table}/rounds/{round_id}/pictures/0.jpg?v={digest}"
+        return web.json_response({"picture": True, "url": url})
 
     async def api_games(self, request: web.Request) -> web.Response:
         """How each game is shown (``controller/kernel/presentation.py``): the page reads

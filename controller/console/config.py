@@ -6,6 +6,9 @@ listen = "127.0.0.1:8080"      # HOST:PORT; --listen overrides
 idle_timeout_s = 900           # a session ends after this long without a request
 stale_after_s = 120            # an online table silent this long in a round is stale
 undo_s = 3                     # a one-key action waits this long, to be undone (0: none)
+pause_amber_s = 60             # a pause this old turns amber on the wall,
+pause_red_s = 120              # and this old red (the shipped alert fires at 2 minutes)
+language = "es"                # the pages' words: "en" or "es"; unset: each browser's
 certificate = "/etc/livetable/console.crt"   # both, or neither: HTTPS
 key = "/etc/livetable/console.key"
 [mqtt]                         # named and keyed as a table's [mqtt]
@@ -60,9 +63,26 @@ STALE_AFTER_RANGE_S: Final = (1.0, 86400.0)
 # the words and press Esc, short enough not to hold a table that waits.
 DEFAULT_UNDO_S: Final = 3.0
 UNDO_RANGE_S: Final = (0.0, 30.0)
+# A pause ages on the wall: amber after this long, red after that (the shipped Prometheus
+# alert LivetableTablePaused fires at 2 minutes: red says so on the wall first).
+DEFAULT_PAUSE_AMBER_S: Final = 60.0
+DEFAULT_PAUSE_RED_S: Final = 120.0
+PAUSE_AGE_RANGE_S: Final = (1.0, 86400.0)
+# The languages the pages' catalogues speak (controller/console/static/i18n/<code>.json).
+LANGUAGES: Final = ("en", "es")
 
 _CONSOLE_KEYS: Final = frozenset(
-    {"listen", "idle_timeout_s", "stale_after_s", "undo_s", "certificate", "key"}
+    {
+        "listen",
+        "idle_timeout_s",
+        "stale_after_s",
+        "undo_s",
+        "pause_amber_s",
+        "pause_red_s",
+        "language",
+        "certificate",
+        "key",
+    }
 )
 _MQTT_KEYS: Final = frozenset({"host", "port", "hosts", "protocol", "topic_prefix", "tls"})
 # The console takes no client certificate: each person's account and password sign in.
@@ -102,6 +122,10 @@ class ConsoleConfig:
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
     stale_after_s: float = DEFAULT_STALE_AFTER_S
     undo_s: float = DEFAULT_UNDO_S
+    pause_amber_s: float = DEFAULT_PAUSE_AMBER_S
+    pause_red_s: float = DEFAULT_PAUSE_RED_S
+    language: str | None = None
+    """The pages' language for every browser; None: each browser's own."""
     certificate: Path | None = None
     key: Path | None = None
     broker: BrokerSettings = BrokerSettings()
@@ -238,6 +262,15 @@ def config_from_mapping(
         else None
     )
     host, port = parse_listen(console.get("listen", DEFAULT_LISTEN))
+    amber = _seconds(console, "pause_amber_s", DEFAULT_PAUSE_AMBER_S, PAUSE_AGE_RANGE_S)
+    red = _seconds(console, "pause_red_s", DEFAULT_PAUSE_RED_S, PAUSE_AGE_RANGE_S)
+    if red <= amber:
+        raise ConfigurationError(
+            f"[console] pause_red_s ({red:g}) must be more than pause_amber_s ({amber:g})"
+        )
+    language = console.get("language")
+    if language is not None and language not in LANGUAGES:
+        raise invalid("language", f"one of {', '.join(LANGUAGES)}", language, section="console")
     if ("certificate" in console) != ("key" in console):
         raise ConfigurationError("[console] certificate and key go together")
     certificate = key = None
@@ -254,6 +287,9 @@ def config_from_mapping(
             console, "stale_after_s", DEFAULT_STALE_AFTER_S, STALE_AFTER_RANGE_S
         ),
         undo_s=_seconds(console, "undo_s", DEFAULT_UNDO_S, UNDO_RANGE_S),
+        pause_amber_s=amber,
+        pause_red_s=red,
+        language=language,
         certificate=certificate,
         key=key,
         broker=broker_from_mapping(broker, base_dir, check_files, broker_name),

@@ -7,7 +7,8 @@ in ``seq`` order), the console's own broker link and the time:
   the console cannot tell), ``offline`` when the table's daemon says so (or never said
   anything), ``paused``, ``stale`` (online, a round in play, and no message for
   ``stale_after_s``), else ``running``;
-- :func:`build_tile` and :func:`urgency_order` (paused, offline, stale, running, unknown;
+- :func:`build_tile` (a pause's needs as codes: :func:`pause_needs`) and
+  :func:`urgency_order` (paused, offline, stale, running, unknown;
   then by id);
 - :func:`round_events`: every event of one round (as ``livetable ctl history`` gives it);
 - :func:`possible_faces`: the faces still possible in the shoe in play (8 decks: a face is
@@ -21,6 +22,7 @@ from collections.abc import Iterable
 from typing import Any, Final, Protocol
 
 from controller.kernel.presentation import CARD_KEYS
+from controller.kernel.vocabulary import need_code
 from controller.tools.ctl_text import round_events
 
 __all__ = [
@@ -88,7 +90,23 @@ def build_tile(feed: Feed, *, link_up: bool, now: float, stale_after_s: float) -
         "dealer": feed.dealer,
         "recent": list(feed.events[-RECENT_EVENTS:]),
         "paused_by": pause.get("by"),
+        "needs": pause_needs(pause.get("needs")),
     }
+
+
+def pause_needs(needs: Any) -> list[dict[str, Any]]:
+    """A pause's ``needs`` as codes the pages have words for in every language:
+    ``{"code", "position"?, "count"?}`` each, or ``{"code": None, "words"}`` for words no
+    code says (a table of another livetable: the page shows its English)."""
+    found = []
+    for words in needs if isinstance(needs, list) else []:
+        if not isinstance(words, str):
+            continue
+        said = need_code(words)
+        found.append(
+            {"code": None, "words": words} if said is None else {"code": said[0], **said[1]}
+        )
+    return found
 
 
 def urgency_order(tiles: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

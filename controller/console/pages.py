@@ -1,4 +1,5 @@
-"""The pages: the wall, a round's printable history, and the health check."""
+"""The pages: the wall, a round's printable history, the dealer's screen, and the health
+check."""
 
 from __future__ import annotations
 
@@ -27,9 +28,21 @@ class PageRoutes:
         return web.FileResponse(path) if path.is_file() else None
 
     async def index(self, request: web.Request) -> web.StreamResponse:
+        session = self.session_of(request)
+        if session is not None and session.role == "dealer":
+            # A dealer station's account has one page: its table's screen.
+            raise web.HTTPSeeOther("/dealer")
         page = self._page(request, "index.html")
         if page is None:
             return web.Response(text="the console's page is not installed", status=500)
+        return page
+
+    async def dealer_page(self, request: web.Request) -> web.StreamResponse:
+        """The screen that faces the dealer (``?table=T``; a dealer station's account sees
+        its one table without it)."""
+        page = self._page(request, "dealer.html")
+        if page is None:
+            return web.Response(text="the dealer's screen is not installed", status=500)
         return page
 
     async def history_page(self, request: web.Request) -> web.StreamResponse:

@@ -10,7 +10,9 @@ wall live on it, read-only, until they sign in again (a wall nobody touched is e
 the one that must keep watching).
 
 Routes (the console contract): ``GET/POST /signin``, ``POST /signout``, ``GET /`` (the
-page), ``GET /history`` (a round, printable), ``GET /static/...``, ``GET /healthz``, and
+page; a dealer station's account goes on to ``/dealer``), ``GET /history`` (a round,
+printable), ``GET /dealer`` (the dealer's screen of one table), ``GET /static/...``,
+``GET /healthz``, and
 under ``/api``: ``session``, ``tables``, ``stream`` (server-sent events), ``tables/T/request``
 (POST, supervisors only), ``tables/T/rounds/N``, ``tables/T/audit`` (and ``audit.csv``),
 ``tables/T/faces``.
@@ -306,8 +308,10 @@ class Console(SignInRoutes, PageRoutes, ApiRoutes, StreamRoutes):
         options: dict[str, Any] = (
             {"on_update": feed.on_update, "on_link": feed.on_link, "keep": FEED_EVENTS}
             if feed is not None
-            else {"backfill": 0}
+            else {"backfill": 0, "read_events": False}
         )
+        if account.role == "dealer":
+            options["read_events"] = False  # a dealer station's account may not read them
         if broker.hosts:  # a cluster's nodes: the client moves on when one fails
             options["hosts"] = broker.hosts
         client = self.client_factory(
@@ -473,6 +477,7 @@ class Console(SignInRoutes, PageRoutes, ApiRoutes, StreamRoutes):
             web.post("/signout", self.signout),
             web.get("/", self.index),
             web.get("/history", self.history_page),
+            web.get("/dealer", self.dealer_page),
             web.get("/api/session", self.api_session),
             web.get("/api/tables", self.api_tables),
             web.get("/api/games", self.api_games),
@@ -480,6 +485,11 @@ class Console(SignInRoutes, PageRoutes, ApiRoutes, StreamRoutes):
             web.get("/api/stream", self.api_stream),
             web.post("/api/tables/{table}/request", self.api_request),
             web.get("/api/tables/{table}/rounds/{round_id}", self.api_round),
+            web.get("/api/tables/{table}/rounds/{round_id}/pictures", self.api_pictures),
+            web.get("/api/tables/{table}/rounds/{round_id}/live", self.api_live_picture),
+            web.get(
+                "/api/tables/{table}/rounds/{round_id}/pictures/{row}.jpg", self.api_picture
+            ),
             web.get("/api/tables/{table}/audit", self.api_audit),
             web.get("/api/tables/{table}/audit.csv", self.api_audit_csv),
             web.get("/api/tables/{table}/faces", self.api_faces),

@@ -14,9 +14,10 @@ Pure bookkeeping, no I/O and no sleeping: every time comes from an injected cloc
   locks its real owner out (the "device cookie" defence against lockout, OWASP's
   "Slow Down Online Guessing Attacks with Device Cookies").
 - :class:`SessionStore`: sessions by a random 256-bit id, each with its own CSRF token,
-  ended after ``idle_timeout_s`` without a request. A session ended so may go on as a
-  *wall* session under the same id (:meth:`SessionStore.keep_as_wall`): the page keeps
-  watching, read-only, on the console's own viewer account, for as long as it is open.
+  ended after ``idle_timeout_s`` without a request (never a kiosk's, :data:`KIOSK_ROLE`). A
+  session ended so may go on as a *wall* session under the same id
+  (:meth:`SessionStore.keep_as_wall`): the page keeps watching, read-only, on the console's
+  own viewer account, for as long as it is open.
 - :class:`AccountLinks`: one client (a ``StudioClient``) per account name, shared by that
   account's sessions and handed back for closing when the last of them ends (the shipped
   broker takes one connection per account). A second sign-in of a name that is already
@@ -41,6 +42,9 @@ MAX_SIGN_IN_DELAY_S: Final = 300.0
 # Names remembered by the throttle: a flood of made-up names forgets those with the fewest
 # failures, never grows the console's memory without bound.
 MAX_THROTTLED_NAMES: Final = 10_000
+# The role of a kiosk's account (a dealer station's screen): its session never ends for
+# being idle; it ends when signed out, or when the console stops.
+KIOSK_ROLE: Final = "dealer"
 # 256 bits, URL-safe: a session id or a CSRF token nobody guesses.
 TOKEN_BYTES: Final = 32
 
@@ -173,6 +177,8 @@ class SessionStore:
         return session
 
     def _expired(self, session: Session, now: float) -> bool:
+        if session.role == KIOSK_ROLE:
+            return False  # a kiosk nobody touches is the point: the dealer's screen
         return now - session.last_seen >= self.idle_timeout_s
 
     def get(self, session_id: str | None, *, touch: bool = True) -> Session | None:

@@ -95,11 +95,24 @@ class SignInRoutes:
         username: str = "",
         status: int = 200,
         headers: dict[str, str] | None = None,
+        code: str = "",
+        value: str = "",
     ) -> web.Response:
+        """The sign-in page saying ``message``; ``code`` (and ``value``, the figure or name
+        it holds) is that message's key in the pages' catalogues, for the page to say it in
+        the studio's language."""
         custom = STATIC_DIR / "signin.html"
         template = custom.read_text(encoding="utf-8") if custom.is_file() else SIGNIN_PAGE
         response = web.Response(
-            text=render(template, csrf=token, message=message, username=username),
+            text=render(
+                template,
+                csrf=token,
+                message=message,
+                username=username,
+                code=code,
+                value=value,
+                language=self.config.language or "",
+            ),
             content_type="text/html",
             status=status,
             headers=headers,
@@ -121,7 +134,12 @@ class SignInRoutes:
             if "ended" in request.query
             else ""
         )
-        return self._signin_response(token, message=message)
+        return self._signin_response(
+            token,
+            message=message,
+            code="ended" if message else "",
+            value=f"{self.config.idle_timeout_s:g}",
+        )
 
     async def signin(self, request: web.Request) -> web.StreamResponse:
         if not origin_ok(request):
@@ -134,6 +152,7 @@ class SignInRoutes:
                 new_token(),
                 message="The sign-in form expired: please sign in again.",
                 status=403,
+                code="expired",
             )
         assert token is not None
         username = form.get("username")
@@ -149,12 +168,18 @@ class SignInRoutes:
                 message=f"{shown} is the console's own account: sign in with yours.",
                 username=shown,
                 status=403,
+                code="own_account",
+                value=shown,
             )
         if not (
             username and len(username) <= MAX_NAME_LENGTH and topic_level_ok(username) and password
         ):
             return self._signin_response(
-                token, message="Wrong account name or password.", username=shown, status=401
+                token,
+                message="Wrong account name or password.",
+                username=shown,
+                status=401,
+                code="wrong",
             )
         # A browser that signed in as this name before is throttled by its own failures:
         # a guesser elsewhere who keeps the name's delay at its cap never locks it out.
@@ -171,6 +196,8 @@ class SignInRoutes:
                 message=f"Too many failed sign-ins for {username}: wait {seconds} s.",
                 username=shown,
                 status=429,
+                code="throttled",
+                value=str(seconds),
                 headers={"Retry-After": str(seconds)},
             )
         previous = self.session_of(request)
@@ -193,6 +220,8 @@ class SignInRoutes:
                 "configuration must name the version the broker speaks.",
                 username=shown,
                 status=503,
+                code="protocol",
+                value=protocol,
             )
         if outcome == "unreachable":
             logger.warning("sign-in of %s: the broker cannot be reached", username)
@@ -201,6 +230,7 @@ class SignInRoutes:
                 message="The broker cannot be reached: try again in a moment.",
                 username=shown,
                 status=503,
+                code="unreachable",
             )
         if session is None:
             delay = throttle.failed(throttled)
@@ -215,6 +245,8 @@ class SignInRoutes:
                 message=f"Wrong account name or password. Wait {delay:g} s before trying again.",
                 username=shown,
                 status=401,
+                code="wrong_wait",
+                value=f"{delay:g}",
             )
         # Only this path's count starts again: a success from a trusted browser leaves a
         # guesser's delay for the name where it is.

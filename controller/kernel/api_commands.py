@@ -106,6 +106,20 @@ _LIST: Final = (
         (Field("since", int), Field("limit", int)),
         reads=True,
     ),
+    # The camera's pictures of a round's cards, in pages (``row``, ``offset``: where one
+    # starts). ``view`` "live": a supervisor's look at the slot of the card to be entered.
+    Command(
+        "pictures",
+        _READERS,
+        "the camera's pictures of a round's cards, in pages",
+        (
+            Field("round_id", int, required=True),
+            Field("row", int),
+            Field("offset", int),
+            Field("view", str),
+        ),
+        reads=True,
+    ),
     Command(
         "open_round",
         frozenset({"platform", "supervisor"}),

@@ -175,6 +175,8 @@ class AssembledTable:
     runtime: TableRuntime
     devices: DeviceEffects
     parts: list[Any] = field(default_factory=list)
+    photographer: Any = None
+    """The camera's picture taker (:mod:`controller.service.pictures`), None without one."""
     _stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
     def start(self, at: float | None = None) -> list[Effect]:
@@ -261,6 +263,11 @@ def assemble(
                 source, runtime.submit, config=config.vision, clock=clock
             )
             assembled.parts.append(devices.camera_reader)
+            if config.evidence.pictures:
+                from controller.service.pictures import photographer
+
+                assembled.photographer = photographer(config, table, source, clock)
+                runtime.follow = assembled.photographer.after
     except BaseException:
         table.close()
         raise

@@ -176,7 +176,10 @@ def audit_answer(
 class AuditReader(Generic[Route]):
     """Answers ``audit`` requests on a thread of its own, from the journal (read-only) and
     the outbox's stored answers. ``room(route)`` is how many bytes of JSON an answer may
-    have on ``route``; ``respond(route, answer)`` publishes it (and never raises)."""
+    have on ``route``; ``respond(route, answer)`` publishes it (and never raises).
+    A reader of another request overrides :attr:`command` and :meth:`answer`."""
+
+    command = "audit"
 
     def __init__(
         self,
@@ -196,7 +199,9 @@ class AuditReader(Generic[Route]):
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="audit-reader", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name=f"{self.command}-reader", daemon=True
+        )
         self._thread.start()
 
     def stop(self) -> None:
@@ -227,18 +232,18 @@ class AuditReader(Generic[Route]):
             except JournalError as error:
                 reply = response_message(
                     request.transaction,
-                    "audit",
+                    self.command,
                     False,
                     f"the journal cannot be read now: {error}",
                     code="unavailable",
                 )
             except Exception:  # a bug must not stop the reader: the next request is answered
-                logger.exception("an audit request could not be answered")
+                logger.exception("an %s request could not be answered", self.command)
                 reply = response_message(
                     request.transaction,
-                    "audit",
+                    self.command,
                     False,
-                    "the audit could not be read (the table logged why)",
+                    f"the {self.command} could not be read (the table logged why)",
                     code="unavailable",
                 )
             self._respond(route, reply)

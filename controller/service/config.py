@@ -25,6 +25,11 @@ cert_file = "/etc/livetable/t1.pem"   # client certificate, optional
 key_file = "/etc/livetable/t1.key"
 [metrics]      # optional: `livetable run` serves /metrics for Prometheus (off without it)
 listen = "127.0.0.1:9464"        # host:port, [v6 address]:port for IPv6
+[evidence]     # optional: with [camera], the pictures of every card (service/pictures.py)
+pictures = true                  # false: take none
+keep_days = 90                   # prune pictures older than this
+keep_bytes = 53687091200         # and the oldest beyond this many bytes
+# directory = "/var/lib/livetable/t1.pictures"   # default: <journal>.pictures
 ```
 
 :func:`load_config` reads every section; :func:`load_camera_config` reads only a ``[camera]``
@@ -190,6 +195,52 @@ _HOST_CHARACTERS: Final = frozenset(string.ascii_letters + string.digits + ".-:"
 
 
 @dataclass(frozen=True, slots=True)
+class EvidenceConfig:
+    """``[evidence]``: whether a table with a camera keeps pictures, and for how long."""
+
+    pictures: bool = True
+    keep_days: float = 90.0
+    keep_bytes: int = 50 << 30
+    directory: Path | None = None
+    """Where the pictures go; default ``<journal>.pictures`` beside the journal."""
+
+
+# A quarter's pictures, within 50 GiB (a baccarat table dealing day and night keeps about
+# 240 MB a day: docs/performance.md, "A picture of every card").
+DEFAULT_KEEP_DAYS: Final = 90.0
+DEFAULT_KEEP_BYTES: Final = 50 << 30
+_EVIDENCE_KEYS: Final = ("pictures", "keep_days", "keep_bytes", "directory")
+
+
+def evidence_config_from_mapping(
+    section: dict[str, Any], base_dir: Path | None = None
+) -> EvidenceConfig:
+    """Build :class:`EvidenceConfig` from the ``[evidence]`` table; ConfigurationError names
+    the bad key."""
+    if not isinstance(section, dict):
+        raise ConfigurationError("[evidence] must be a table")
+    check_keys(section, _EVIDENCE_KEYS, "evidence")
+    pictures = section.get("pictures", True)
+    if not isinstance(pictures, bool):
+        raise invalid("pictures", "true or false", pictures, section="evidence")
+    days = section.get("keep_days", DEFAULT_KEEP_DAYS)
+    if isinstance(days, bool) or not isinstance(days, int | float) or not 0 < days <= 36_500:
+        raise invalid("keep_days", "a number of days, 0 < days <= 36500", days, section="evidence")
+    size = section.get("keep_bytes", DEFAULT_KEEP_BYTES)
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1 << 20:
+        raise invalid(
+            "keep_bytes", "a whole number of bytes, at least 1048576", size, section="evidence"
+        )
+    directory = section.get("directory")
+    if directory is not None:
+        if not isinstance(directory, str) or not directory:
+            raise invalid("directory", "a non-empty path", directory, section="evidence")
+        path = Path(directory)
+        directory = path if path.is_absolute() or base_dir is None else base_dir / path
+    return EvidenceConfig(pictures, float(days), size, directory)
+
+
+@dataclass(frozen=True, slots=True)
 class LivetableConfig:
     """Every section of one table's configuration file."""
 
@@ -200,6 +251,8 @@ class LivetableConfig:
     mqtt: MqttConfig | None = None
     source: Path | None = None
     metrics: MetricsConfig | None = None
+    evidence: EvidenceConfig = field(default_factory=EvidenceConfig)
+    """``[evidence]``: the pictures a table with a camera keeps (controller/service/pictures.py)."""
     signing_key: Path | None = None
     """``[table] signing_key``: the private key the daemon signs its journal's head with."""
 
@@ -307,7 +360,9 @@ def config_from_mapping(
 ) -> LivetableConfig:
     """Every section of a parsed document; ConfigurationError names the bad key.
     ``check_files``: see :func:`load_config`."""
-    unknown = sorted(set(document) - {"table", "shoe", "camera", "vision", "mqtt", "metrics"})
+    unknown = sorted(
+        set(document) - {"table", "shoe", "camera", "vision", "mqtt", "metrics", "evidence"}
+    )
     if unknown:
         raise ConfigurationError(f"unknown sections: {', '.join(f'[{n}]' for n in unknown)}")
     document, signing_key = _signing_key(document, base_dir)
@@ -343,6 +398,7 @@ def config_from_mapping(
         if not isinstance(document["metrics"], dict):
             raise ConfigurationError("[metrics] must be a table")
         metrics = metrics_config_from_mapping(document["metrics"])
+    evidence = evidence_config_from_mapping(document.get("evidence", {}), base_dir)
     if not topic_level_ok(table.table_id):
         raise ConfigurationError(
             f"[table] id {table.table_id!r} must be usable as one MQTT topic level (no / + #)"
@@ -355,6 +411,7 @@ def config_from_mapping(
         mqtt=mqtt,
         source=source,
         metrics=metrics,
+        evidence=evidence,
         signing_key=signing_key,
     )
 

@@ -42,6 +42,7 @@ from controller.service.journal import Journal, JournalEntry, JournalLock
 from controller.service.journaled_table import log_reused_journal
 from controller.service.mqtt_link import MqttLink, Topics
 from controller.service.outbox import open_outbox, outbox_path
+from controller.service.pictures import round_pictured
 from controller.service.publishing import Publications, replayed_batch
 from controller.service.request_pipeline import RequestPipeline
 from controller.service.runtime import RuntimeTask
@@ -113,7 +114,7 @@ class TableDaemon(RequestPipeline):
                 self.outbox.reset()
             self.outbox.bind_epoch(epoch)
             self.publications = Publications(table_id, self.outbox, epoch)
-            self._open_requests(epoch)
+            self._open_requests(epoch, camera_source is not None)
             self.assembled = self._assemble(shoe, camera_source)
         except BaseException:
             self.outbox.close()
@@ -171,6 +172,7 @@ class TableDaemon(RequestPipeline):
             if self.metrics is not None:
                 self.metrics.close()
             self.audits.stop()
+            self.pictures.stop()
             self.assembled.close()
         finally:
             try:
@@ -182,7 +184,7 @@ class TableDaemon(RequestPipeline):
         def handler(devices: DeviceEffects) -> Effects:
             return Effects(devices, self._publish)
 
-        return assemble(
+        assembled = assemble(
             self.config,
             handler,
             clock=self.clock,
@@ -190,6 +192,8 @@ class TableDaemon(RequestPipeline):
             shoe=shoe,
             camera_source=camera_source,
         )
+        self.pictures.photographer = assembled.photographer  # for live pictures
+        return assembled
 
     @property
     def runtime(self) -> Any:
@@ -230,6 +234,10 @@ class TableDaemon(RequestPipeline):
             metrics.published(
                 batch, self.publications.state_snapshot()[1], self.publications.seq
             )
+        if self.signer is not None and round_pictured(batch):
+            # The round's last row is its picture of the table: signed too, so that its
+            # evidence bundle can be made at once.
+            self._sign_head()
 
     def _sign_head(self, republish: bool = True) -> None:
         """Sign the journal's head and publish the signature (the table's thread)."""
@@ -287,6 +295,7 @@ class TableDaemon(RequestPipeline):
         lifecycle = logging.getLogger(LIFECYCLE_LOGGER)
         lifecycle.info("%s", self._starting_line())
         self.audits.start()
+        self.pictures.start()
         self.pages.start()
         self.link.start()
         try:
@@ -328,6 +337,7 @@ class TableDaemon(RequestPipeline):
                 if self.metrics is not None:
                     self.metrics.close()
                 self.audits.stop()
+                self.pictures.stop()
                 self.pages.stop()
                 self.assembled.close()
             finally:

@@ -14,17 +14,23 @@
 ``head.sig``       the raw 64-byte Ed25519 signature of ``head.json``
 ``key.pub``        the table's public key (PEM)
 ``README.txt``     how to check it, for a person
+``pictures/``      the camera's pictures of the round (``<sha256>.jpg``), each named in the
+                   manifest's ``pictures`` with its ``CardPictured`` row of the chain (a
+                   picture retention pruned is listed without its file)
 
 The check: every row of ``chain.jsonl`` hashes to its ``hash`` and links to the row before;
 the last is the signed head's row and hash; ``head.json`` is the message rebuilt from the
 manifest and that row; the signature verifies with the key; every event of
-``round.jsonl`` is its row of the chain. A changed event changes its row's hash, which
-breaks the chain up to the signed head, which the table signed and nobody else can.
+``round.jsonl`` is its row of the chain; every ``CardPictured`` row of the round in the chain
+is listed in the manifest, and each picture's file hashes to its row's digest. A changed
+event changes its row's hash, which breaks the chain up to the signed head, which the table
+signed and nobody else can; a changed picture no longer hashes to the digest its row holds.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import zipfile
 from dataclasses import dataclass
@@ -56,6 +62,9 @@ MEMBERS: Final = (
 # is refused before it is read (a zip bomb must not fill the auditor's memory).
 MAX_MEMBER_BYTES: Final = 64 << 20
 
+PICTURES_FOLDER: Final = "pictures/"
+PICTURE_KIND: Final = "CardPictured"
+
 README: Final = """A livetable round's evidence bundle (format {format}).
 
 Table {table}, journal epoch {epoch}, round {round_id}: journal rows {first}..{last}, vouched
@@ -69,7 +78,8 @@ with the table's):
   openssl pkeyutl -verify -pubin -inkey key.pub -rawin -in head.json -sigfile head.sig
 then recompute each row of chain.jsonl: sha256 of "<seq>\\n<kind>\\n<body>\\n<prev_hash>"
 (hex) is its hash, and its prev_hash is the hash of the row before; the last row's hash is
-the one head.json names.
+the one head.json names. Each picture in pictures/ is named by its SHA-256, which its
+CardPictured row of chain.jsonl holds (sha256sum pictures/*).
 """
 
 
@@ -95,20 +105,45 @@ class BundleReport:
 
 
 def write_bundle(
-    journal: Journal, round_id: int, path: Path, public_keys: dict[str, bytes]
+    journal: Journal,
+    round_id: int,
+    path: Path,
+    public_keys: dict[str, bytes],
+    pictures: Path | None = None,
 ) -> BundleReport:
     """Write round ``round_id``'s bundle to ``path`` (never over a file), with the first
     signed head at or after the round's last row; ``public_keys``: PEM by fingerprint, one
     of them the key of that head. JournalError when the round is unknown, no signed head
     follows its last row yet, or its key is not given. The caller has verified the
-    journal's chain and signatures (against those keys)."""
+    journal's chain and signatures (against those keys). ``pictures``: the folder of the
+    camera's pictures (default beside the journal): the round's go in the bundle, its
+    pictures' rows (which follow its cards and its end) in its rows."""
     from controller.service.journaled_table import config_of, export_round
+    from controller.service.pictures import PictureStore, picture_rows, pictures_dir
 
     config = config_of(journal)
     lines = export_round(journal, config, round_id)
     if not lines:
         raise JournalError(f"round {round_id} is not in {journal.path}")
-    first, last = lines[0]["seq"], lines[-1]["seq"]
+    store = PictureStore(pictures or pictures_dir(journal.path))
+    pruned = store.pruned()
+    pictured: list[dict[str, Any]] = []
+    files: dict[str, bytes] = {}
+    for row in picture_rows(journal, round_id):
+        digest = str(row.fields.get("sha256"))
+        status = store.check(digest, pruned)
+        if status == "tampered" or status == "missing":
+            raise JournalError(
+                f"round {round_id}'s picture of row {row.seq} ({digest}) is {status} in "
+                f"{store.folder}: journal verify names every such picture"
+            )
+        entry: dict[str, Any] = {"row": row.seq, "sha256": digest, "status": status}
+        if status == "kept":
+            files[digest] = store.read(digest) or b""
+            entry["member"] = f"{PICTURES_FOLDER}{digest}.jpg"
+        pictured.append(entry)
+    first = lines[0]["seq"]
+    last = max([lines[-1]["seq"], *(entry["row"] for entry in pictured)])
     heads = sorted(
         (head for head in journal.signed_heads() if head[0] >= last), key=lambda head: head[0]
     )
@@ -143,6 +178,7 @@ def write_bundle(
         "rows": [first, last],
         "head": {"seq": seq, "hash": digest, "time": time},
         "key": key_name,
+        "pictures": pictured,
     }
     readme = README.format(
         format=BUNDLE_FORMAT,
@@ -166,6 +202,11 @@ def write_bundle(
             bundle.writestr("head.sig", base64.b64decode(signature))
             bundle.writestr("key.pub", public_pem)
             bundle.writestr("README.txt", readme)
+            for picture_digest, data in files.items():
+                # JPEG is compressed already: stored as it is.
+                bundle.writestr(
+                    f"{PICTURES_FOLDER}{picture_digest}.jpg", data, zipfile.ZIP_STORED
+                )
     except FileExistsError as error:
         raise JournalError(f"{path} exists: a bundle is never overwritten") from error
     signed = SignedHead(config.table_id, journal.epoch, seq, digest, time, key_name, signature)
@@ -231,7 +272,60 @@ def verify_bundle(path: Path, keys: dict[str, Ed25519PublicKey]) -> BundleReport
             )
     if not events:
         raise JournalError(f"{path}: the round has no events")
+    _check_pictures(path, manifest.get("pictures", []), chain, round_id, first, last)
     return BundleReport(round_id, str(table), (first, last), signed, bool(keys))
+
+
+def _check_pictures(
+    path: Path, listed: Any, chain: list[dict[str, Any]], round_id: int, first: int, last: int
+) -> None:
+    """Every ``CardPictured`` row of the round in the chain is listed, and each listed
+    picture's file (a pruned one has none) hashes to its row's digest."""
+    if not isinstance(listed, list):
+        raise JournalError(f"{path}: the manifest's pictures are not a list")
+    rows: dict[int, dict[str, Any]] = {}
+    for row in chain:
+        if row["kind"] == PICTURE_KIND and first <= row["seq"] <= last:
+            try:
+                fields = json.loads(row["body"])
+            except ValueError as error:
+                raise JournalError(f"{path}: chain row {row['seq']} is not JSON") from error
+            if fields.get("round_id") == round_id:
+                rows[row["seq"]] = fields
+    try:
+        named = {int(entry["row"]): entry for entry in listed}
+    except (KeyError, TypeError, ValueError) as error:
+        raise JournalError(f"{path}: the manifest's pictures are malformed ({error})") from error
+    if set(named) != set(rows):
+        left_out = sorted(set(rows) - set(named))
+        raise JournalError(
+            f"{path}: the manifest lists not the round's pictures: rows "
+            f"{left_out or sorted(set(named) - set(rows))} differ from the signed chain's"
+        )
+    with zipfile.ZipFile(path) as bundle:
+        for seq, fields in sorted(rows.items()):
+            digest = str(fields.get("sha256"))
+            entry = named[seq]
+            if entry.get("sha256") != digest:
+                raise JournalError(f"{path}: the picture of row {seq} is not the one its row names")
+            member = entry.get("member")
+            if member is None:
+                if entry.get("status") != "pruned":
+                    raise JournalError(f"{path}: the picture of row {seq} ({digest}) is missing")
+                continue
+            if member != f"{PICTURES_FOLDER}{digest}.jpg":
+                raise JournalError(f"{path}: the picture of row {seq} is under another name")
+            try:
+                info = bundle.getinfo(member)
+            except KeyError:
+                raise JournalError(f"{path}: no {member} in the bundle") from None
+            if info.file_size > MAX_MEMBER_BYTES:
+                raise JournalError(f"{path}: {member} is larger than a bundle's member may be")
+            if hashlib.sha256(bundle.read(member)).hexdigest() != digest:
+                raise JournalError(
+                    f"{path}: the picture {member} of row {seq} was tampered with: its bytes no "
+                    f"longer hash to {digest}"
+                )
 
 
 def _check_chain(

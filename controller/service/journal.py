@@ -80,10 +80,26 @@ _CONFIG_META_KEY: Final = "table_config"
 # is what an old row meant: encoding 3's ``ControllerStarted.gaps_visible``, which machine
 # revisions before 4 do not read): (old, new) pairs.
 # Encoding 4 only adds a salt to the rows that can hold a card, which replay never reads.
-# Encoding 6 only adds the checkpoint, which no older row is.
+# Encoding 7 only adds the checkpoint, which no older row is.
 _ENCODING_UPGRADES: Final = frozenset(
-    {(1, 2), (1, 3), (2, 3), (1, 4), (2, 4), (3, 4), (1, 5), (2, 5), (3, 5), (4, 5)}
-    | {(old, 6) for old in range(1, 6)}
+    {
+        (1, 2),
+        (1, 3),
+        (2, 3),
+        (1, 4),
+        (2, 4),
+        (3, 4),
+        (1, 5),
+        (2, 5),
+        (3, 5),
+        (4, 5),
+        (1, 6),
+        (2, 6),
+        (3, 6),
+        (4, 6),
+        (5, 6),
+    }
+    | {(old, 7) for old in range(1, 7)}
 )
 CHECKPOINT_KIND: Final = "Checkpoint"
 # The seq of the last checkpoint row, kept beside the chain so that a start finds it without
@@ -661,6 +677,21 @@ class Journal:
                 "SELECT seq, kind, body, prev_hash, hash FROM events "
                 f"WHERE seq > ? AND seq <= ? AND kind IN ({marks}) ORDER BY seq LIMIT ?",
                 (after, through, *wanted, limit),
+            ).fetchall()
+        except sqlite3.Error as error:
+            raise JournalError(f"cannot read the journal {self.path}: {error}") from error
+        return [JournalEntry(*row, encoding=self.event_encoding) for row in rows]
+
+    def entries_with(self, kind: str, key: str, value: int) -> list[JournalEntry]:
+        """The rows of ``kind`` whose body's ``key`` is ``value``, in order, as stored:
+        found by SQLite (a round's pictures among a long journal's)."""
+        if not key.isidentifier():
+            raise ValueError(f"not a field name: {key!r}")
+        try:
+            rows = self._db.execute(
+                "SELECT seq, kind, body, prev_hash, hash FROM events "
+                "WHERE kind = ? AND json_extract(body, ?) = ? ORDER BY seq",
+                (kind, f"$.{key}", value),
             ).fetchall()
         except sqlite3.Error as error:
             raise JournalError(f"cannot read the journal {self.path}: {error}") from error

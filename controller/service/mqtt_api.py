@@ -274,6 +274,12 @@ def _check_values(command: str, args: dict[str, Any], transaction: str) -> None:
         raise bad(f"limit must be 1 to {EVENTS_PAGE_MAX}")
     if command == "audit" and "limit" in args and not 1 <= args["limit"] <= AUDIT_PAGE_MAX:
         raise bad(f"limit must be 1 to {AUDIT_PAGE_MAX}")
+    if command == "pictures" and (
+        args["round_id"] < 1 or args.get("row", 0) < 0 or args.get("offset", 0) < 0
+    ):
+        raise bad("round_id must be 1 or more, row and offset 0 or more")
+    if command == "pictures" and args.get("view", "live") != "live":
+        raise bad('view must be "live" (or absent: the journaled pictures)')
     if command == "open_round" and args.get("boxes", 0) > 7:
         raise bad("boxes must be 0 (the table's default) to 7")
     if command == "resume" and args.get("resolution", "") not in RESOLUTIONS:

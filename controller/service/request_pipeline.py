@@ -43,6 +43,7 @@ from controller.service.mqtt_api import (
 )
 from controller.service.mqtt_link import MqttLink, Route, Topics
 from controller.service.outbox import Outbox
+from controller.service.pictures import PictureReader, picture_store
 from controller.service.publishing import Publications, command_key, decision_key
 from controller.service.read_lanes import ReadLanes
 from controller.service.request_limits import CommandLimits, ReadLimits
@@ -84,9 +85,10 @@ class RequestPipeline:
         @property
         def runtime(self) -> Any: ...
 
-    def _open_requests(self, epoch: int) -> None:
+    def _open_requests(self, epoch: int, camera: bool = False) -> None:
         """The routes of the commands on their way, the accounts' budgets and the readers
-        (not started: :meth:`TableDaemon.run` starts them)."""
+        (not started: :meth:`TableDaemon.run` starts them). ``camera``: a camera source is
+        handed in (the demo's), which the configuration does not name."""
         self._routes: dict[str, Route] = {}
         self.limits = CommandLimits()
         self.read_limits = ReadLimits()
@@ -99,6 +101,12 @@ class RequestPipeline:
             self._respond_read,
         )
         self.pages: ReadLanes[Route] = ReadLanes(self._serve_page, "events-reader")
+        self.pictures = PictureReader(
+            self.config.table.journal_path,
+            picture_store(self.config, camera),
+            lambda route: self.link.answer_room(route),
+            self._respond_read,
+        )
         self._reads_stopping = threading.Event()
 
     def _route(self, topic: str, properties: Any) -> Route | None:
@@ -144,7 +152,7 @@ class RequestPipeline:
                 ),
             )
             return
-        if request.command in ("events", "audit"):
+        if request.command in ("events", "audit", "pictures"):
             self._read(request, route)  # type: ignore[arg-type]
             return
         limited = self._over_budget(request)
@@ -184,6 +192,8 @@ class RequestPipeline:
         if request.command == "audit":
             # The audit's own reader (controller.service.audit): a long journal's search.
             queued = self.audits.submit(request, route)
+        elif request.command == "pictures":
+            queued = self.pictures.submit(request, route)
         else:
             queued = self.pages.submit(request, route)
         if not queued:

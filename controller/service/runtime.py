@@ -77,6 +77,10 @@ class TableRuntime:
         self.events: queue.Queue[object] = queue.Queue()
         self._timers: list[tuple[float, int]] = []
         self.events_handled = 0
+        self.follow: Callable[[EffectBatch], list[object]] | None = None
+        """What a carried-out batch makes the table journal at once, right after its row
+        (the camera's pictures of the cards it dealt, :mod:`controller.service.pictures`):
+        the next event waits for these, so each row stands beside the one it is about."""
         self.failure: JournalError | None = None
         """Why the table stopped taking input: its journal or outbox could not be written.
         Set once; from then on :meth:`handle` takes nothing."""
@@ -138,6 +142,14 @@ class TableRuntime:
             # The event ended a shoe: the table's state follows it into the journal, so
             # that the next start replays from here.
             self.take(checkpoint)
+        if self.follow is not None and batch.journal_seq is not None and self.failure is None:
+            try:
+                following = self.follow(batch)
+            except Exception:  # the record of a picture must never cost the table its card
+                logger.exception("what follows row %d could not be made", batch.journal_seq)
+                following = []
+            for each in following:
+                self.take(each)
         return batch
 
     def _carry_out(self, batch: EffectBatch) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from controller.kernel.vocabulary import DEALER_ACTIONS
 from controller.table.events import (
     DealerSignedIn,
     DealerSignedOut,
@@ -62,12 +63,17 @@ class PublishEvent(Effect):
 
 @dataclass(frozen=True, slots=True)
 class TellDealer(Effect):
-    """A line for the dealer's display: ``action`` is machine-readable, ``message`` plain."""
+    """A line for the dealer's display: ``action`` (one of :data:`DEALER_ACTIONS`) is
+    machine-readable, ``message`` plain."""
 
     action: str
     message: str
     position: str | None = None
     count: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.action not in DEALER_ACTIONS:
+            raise ValueError(f"no dealer's action {self.action!r}")
 
 
 @dataclass(frozen=True, slots=True)

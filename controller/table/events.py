@@ -39,6 +39,7 @@ __all__ = [
     "CameraRead",
     "CardDrawn",
     "CardMisread",
+    "CardPictured",
     "CardsLost",
     "Checkpoint",
     "ControllerStarted",
@@ -359,8 +360,33 @@ class SettingsChanged:
 
 
 @dataclass(frozen=True, slots=True)
+class CardPictured:
+    """The camera's picture of a card as the table took it, or of the whole table as a
+    round ended (event encoding 6), stored beside the journal under its SHA-256.
+
+    Journaled right after the row it pictures (``card_row``: the card's row, or the row
+    that settled or voided the round), so the chain covers the picture's digest; the
+    picture itself is a file (:mod:`controller.service.pictures`) that retention may prune
+    while its digest stays here. ``view`` is ``card`` (the region of the card's slot,
+    ``slot``, in hand ``position``), ``settled`` or ``voided`` (the whole frame).
+    ``face_down``: the card was dealt face down, so its picture is served only once its
+    round is settled. News for the record: the table's state does not change."""
+
+    round_id: int | None
+    card_row: int
+    view: str
+    position: str | None
+    slot: str | None
+    face_down: bool
+    sha256: str
+    size: int
+    media_type: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
 class Checkpoint:
-    """The table's whole state, journaled at a shoe's end (event encoding 6), so that a
+    """The table's whole state, journaled at a shoe's end (event encoding 7), so that a
     start replays only the rows after the last one (see
     :mod:`controller.service.journaled_table`). Not an input of the state machine: the
     journaled table writes it and reads it back; a full replay checks that it matches.
@@ -387,6 +413,7 @@ TableEvent = (
     | DealerSignedIn
     | DealerSignedOut
     | SettingsChanged
+    | CardPictured
     | Checkpoint
 )
 
@@ -446,9 +473,28 @@ _V5: Final[dict[str, tuple[type, tuple[str, ...]]]] = {
     "DealerSignedOut": (DealerSignedOut, ("command_id", "by", "role", "at")),
     "ControllerStopping": (ControllerStopping, ("at",)),
 }
-# Version 6: the table's state at a shoe's end, so that a start replays only what follows.
+# Version 6: the camera's pictures of the cards dealt and of the table as a round ends.
 _V6: Final[dict[str, tuple[type, tuple[str, ...]]]] = {
     **_V5,
+    "CardPictured": (
+        CardPictured,
+        (
+            "round_id",
+            "card_row",
+            "view",
+            "position",
+            "slot",
+            "face_down",
+            "sha256",
+            "size",
+            "media_type",
+            "at",
+        ),
+    ),
+}
+# Version 7: the table's state at a shoe's end, so that a start replays only what follows.
+_V7: Final[dict[str, tuple[type, tuple[str, ...]]]] = {
+    **_V6,
     "Checkpoint": (Checkpoint, ("state", "published", "at")),
 }
 ENCODINGS: Final[dict[int, dict[str, tuple[type, tuple[str, ...]]]]] = {
@@ -458,6 +504,7 @@ ENCODINGS: Final[dict[int, dict[str, tuple[type, tuple[str, ...]]]]] = {
     4: _V4,
     5: _V5,
     6: _V6,
+    7: _V7,
 }
 EVENT_ENCODING: Final = max(ENCODINGS)
 """The encoding version new journal rows are written with."""
@@ -469,8 +516,12 @@ SALTED_KINDS: Final[dict[int, frozenset[str]]] = {
     3: frozenset(),
     4: frozenset({"CardDrawn", "CameraRead", "SupervisorCommanded"}),
     5: frozenset({"CardDrawn", "CameraRead", "SupervisorCommanded"}),
+    # A picture's digest opens to nobody, but its row says where a face-down card lies.
+    6: frozenset({"CardDrawn", "CameraRead", "SupervisorCommanded", "CardPictured"}),
     # A checkpoint's state may hold cards entered by hand that the shoe never announced.
-    6: frozenset({"CardDrawn", "CameraRead", "SupervisorCommanded", "Checkpoint"}),
+    7: frozenset(
+        {"CardDrawn", "CameraRead", "SupervisorCommanded", "CardPictured", "Checkpoint"}
+    ),
 }
 """Per encoding, the kinds whose rows carry a :data:`SALT_FIELD` beside the event's fields.
 
@@ -487,8 +538,8 @@ reveals, salt included, so that anyone can check them against the heads publishe
 were dealt. The salt is not an event field: replay never sees it."""
 SALT_BYTES: Final = 16
 
-_KIND_OF: Final[dict[type, str]] = {cls: kind for kind, (cls, _) in _V6.items()}
-EVENT_KINDS: Final[dict[str, type]] = {kind: cls for kind, (cls, _) in _V6.items()}
+_KIND_OF: Final[dict[type, str]] = {cls: kind for kind, (cls, _) in _V7.items()}
+EVENT_KINDS: Final[dict[str, type]] = {kind: cls for kind, (cls, _) in _V7.items()}
 """Every kind of input the table takes and journals (``CardDrawn``...), with its class.
 Not the API's event types (:data:`controller.service.wire.EVENT_TYPES`, ``card_dealt``...):
 those are what the table publishes, these what it is fed."""

@@ -19,6 +19,7 @@ from controller.table.effects import (
 from controller.table.events import (
     CameraOffline,
     CameraOnline,
+    CardPictured,
     CutCardDrawn,
     ShoeFaultCleared,
     ShoeLockChanged,
@@ -60,6 +61,12 @@ def on_stale_timer(ctx: Context, state: TableState, event: TimerExpired) -> list
 
 def on_shoe_fault_cleared(ctx: Context, state: TableState, event: ShoeFaultCleared) -> list[Effect]:
     return [PublishEvent("shoe_fault_cleared", {"code": event.code})]
+
+
+def on_picture(ctx: Context, state: TableState, event: CardPictured) -> list[Effect]:
+    # A picture's record is evidence, not input: nothing to publish, nothing changes (the
+    # console reads the pictures with the ``pictures`` request).
+    return []
 
 
 def on_camera_status(

@@ -20,7 +20,11 @@ from typing import Any, Final
 from controller.games.base import LiveRound
 from controller.games.shuffle_check import ShuffleCheck
 from controller.kernel.cards import Card, ShoeCount
-from controller.kernel.vocabulary import RESOLUTIONS  # noqa: F401 (the machine takes it from here)
+from controller.kernel.vocabulary import (  # noqa: F401 (the machine takes them from here)
+    HOLE_UNREAD,
+    NEEDS,
+    RESOLUTIONS,
+)
 from controller.table.config import OperationalSettings, TableConfig
 
 
@@ -48,8 +52,6 @@ ACTIVE_PHASES: Final = ROUND_PHASES | BURN_PHASES
 AFTER_ROUND: Final = (Phase.SHOE_READY, Phase.AWAITING_SHUFFLE)
 ONWARDS: Final = (Phase.DEALING, Phase.DECIDING, Phase.READING, *AFTER_ROUND)
 
-# What a pause's ``unread`` says when the misread card is the dealer's hole card.
-HOLE_UNREAD: Final = "the dealer's hole card"
 
 
 class PauseReason(enum.Enum):
@@ -180,28 +182,30 @@ class Pause:
     shoe_empty: bool = False
 
     def needs(self, dismissible: bool = False) -> list[str]:
-        """What must be resolved before the table may resume, in a supervisor's words.
-        ``dismissible``: an unread card other than the hole card may also be dismissed as
-        no card at all (machine revision 5: ``dismiss_unread``)."""
-        needs = []
+        """What must be resolved before the table may resume, in a supervisor's words
+        (:data:`NEEDS`, in that order). ``dismissible``: an unread card other than the hole
+        card may also be dismissed as no card at all (machine revision 5:
+        ``dismiss_unread``)."""
+        return [NEEDS[code].format(**values) for code, values in self.need_codes(dismissible)]
+
+    def need_codes(self, dismissible: bool = False) -> list[tuple[str, dict[str, object]]]:
+        """:meth:`needs` as codes of :data:`NEEDS` and the values their words take."""
+        needs: list[tuple[str, dict[str, object]]] = []
         if self.shoe_empty:
-            needs.append("cancel the round: the shoe has no card left for it")
+            needs.append(("shoe_empty", {}))
         if self.offline_gap:
-            while_ = (
-                "the table was down" if self.reason is PauseReason.RECOVERED else "it was offline"
-            )
-            needs.append(
-                f"confirm no card left the shoe while {while_} (no_cards_drawn), or "
-                "enter_card each card that did"
-            )
-        if self.unread is not None:
-            need = f"enter_card for the unread card at {self.unread}"
-            if dismissible and self.unread != HOLE_UNREAD:
-                need += ", or no_cards_drawn if no card left the shoe (none on the felt)"
-            needs.append(need)
+            recovered = self.reason is PauseReason.RECOVERED
+            needs.append(("recovered_gap" if recovered else "offline_gap", {}))
+        if self.unread == HOLE_UNREAD:
+            needs.append(("unread_hole", {}))
+        elif self.unread is not None:
+            code = "unread_dismissible" if dismissible else "unread"
+            needs.append((code, {"position": self.unread}))
         if self.held:
-            needs.append(f"accept or burn the {len(self.held)} card(s) drawn out of turn")
+            needs.append(("held", {"count": len(self.held)}))
         return needs
+
+
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ from controller.table.events import (
     CameraRead,
     CardDrawn,
     CardMisread,
+    CardPictured,
     CardsLost,
     ControllerStarted,
     ControllerStopping,
@@ -115,6 +116,8 @@ def _in_every_phase(phase: Phase) -> dict[str, Transition]:
         # A fault's end is news, not a resolution: a pause it caused still needs a supervisor.
         "shoe_fault_cleared": _t(news.on_shoe_fault_cleared, phase),
         "camera_status": _t(news.on_camera_status, phase),
+        # The record of a picture taken (event encoding 6): the table's state is unchanged.
+        "picture": _t(news.on_picture, phase),
         "settings": _t(commands.on_settings, phase),
         "timer.stale": _t(news.on_stale_timer, phase),
         "command.pause": _t(commands.on_pause_command, P.PAUSED),
@@ -300,6 +303,7 @@ _SIMPLE_KINDS: Final[dict[type, str]] = {
     ControllerStopping: "stopping",
     DealerSignedIn: "dealer_sign_in",
     DealerSignedOut: "dealer_sign_out",
+    CardPictured: "picture",
 }
 
 

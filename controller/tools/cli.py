@@ -55,6 +55,7 @@ GROUP_MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
         (
             "controller.tools.bench_rules",
             "controller.tools.bench_shuffle",
+            "controller.tools.bench_pictures",
             "simulators.shoe.bench",
             "vision.bench",
             "controller.tools.bench_table",

@@ -78,6 +78,8 @@ NOT_OFFERED: Final = {
     "open_round": "the platform opens the rounds (the console offers it for a table whose "
     "platform is away)",
     "decide": "the platform's answer to a player's decision request",
+    "pictures": "pictures are images: the console's round history shows them, and "
+    "journal export --bundle carries them",
 }
 # The actions that are ctl's own, in its own words: status shows the retained state and
 # availability (it sends nothing), watch and history follow the table's events.

@@ -202,6 +202,9 @@ def describe_input(kind: str, fields: Mapping[str, Any]) -> str:
         return f"CardsLost {len(fields.get('sequences') or ())}"
     if kind == "ShoeFault":
         return f"ShoeFault {fields.get('code')}"
+    if kind == "CardPictured":
+        where = fields.get("slot") or f"the table, round {fields.get('view')}"
+        return f"CardPictured {where} of row {fields.get('card_row')} ({fields.get('size')} bytes)"
     return kind
 
 

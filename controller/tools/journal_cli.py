@@ -48,6 +48,7 @@ from controller.tools.event_text import (
 
 if TYPE_CHECKING:
     from controller.service.journal import Journal
+    from controller.service.pictures import PictureCheck
     from controller.service.signing import SignatureReport
 
 EXAMPLE_JOURNAL = "/var/lib/livetable/t1.journal"
@@ -122,6 +123,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="a head stored earlier (SEQ:HASH, or the state's journal object as JSON): fail "
         "unless the journal reaches row SEQ and its hash is HASH",
     )
+    verify.add_argument(
+        "--pictures",
+        type=Path,
+        metavar="DIR",
+        help="where the camera's pictures of the cards are (default: JOURNAL.pictures beside "
+        "it, or [evidence] directory): each one is checked against its row's SHA-256",
+    )
     verify.add_argument("--json", action="store_true", help=JSON_HELP)
     verify.set_defaults(func=run_verify, usage_error=verify.error)
 
@@ -169,8 +177,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--bundle",
         type=Path,
         metavar="FILE.zip",
-        help="write the round's evidence bundle instead (its events, the chain to the next "
-        "signed head, the signature and the public key; needs --public-key)",
+        help="write the round's evidence bundle instead (its events, its pictures, the chain "
+        "to the next signed head, the signature and the public key; needs --public-key)",
+    )
+    export.add_argument(
+        "--pictures",
+        type=Path,
+        metavar="DIR",
+        help="where the camera's pictures are, for --bundle (default: JOURNAL.pictures)",
     )
     _public_key_argument(export)
     export.set_defaults(func=run_export, usage_error=export.error)
@@ -259,6 +273,7 @@ def run_verify(args: argparse.Namespace) -> int:
         signed = check_journal(journal, keys) if keys else None
         heads = journal.signed_heads()
         unsigned_settlements = _settled_after(journal, signed)
+        pictures = _check_pictures(journal, args)
     if signed is not None and signed.last is None:
         raise JournalError(
             f"{args.journal} holds no signed head: rows 1..{rows} are unsigned (a table "
@@ -277,12 +292,16 @@ def run_verify(args: argparse.Namespace) -> int:
             document["expected_head"] = {"seq": expected_seq, "hash": expected_hash}
         if signed is not None:
             document["signed"] = {**signed.to_dict(), "settled_unsigned": unsigned_settlements}
+        if pictures is not None:
+            document["pictures"] = {"kept": pictures.kept, "pruned": pictures.pruned}
         print_json(document)
         return 0
     print(f"{args.journal}: {rows} rows, hash chain intact")
     if checkpoints:
         print(f"{checkpoints} checkpoint(s), each the state the rows before it give")
     print(f"head: row {seq}, hash {digest}")
+    if pictures is not None:
+        print(pictures.line())
     if args.expect_head is not None:
         expected_seq = args.expect_head[0]
         after = f"; {seq - expected_seq} row(s) after it" if seq > expected_seq else ""
@@ -314,6 +333,21 @@ def _check_checkpoints(journal: Journal) -> int:
         config = config_of(journal)
         replay(journal, config, config.operational())
     return count
+
+
+def _check_pictures(journal: Journal, args: argparse.Namespace) -> PictureCheck | None:
+    """The pictures the journal names, checked against their files; JournalError naming the
+    first tampered or missing one. None when the journal names no picture."""
+    from controller.service.pictures import check_pictures, picture_rows, pictures_dir
+
+    if not picture_rows(journal):
+        return None
+    folder = args.pictures or pictures_dir(args.journal)
+    check = check_pictures(journal, folder)
+    if check.problems:
+        more = f" (and {len(check.problems) - 1} more)" if len(check.problems) > 1 else ""
+        raise JournalError(f"{args.journal}: {check.problems[0]}{more}")
+    return check
 
 
 def _settled_after(journal: Journal, signed: SignatureReport | None) -> list[int]:
@@ -462,7 +496,7 @@ def _export_bundle(args: argparse.Namespace) -> int:
         # Only what verifies goes out: the chain, then every signature with the keys given.
         journal.verify()
         check_journal(journal, keys)
-        report = write_bundle(journal, args.round_id, args.bundle, pems)
+        report = write_bundle(journal, args.round_id, args.bundle, pems, args.pictures)
     print(f"{args.bundle}: {report.line()}")
     return 0
 

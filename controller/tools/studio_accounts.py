@@ -22,7 +22,7 @@ a nats-server ``authorization { users = [...] }`` block; both grant what the sec
 grants): an account publishes requests only under its own role and name, a table's topics are
 published by the table's account only, an account reads its own responses only, supervisors
 and viewers read availability, state, events and dealer, the platform availability, state and
-events.
+events, a dealer station's account its table's availability, state and dealer.
 
 nats-server checks NATS subjects, not MQTT topics: a topic's levels become a subject's tokens
 (``/`` to ``.``, a ``.`` inside a level to ``//``), ``+`` becomes ``*``, and a trailing ``#``
@@ -53,6 +53,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from controller.client.studio_client import PROBE_TABLE
 from controller.kernel.api_commands import ROLES as API_ROLES
 from controller.kernel.api_commands import commands_of
 from controller.kernel.errors import ConfigurationError
@@ -62,6 +63,9 @@ ROLES = ("table", *API_ROLES)
 # A dealer station's account signs a dealer in and out at its table(s), and does nothing else:
 # exactly the commands the API lets the dealer role give.
 _DEALER_REQUESTS = commands_of("dealer")
+# What its screen reads of its table: never the events (the state and the dealer's line
+# say all a dealer is shown).
+_DEALER_READS = ("availability", "state", "dealer")
 DEFAULT_PREFIX = "livetable"
 # MQTT user names and table ids as docs/mqtt-api.md allows them: never '/', '+', '#', space.
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
@@ -252,6 +256,7 @@ def account_rules(studio: Studio, account: Account) -> list[Rule]:
         if account.role == "table":
             rules += [Rule("read", f"{base}/request/#"), Rule("write", f"{base}/#")]
         elif account.role == "dealer":
+            rules += [Rule("read", f"{base}/{topic}") for topic in _DEALER_READS]
             rules += [
                 Rule("write", f"{base}/request/dealer/{account.name}/{request}")
                 for request in _DEALER_REQUESTS
@@ -259,6 +264,10 @@ def account_rules(studio: Studio, account: Account) -> list[Rule]:
         else:
             rules += [Rule("read", f"{base}/{topic}") for topic in _PUBLIC_READS[account.role]]
             rules.append(Rule("write", f"{base}/request/{account.role}/{account.name}/#"))
+    if account.role == "dealer":
+        # The console's role probe (a request to a table no daemon reads): its dealer screen
+        # tells a dealer station's account by it.
+        rules.append(Rule("write", f"{prefix}/{PROBE_TABLE}/request/dealer/{account.name}/status"))
     return rules + response_rules(studio, account.name)
 
 

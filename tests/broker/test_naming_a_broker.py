@@ -15,7 +15,7 @@ import pytest
 from controller.mqtt.broker_name import BrokerName, parse_broker_name
 from controller.tools.ctl import ctl_broker
 from tests.daemon.test_security import TlsBroker, tls_broker  # noqa: F401 (a fixture)
-from tests.support.broker import free_port
+from tests.support.broker import closed_port
 
 LIVETABLE = [sys.executable, "-m", "controller.tools.cli"]
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -146,17 +146,12 @@ def _run(*argv: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _closed_port() -> int:
-    """A loopback port nothing listens on."""
-    return free_port()
-
-
 @pytest.mark.parametrize("form", ["mqtt://127.0.0.1:{port}", "127.0.0.1:{port}"])
 def test_ctl_says_the_broker_it_cannot_reach_in_every_form(tmp_path: Path, form: str) -> None:
-    port = _closed_port()
-    done = _run(
-        "ctl", "--table", "t1", "--broker", form.format(port=port), "status", tmp_path=tmp_path
-    )
+    with closed_port() as port:
+        done = _run(
+            "ctl", "--table", "t1", "--broker", form.format(port=port), "status", tmp_path=tmp_path
+        )
     assert done.returncode == 1, done.stderr
     lines = done.stderr.splitlines()
     assert len(lines) == 1, lines
@@ -185,12 +180,12 @@ def test_the_demo_says_the_broker_it_cannot_reach_in_every_form(tmp_path: Path, 
 
 
 def test_a_cluster_named_to_ctl_is_tried_node_by_node(tmp_path: Path) -> None:
-    first, second = _closed_port(), _closed_port()
-    done = _run(
-        *["ctl", "--table", "t1", "--broker", f"mqtt://127.0.0.1:{first},127.0.0.1:{second}"],
-        "status",
-        tmp_path=tmp_path,
-    )
+    with closed_port() as first, closed_port() as second:
+        done = _run(
+            *["ctl", "--table", "t1", "--broker", f"mqtt://127.0.0.1:{first},127.0.0.1:{second}"],
+            "status",
+            tmp_path=tmp_path,
+        )
     assert done.returncode == 1, done.stderr
     assert f"127.0.0.1:{first} cannot be reached" in done.stderr, done.stderr
     assert f"127.0.0.1:{second} cannot be reached" in done.stderr, done.stderr

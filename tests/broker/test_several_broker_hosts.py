@@ -16,7 +16,7 @@ from controller.kernel.errors import ConfigurationError
 from controller.mqtt.connection import parse_broker, watch_connection
 from controller.service.config import load_config
 from controller.tools.ctl import CtlError, ctl_broker
-from tests.support.broker import free_port
+from tests.support.broker import closed_port
 from tests.support.wait import wait_until
 
 TABLE = """
@@ -120,7 +120,11 @@ def test_a_watched_client_tries_every_broker_in_turn_and_names_each_once(
 ) -> None:
     # Three loopback ports nothing listens on: each attempt is refused, and the next goes
     # to the next port, round and round.
-    ports = [free_port() for _ in range(3)]
+    with closed_port() as first, closed_port() as second, closed_port() as third:
+        _rotation(caplog, [first, second, third])
+
+
+def _rotation(caplog: pytest.LogCaptureFixture, ports: list[int]) -> None:
     hosts = [("127.0.0.1", port) for port in ports]
     client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="rotation")
     client.reconnect_delay_set(0.05, 0.1)

@@ -461,7 +461,7 @@ def test_the_wall_shows_both_tables_and_a_pause_from_it_pauses_only_that_table(
         expect(tile).to_have_attribute("data-status", "running")
         expect(tile.locator(by_id("tile-status"))).to_have_text("RUNNING")
         expect(tile.locator(by_id("tile-game"))).to_contain_text(game)
-        expect(tile.locator(by_id("tile-phase"))).to_have_text("SHOE_READY")
+        expect(tile.locator(by_id("tile-phase"))).to_have_text("Between rounds")
         expect(tile.locator(by_id("tile-shoe"))).to_contain_text("shoe 1")
         expect(tile.locator(by_id("device-shoe"))).to_contain_text("shoe online")
         # The devices at a glance, in the tile's head: no camera is fitted in this studio.
@@ -610,7 +610,7 @@ def test_accept_and_burn_resolve_the_cards_drawn_out_of_turn(
     alice.tile("t1").locator(by_id("tile-recent")).locator("summary").click()
     shown = page.locator("body").inner_text()
     assert "card_out_of_turn" not in shown and '{"' not in shown, shown
-    expect(item.locator(by_id("queue-needs"))).to_contain_text("accept or burn the 1 card(s)")
+    expect(item.locator(by_id("queue-needs"))).to_contain_text("Accept or burn the 1 card(s)")
     assert choices(alice, "t1") == ["resolve-accept", "resolve-burn"]
     screens.shoot(page, "pause-queue-out-of-turn")
     # Accept is not what the table can do between rounds (no card is expected): it is shown
@@ -642,7 +642,7 @@ def test_accept_and_burn_resolve_the_cards_drawn_out_of_turn(
     emitted = hand.draw_wanted()
     # The pause is the held card's now: its reason says so.
     paused(studio, "t1", "card_out_of_turn", need="accept or burn the 1 card(s)")
-    expect(item.locator(by_id("queue-needs"))).to_contain_text("accept or burn")
+    expect(item.locator(by_id("queue-needs"))).to_contain_text("Accept or burn")
     assert choices(alice, "t1") == ["resolve-accept", "resolve-burn"]
     before = last_seq(studio, "t1")
     hand.go()
@@ -763,7 +763,7 @@ def test_enter_card_resolves_a_misread_with_the_card_typed_in_the_picker(
     assert emitted.event == "misread" and emitted.card is not None, emitted
     paused(studio, "t1", "misread", need="enter_card for the unread card")
     item = alice.queue_item("t1")
-    expect(item.locator(by_id("queue-needs"))).to_contain_text("enter_card for the unread card")
+    expect(item.locator(by_id("queue-needs"))).to_contain_text("Enter the unread card")
     assert choices(alice, "t1") == ["resolve-enter-card"]
 
     item.locator(by_id("resolve-enter-card")).click()
@@ -847,7 +847,7 @@ def test_an_outage_is_resolved_by_entering_the_card_drawn_then_no_cards_drawn(
     )
     assert state["pause"]["offline_gap"], state["pause"]
     item = alice.queue_item("t1")
-    expect(item.locator(by_id("queue-needs"))).to_contain_text("no_cards_drawn")
+    expect(item.locator(by_id("queue-needs"))).to_contain_text("no cards drawn")
     assert choices(alice, "t1") == ["resolve-no-cards-drawn", "resolve-enter-card"]
     screens.shoot(page, "pause-queue-outage")
 
@@ -921,7 +921,7 @@ def test_cancel_voids_the_round_after_its_confirmation_and_its_history_shows_it(
     [only] = [r for r in commands_by(studio.tables["t1"], "alice")]
     assert only["command"] == "cancel", only
     expect(alice.tile("t1").locator(by_id("answer"))).to_have_attribute("data-ok", "true")
-    expect(alice.tile("t1").locator(by_id("tile-phase"))).to_have_text("SHOE_READY")
+    expect(alice.tile("t1").locator(by_id("tile-phase"))).to_have_text("Between rounds")
 
     # The round's history, from round_opened to round_voided.
     console_has_round(alice, studio, "t1", round_id)
@@ -1198,35 +1198,73 @@ def test_five_wrong_sign_ins_each_wait_longer(
 ) -> None:
     visit = open_page(browser, f"{studio.url}/signin")
     page = visit.page
+    message = page.locator(by_id("signin-message"))
 
-    def attempt() -> tuple[int, str | None]:
-        page.goto(f"{studio.url}/signin")
-        page.fill(by_id("signin-username"), "alice")
+    @dataclass
+    class Attempt:
+        status: int
+        retry_after: str | None
+        sent_at: float
+        answered_at: float
+
+    def attempt(*, fresh: bool) -> Attempt:
+        # The page a refusal leaves has the form again, the name kept: sending it from there
+        # is the quickest next try (no page load between a failure and the check of its delay).
+        if fresh:
+            page.goto(f"{studio.url}/signin")
+            page.fill(by_id("signin-username"), "alice")
         page.fill(by_id("signin-password"), "not-alice's-password")
         with page.expect_response(
             lambda response: response.url.endswith("/signin") and response.request.method == "POST"
         ) as answered:
+            sent_at = time.monotonic()
             page.click(by_id("signin-submit"))
         response = answered.value
-        return response.status, response.headers.get("retry-after")
+        return Attempt(
+            response.status, response.headers.get("retry-after"), sent_at, time.monotonic()
+        )
 
+    def announced_delay() -> int:
+        # A failure names the delay it earns: unlike a later Retry-After, it does not shrink
+        # with the time the next try takes to arrive.
+        found = re.search(r"[Ww]ait (\d+) s", message.inner_text())
+        assert found, message.inner_text()
+        return int(found.group(1))
+
+    delays: list[int] = []
     waits: list[int] = []
-    for failure in range(1, 6):
-        # The next real attempt, once the last failure's delay has passed: refused.
-        status, _ = wait_until(
-            lambda: (found := attempt())[0] != 429 and found,
-            TIMEOUT_S + 2 ** (failure - 1),
-            f"attempt {failure} taken",
+    # The first real attempt: refused.
+    failure = attempt(fresh=True)
+    while True:
+        assert failure.status == 401, failure.status
+        delays.append(announced_delay())
+        # Each failure waits longer than the one before (and the first at least a second).
+        assert all(later > earlier for earlier, later in itertools.pairwise([0, *delays])), delays
+        # Right after a failure, the next attempt must wait.
+        refused = attempt(fresh=False)
+        if refused.status == 401 and delays[-1] < 4:
+            # A loaded machine took longer than a short delay to send it: taken, and so it is
+            # a new failure, unless it came back before that delay could have passed since
+            # the failure was counted (between that failure's request and its answer).
+            assert refused.answered_at - failure.sent_at >= delays[-1], (
+                f"an attempt {refused.answered_at - failure.sent_at:.2f} s after a failure "
+                f"was taken although the failure named a {delays[-1]} s wait"
+            )
+            failure = refused
+            continue
+        assert refused.status == 429 and refused.retry_after is not None, refused
+        waits.append(int(refused.retry_after))
+        assert 1 <= waits[-1] <= delays[-1], (waits, delays)
+        assert f"wait {refused.retry_after} s" in message.inner_text(), message.inner_text()
+        if len(delays) == 5:
+            break
+        # The next real attempt, once the failure's delay has passed: taken, and refused.
+        failure = wait_until(
+            lambda: (found := attempt(fresh=True)).status != 429 and found,
+            TIMEOUT_S + delays[-1],
+            f"attempt {len(delays) + 1} taken",
             interval_s=0.2,
         )
-        assert status == 401, status
-        # Right after a failure, the next attempt must wait, longer each time.
-        status, retry_after = attempt()
-        assert status == 429 and retry_after is not None, (status, retry_after)
-        waits.append(int(retry_after))
-        message = page.locator(by_id("signin-message"))
-        assert f"wait {retry_after} s" in message.inner_text(), message.inner_text()
-    assert all(later > earlier for earlier, later in itertools.pairwise(waits)), waits
     screens.shoot(page, "signin-throttled")
     assert studio.passwords["alice"] not in page.content()
     visit.check_clean()
@@ -1306,7 +1344,7 @@ def test_old_words_go_when_the_table_moves_on(
         client.close()
     assert answer["ok"], answer
     tile = alice.tile("t2")
-    expect(tile.locator(by_id("tile-phase"))).to_have_text("AWAITING_SHUFFLE")
+    expect(tile.locator(by_id("tile-phase"))).to_have_text("Awaiting a shuffle")
     badge = tile.locator(by_id("tile-status"))
     expect(badge).to_have_text("NO SHOE")
     expect(badge).not_to_have_class(re.compile("status-running"))

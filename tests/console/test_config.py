@@ -100,6 +100,13 @@ def test_listen_from_the_command_line_wins(tmp_path: Path) -> None:
         ("[wall]\naccount = 'wall'\n", "[wall] password_file is missing"),
         ("[wall]\naccount = 'wall'\npassword_file = 'missing'\n", "[wall] password_file"),
         ("[wall]\naccount = 'wall'\npassword = 'x'\n", "unknown keys in [wall]: password"),
+        ("[console]\npause_amber_s = 0\n", "[console] pause_amber_s must be a number"),
+        (
+            "[console]\npause_amber_s = 90\npause_red_s = 60\n",
+            "[console] pause_red_s (60) must be more than pause_amber_s (90)",
+        ),
+        ("[console]\npause_red_s = 60\n", "pause_red_s (60) must be more than pause_amber_s (60)"),
+        ('[console]\nlanguage = "fr"\n', "[console] language must be one of en, es, not 'fr'"),
         ("[console\n", "is not valid TOML"),
     ],
 )
@@ -241,3 +248,21 @@ def test_the_wall_account_reads_its_password_from_a_file(tmp_path: Path) -> None
     )
     assert "s3cret" not in repr(config), "the password stays in its file"
     assert load_console_config(write(tmp_path, "")).wall is None
+
+
+def test_a_pause_ages_amber_then_red_and_the_pages_may_speak_one_language(
+    tmp_path: Path,
+) -> None:
+    config = load_console_config(write(tmp_path, ""))
+    # The defaults: amber at a minute, red at two (the shipped Prometheus alert's 2 minutes).
+    assert (config.pause_amber_s, config.pause_red_s, config.language) == (60, 120, None)
+    text = '[console]\npause_amber_s = 30\npause_red_s = 90\nlanguage = "es"\n'
+    config = load_console_config(write(tmp_path, text))
+    assert (config.pause_amber_s, config.pause_red_s, config.language) == (30, 90, "es")
+
+
+def test_the_default_red_is_the_shipped_alerts_time() -> None:
+    alerts = (REPO_ROOT / "systemd" / "prometheus" / "livetable-alerts.yml").read_text()
+    rule = alerts[alerts.index("alert: LivetableTablePaused") :]
+    minutes = int(rule.split("for:", 1)[1].split()[0].rstrip("m"))
+    assert ConsoleConfig().pause_red_s == minutes * 60

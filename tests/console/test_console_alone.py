@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import trustme
 
-from tests.support.broker import free_port
+from tests.support.broker import closed_port, free_port
 from tests.support.console import ConsoleHttp
 from tests.support.daemon import REPO_ROOT
 from tests.support.wait import wait_until
@@ -105,11 +105,16 @@ def test_a_key_that_is_not_the_certificates_is_one_line(tmp_path: Path) -> None:
 
 
 def test_a_broker_that_cannot_be_reached_is_said_on_the_sign_in_page(tmp_path: Path) -> None:
+    with closed_port() as broker_port:
+        _broker_cannot_be_reached(tmp_path, broker_port)
+
+
+def _broker_cannot_be_reached(tmp_path: Path, broker_port: int) -> None:
     port = free_port()
     config = tmp_path / "console.toml"
     # Nothing listens on the broker's port.
     config.write_text(
-        f'[console]\nlisten = "127.0.0.1:{port}"\n[broker]\nport = {free_port()}\n',
+        f'[console]\nlisten = "127.0.0.1:{port}"\n[broker]\nport = {broker_port}\n',
         encoding="utf-8",
     )
     process = livetable_console(config, tmp_path / "console.log")

@@ -10,6 +10,7 @@ from controller.console.fleet import (
     FACES,
     RECENT_EVENTS,
     build_tile,
+    pause_needs,
     possible_faces,
     round_events,
     tile_status,
@@ -77,6 +78,7 @@ def test_a_tile_carries_the_state_as_it_came_and_the_last_events() -> None:
         "dealer": {"line": "wait"},
         "recent": events[-RECENT_EVENTS:],
         "paused_by": "alice",
+        "needs": [],
     }
     empty = build_tile(
         feed(state=None, last_message_at=None), link_up=True, now=NOW, stale_after_s=120
@@ -213,3 +215,39 @@ def test_a_hole_card_turned_over_in_the_round_in_play_counts_before_the_result()
     # A round of another shoe's state adds nothing to this one.
     other = {**playing, "shoe": {"id": 2}}
     assert "7S" in possible_faces(events, 0, other)["possible"]
+
+
+def test_a_pause_needs_reach_the_page_as_codes_with_their_values() -> None:
+    """Every need the table can publish comes back as its code (the pages' catalogues have
+    words for each): the words made by the table's own Pause, read back by the console."""
+    from controller.kernel.cards import parse_card
+    from controller.kernel.vocabulary import NEEDS
+    from controller.table.state import HOLE_UNREAD, Pause, PauseReason, Phase
+
+    card = parse_card("KH")
+    pauses = [
+        (Pause(PauseReason.SHOE_EMPTY, "", Phase.DEALING, shoe_empty=True), False),
+        (Pause(PauseReason.SHOE_OFFLINE, "", Phase.DEALING, offline_gap=True), False),
+        (Pause(PauseReason.RECOVERED, "", Phase.DEALING, offline_gap=True), False),
+        (Pause(PauseReason.MISREAD, "", Phase.DEALING, unread="box2.hand1"), False),
+        (Pause(PauseReason.MISREAD, "", Phase.DEALING, unread="banker"), True),
+        (Pause(PauseReason.HOLE_CARD_MISREAD, "", Phase.DEALING, unread=HOLE_UNREAD), True),
+        (Pause(PauseReason.CARD_OUT_OF_TURN, "", Phase.SHOE_READY, held=(card, None)), False),
+    ]
+    seen = set()
+    for pause, dismissible in pauses:
+        read = pause_needs(pause.needs(dismissible))
+        assert [need["code"] for need in read] == [
+            code for code, _values in pause.need_codes(dismissible)
+        ]
+        seen.update(need["code"] for need in read)
+    assert seen == set(NEEDS)
+    assert pause_needs(["accept or burn the 2 card(s) drawn out of turn"]) == [
+        {"code": "held", "count": "2"}
+    ]
+    assert pause_needs(["enter_card for the unread card at box2.hand1"]) == [
+        {"code": "unread", "position": "box2.hand1"}
+    ]
+    # Words of another livetable: kept as they came, for the page to show in English.
+    assert pause_needs(["ask the pit boss", 7]) == [{"code": None, "words": "ask the pit boss"}]
+    assert pause_needs(None) == []

@@ -78,6 +78,19 @@ def test_a_session_ends_after_its_idle_time_and_each_request_starts_it_again() -
     assert store.get(None) is None and store.get("") is None and store.get("forged") is None
 
 
+def test_a_dealer_stations_session_is_a_kiosks_it_never_ends_for_being_idle() -> None:
+    clock = Clock()
+    store = SessionStore(900, clock)
+    kiosk = store.create("dealer-t1", "dealer")
+    person = store.create("alice", "supervisor")
+    clock.now += 7 * 24 * 3600
+    assert store.get(kiosk.id, touch=False) is kiosk
+    assert [s.id for s in store.expire()] == [person.id]
+    assert store.get(kiosk.id) is kiosk and len(store) == 1
+    store.end(kiosk.id)
+    assert store.get(kiosk.id) is None, "signed out, it ends"
+
+
 def test_sessions_have_their_own_random_ids_and_csrf_tokens() -> None:
     store = SessionStore(900, Clock())
     first, second = store.create("alice", "supervisor"), store.create("alice", "supervisor")

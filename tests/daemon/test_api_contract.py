@@ -124,6 +124,7 @@ VALID_TEXT: dict[str, dict[str, Any]] = {
     "cancel": {"reason": "dispute"},
     "end_shoe": {"reason": "end of shift"},
     "dealer_sign_in": {"staff_id": "D-1043"},
+    "pictures": {"round_id": 1, "view": "live"},
     "decide": {
         "round_id": 1,
         "request_seq": 1,

@@ -26,8 +26,9 @@ from hypothesis import strategies as st
 
 from controller.games.registry import GAME_IDS
 from controller.service.audit import audit_answer, audit_entry
-from controller.service.mqtt_api import COMMANDS, RequestError, parse_request
+from controller.service.mqtt_api import COMMANDS, Request, RequestError, parse_request
 from controller.service.outbox import Outbox
+from controller.service.pictures import PictureReader
 from controller.service.publishing import Publications, split_command_key
 from controller.service.wire import (
     API_VERSION,
@@ -172,6 +173,16 @@ class Wire:
             since = rows[-1][0]
         if role != "platform":
             self.audit(account, role)
+        self.pictures(account, role)
+
+    def pictures(self, account: str, role: str) -> None:
+        """A ``pictures`` request to this table without a camera, answered as the daemon
+        answers it (controller/service/pictures.py; a camera's answers are checked against
+        the document in tests/daemon/test_pictures_api.py)."""
+        transaction = self.request(role, account, "pictures", {"round_id": 1})
+        reader = PictureReader(Path("unused.journal"), None, lambda _r: 65536, print)
+        request = Request(role, account, "pictures", transaction, {"round_id": 1})
+        self.publish(f"{BASE}/response/{account}", reader.answer(request, 65536))
 
     def audit(self, account: str, role: str) -> None:
         """The audit requests that page, two at a time, through every command journaled,

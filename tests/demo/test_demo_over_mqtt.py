@@ -433,6 +433,29 @@ def test_demo_with_a_camera_reads_the_cards_the_shoe_misreads(
     ]
     assert [card for _source, card in by] == misread
     assert [source for source, _card in by].count("camera") >= 1, by
+    # A picture of every card dealt, its row right after the card's, and of the table as
+    # each round settled; none of the burn cards (drawn before the first round).
+    from controller.service.journal import Journal
+    from controller.service.pictures import check_pictures, picture_rows, pictures_dir
+
+    journal_path = demo.work / "demo" / "demo.journal"
+    with Journal(journal_path, read_only=True) as journal:
+        rows = {row.seq: row for row in journal.entries()}
+        pictures = picture_rows(journal)
+        check = check_pictures(journal, pictures_dir(journal_path))
+    cards = [p for p in pictures if p.fields["view"] == "card"]
+    dealt = [e for e in events if e["type"] == "card_dealt"]
+    assert len(cards) == len(dealt) and check.problems == () and check.kept == len(pictures)
+    assert [p.fields["position"] for p in cards] == [e["data"]["position"] for e in dealt]
+    for picture in pictures:
+        row = picture.fields["card_row"]
+        between = range(row + 1, picture.seq)
+        assert all(rows[seq].kind == "CardPictured" for seq in between), picture.seq
+    settled = [e for e in events if e["type"] == "round_settled"]
+    assert sum(p.fields["view"] == "settled" for p in pictures) == len(settled)
+    first_round = min(p.fields["card_row"] for p in cards)
+    burned = [seq for seq, row in rows.items() if row.kind == "CardDrawn" and seq < first_round]
+    assert burned and not any(p.fields["card_row"] in burned for p in pictures)
 
 
 def test_demo_with_a_camera_uses_the_cached_deck(tmp_path: Path, enrolled_deck: Path) -> None:

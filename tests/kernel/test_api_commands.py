@@ -18,7 +18,7 @@ from controller.kernel.api_commands import (
 
 
 def test_every_command_is_either_a_read_or_an_act() -> None:
-    assert {"status", "events", "audit"} == READ_COMMANDS
+    assert {"status", "events", "audit", "pictures"} == READ_COMMANDS
     assert set(COMMANDS) == READ_COMMANDS | ACTING_COMMANDS
     assert not READ_COMMANDS & ACTING_COMMANDS
 

@@ -8,7 +8,8 @@ shoes, the people around them, and ``livetable console`` serving them on a free 
   account's name (so one connection per account), with the accounts ``livetable-t1``,
   ``livetable-t2`` (the daemons), ``platform``, ``alice`` and ``bob`` (supervisors) and
   ``viewer`` (also the console's own, its ``[wall]`` account, when the studio is started
-  with ``wall=True``); :attr:`ConsoleStudio.passwords` has each one's password;
+  with ``wall=True``) and ``dealer-t1`` (table t1's dealer station: the dealer's
+  screen); :attr:`ConsoleStudio.passwords` has each one's password;
 - tables ``t1`` (baccarat) and ``t2`` (blackjack-classic): ``livetable run`` subprocesses,
   each shoe a :class:`~simulators.shoe.simulator.ShoeSimulator` on its own pty. Each starts
   with a shoe declared (a short-lived ``bob`` connection sends ``new_shoe``) and burned, and
@@ -100,6 +101,7 @@ ACCOUNTS: dict[str, str] = {
     "alice": "supervisor",
     "bob": "supervisor",
     "viewer": "viewer",
+    "dealer-t1": "dealer",
 }
 # The tables: id -> game.
 TABLES: dict[str, str] = {"t1": "baccarat", "t2": "blackjack-classic"}
@@ -230,8 +232,11 @@ class ConsoleStudio:
         undo_s: float | None = 1,
         protocol: str = "5",
         wall: bool = False,
+        console_settings: dict[str, Any] | None = None,
     ) -> None:
         self.workdir = workdir
+        # More [console] settings of console.toml (pause_amber_s, language ...), as TOML values.
+        self.console_settings = dict(console_settings or {})
         self.wall = wall
         self.idle_timeout_s = idle_timeout_s
         self.stale_after_s = stale_after_s
@@ -376,6 +381,9 @@ class ConsoleStudio:
             f"idle_timeout_s = {self.idle_timeout_s}\n"
             f"stale_after_s = {self.stale_after_s}\n"
             + ("" if self.undo_s is None else f"undo_s = {self.undo_s}\n")
+            + "".join(
+                f"{key} = {json.dumps(value)}\n" for key, value in self.console_settings.items()
+            )
             + "[broker]\n"
             f'host = "{self.broker.host}"\n'
             f"port = {self.broker.port}\n"
@@ -556,7 +564,7 @@ def start_console_studio(workdir: Path, **options: Any) -> ConsoleStudio:
     :data:`TABLES`), the console's ``idle_timeout_s``, ``stale_after_s`` and ``undo_s``
     (console.toml; default 900, 120 and 1; ``undo_s=None``: the console's default), its
     broker ``protocol`` ("5" or "3.1.1"), ``wall`` (give the console its own viewer
-    account, ``[wall]``)."""
+    account, ``[wall]``), ``console_settings`` (more ``[console]`` keys and their values)."""
     studio = ConsoleStudio(workdir, **options)
     try:
         return studio.start()

@@ -166,7 +166,7 @@ def test_an_old_journal_replays_whole_then_checkpoints_its_next_shoe(
     shutil.copy(journal_path, copy)
     with Journal(copy, read_only=True) as journal:
         config = dataclasses.replace(config_of(journal), journal_path=copy)
-        if encoding < 6:
+        if encoding < 7:
             # No checkpoint: a start replays it whole, to the very state of a full replay.
             assert journal.last_checkpoint() is None
             assert replayed(journal, config, True) == replayed(journal, config, False)

@@ -21,6 +21,7 @@ from controller.table.events import (
     CameraRead,
     CardDrawn,
     CardMisread,
+    CardPictured,
     CardsLost,
     Checkpoint,
     ControllerStarted,
@@ -71,6 +72,8 @@ ONE_OF_EACH = [
     DealerSignedIn("d1", "D-1043", "dealer7", "dealer", 10.5),
     DealerSignedOut("d2", "alice", "supervisor", 11.0),
     ControllerStopping(11.5),
+    CardPictured(4, 17, "card", "dealer", "dealer.card2", True, "ab" * 32, 521, "image/jpeg", 12.0),
+    CardPictured(4, 19, "settled", None, None, False, "cd" * 32, 80211, "image/jpeg", 12.5),
     Checkpoint(encode_state(TableState()), 0, 12.0),
 ]
 

@@ -36,6 +36,7 @@ FIXTURE_SETS: dict[int, tuple[Path, int]] = {
     4: (FIXTURES / "journals" / "v4", 5),
     5: (FIXTURES / "journals" / "v5", 6),
     6: (FIXTURES / "journals" / "v6", 6),
+    7: (FIXTURES / "journals" / "v7", 6),
 }
 OLD_JOURNALS = [
     pytest.param(encoding, path, revision, id=f"v{encoding}-{path.stem}")

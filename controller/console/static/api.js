@@ -1,6 +1,7 @@
 // The console's HTTP API (/api/...): the session, requests, the table's answers shown where the supervisor acted, and why a control is disabled.
 
 import { ANSWER_CAUSE_MS, ANSWER_SHOWN_MS, SIGNED_OUT_URL, app, byTestId, clock, h, seconds } from "./common.js";
+import { refusalWords, t } from "./i18n.js";
 import { render } from "./stream.js";
 
 // --- the HTTP API --------------------------------------------------------------------------
@@ -66,7 +67,9 @@ export async function act(table, slot, command, args, onDone) {
   const answer = await sendCommand(table, command, args);
   app.pending.delete(key);
   const words = answer.message || (answer.ok ? "done" : "refused");
-  const said = answer.ok ? `${table} ${command}: ${words}` : `${table} ${command} ${answer.code}: ${words}`;
+  // A refusal in the catalogue's words for its code (the table's own English, which may say
+  // more, where the catalogue has none).
+  const said = answer.ok ? `${table} ${command}: ${words}` : `${table} ${command}: ${refusalWords(answer.code, answer.message)}`;
   app.answers.set(key, { ok: answer.ok, text: `${clock(Date.now() / 1000)} ${said}`, at: Date.now() });
   if (onDone) onDone(answer);
   render();
@@ -193,8 +196,8 @@ export function actionButton(tile, command, label, testid, onClick) {
 export function showSession(session) {
   app.session = session;
   if (session.link) app.link = session.link;
-  byTestId("session-account").textContent = session.wall ? "signed out" : session.account;
-  byTestId("session-role").textContent = session.wall ? "watching" : session.role;
+  byTestId("session-account").textContent = session.wall ? t("console.signed_out") : session.account;
+  byTestId("session-role").textContent = session.wall ? t("console.watching") : t(`role.${session.role}`, null, session.role);
   document.body.dataset.role = session.role;
   document.body.dataset.wall = String(Boolean(session.wall));
   byTestId("banner-wall").hidden = !session.wall;

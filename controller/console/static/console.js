@@ -10,6 +10,8 @@ import { getJson, showSession, whyNotResolve } from "./api.js";
 import { audioContext, playBeep } from "./audio.js";
 import { app, byTestId, h, isSupervisor, parseCard } from "./common.js";
 import { setUpHistory, startHistoryPage } from "./history.js";
+import { chooseLanguage, languagePicker, loadLanguage, translatePage } from "./i18n.js";
+import { setUpNotifications } from "./notify.js";
 import { setUpPicker } from "./picker.js";
 import { choicesFor, isPaused, queueTiles, resolve, select, undo } from "./queue.js";
 import { connectStream, reloadTables, render, tick } from "./stream.js";
@@ -86,10 +88,14 @@ async function startWall() {
     app.session = await getJson("/api/session");
     app.games = await getJson("/api/games");
     app.commands = await getJson("/api/commands");
+    await loadLanguage(chooseLanguage(app.session.language));
   } catch (error) {
     document.body.dataset.error = String(error.message);
     return;
   }
+  translatePage();
+  languagePicker(byTestId("language"));
+  setUpNotifications(byTestId("notify-toggle"));
   setUpHeader();
   setUpPicker();
   setUpHistory();

@@ -2,6 +2,7 @@
 
 import { act } from "./api.js";
 import { app, byTestId, h } from "./common.js";
+import { t } from "./i18n.js";
 
 // --- dialogs ---------------------------------------------------------------------------------
 
@@ -28,7 +29,7 @@ export function confirmDialog({ title, lines, okLabel, reasonCaption, reasonRequ
     const onSubmit = (event) => {
       event.preventDefault();
       if (reasonRequired && !reason.value.trim()) {
-        error.textContent = "A reason is needed.";
+        error.textContent = t("dialog.reason_needed");
         error.hidden = false;
         reason.focus();
         return;
@@ -54,12 +55,12 @@ export function confirmDialog({ title, lines, okLabel, reasonCaption, reasonRequ
 
 export async function askPause(table) {
   const chosen = await confirmDialog({
-    title: `Pause table ${table}`,
-    lines: ["The table stops taking cards and decisions until a supervisor resumes it."],
-    okLabel: "Pause the table",
-    reasonCaption: "Reason (required, the journal keeps it)",
+    title: t("dialog.pause_title", { table }),
+    lines: [t("dialog.pause_text")],
+    okLabel: t("dialog.pause_ok"),
+    reasonCaption: t("dialog.reason_required"),
     reasonRequired: true,
-    reasonPlaceholder: "e.g. spilled drink",
+    reasonPlaceholder: t("dialog.pause_placeholder"),
   });
   if (chosen) act(table, "actions", "pause", { reason: chosen.reason });
 }
@@ -69,15 +70,15 @@ export async function askCancel(table) {
   const round = tile && tile.state && tile.state.round;
   if (!round) return;
   const chosen = await confirmDialog({
-    title: `Cancel round ${round.id} on table ${table}?`,
+    title: t("dialog.cancel_title", { round: round.id, table }),
     lines: [
-      `Round ${round.id} is void.`,
-      "Every bet in it is refunded.",
-      "The cards dealt in it are discarded.",
-      "This cannot be undone.",
+      t("dialog.cancel_void", { round: round.id }),
+      t("dialog.cancel_refunded"),
+      t("dialog.cancel_discarded"),
+      t("dialog.cannot_undo"),
     ],
-    okLabel: `Void round ${round.id}`,
-    reasonCaption: "Reason (optional)",
+    okLabel: t("dialog.cancel_ok", { round: round.id }),
+    reasonCaption: t("dialog.reason_optional"),
     reasonRequired: false,
   });
   // round_id: the table refuses if another round is in play by the time it gets this.
@@ -86,13 +87,13 @@ export async function askCancel(table) {
 
 export async function askEndShoe(table, shoeId) {
   const chosen = await confirmDialog({
-    title: `End shoe ${shoeId} on table ${table}?`,
+    title: t("dialog.end_shoe_title", { shoe: shoeId, table }),
     lines: [
-      `Shoe ${shoeId} is finished: no more rounds are dealt from it.`,
-      "The table then waits for a shuffle and a new shoe.",
+      t("dialog.end_shoe_finished", { shoe: shoeId }),
+      t("dialog.end_shoe_then"),
     ],
-    okLabel: `End shoe ${shoeId}`,
-    reasonCaption: "Reason (optional)",
+    okLabel: t("dialog.end_shoe_ok", { shoe: shoeId }),
+    reasonCaption: t("dialog.reason_optional"),
     reasonRequired: false,
   });
   if (chosen) act(table, "actions", "end_shoe", { reason: chosen.reason });
@@ -100,11 +101,11 @@ export async function askEndShoe(table, shoeId) {
 
 export async function askNewShoe(table, shoeId) {
   const lines = shoeId !== null && shoeId !== undefined
-    ? [`Shoe ${shoeId} ends now.`, "Declare a new shoe only once it is shuffled and in the shoe."]
-    : ["Declare a new shoe only once it is shuffled and in the shoe."];
-  lines.push("The dealer then reveals its first card and burns.");
+    ? [t("dialog.new_shoe_ends", { shoe: shoeId }), t("dialog.new_shoe_when")]
+    : [t("dialog.new_shoe_when")];
+  lines.push(t("dialog.new_shoe_then"));
   const chosen = await confirmDialog({
-    title: `Declare a new shoe on table ${table}?`, lines, okLabel: "Declare the new shoe", reasonCaption: null,
+    title: t("dialog.new_shoe_title", { table }), lines, okLabel: t("dialog.new_shoe_ok"), reasonCaption: null,
   });
   if (chosen) act(table, "actions", "new_shoe", {});
 }

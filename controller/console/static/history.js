@@ -59,8 +59,64 @@ export function settledSummary(result, game) {
   return h("span", null, parts.length ? parts : "settled");
 }
 
+// --- the camera's pictures beside the cards ------------------------------------------------------
+
+const PICTURE_WORDS = {
+  secret: "picture kept secret until the round settles",
+  pruned: "picture pruned (its digest stays in the journal)",
+  missing: "picture missing",
+  tampered: "picture TAMPERED: it no longer matches the journal",
+};
+
+/** One picture: its image (linked to the full size), or what became of it, in words. */
+export function pictureView(picture, label) {
+  if (picture.url) {
+    return h("a", { href: picture.url, target: "_blank", rel: "noopener", class: "picture", testid: "history-picture",
+      "data-view": picture.view, "data-row": String(picture.row) },
+    h("img", { src: picture.url, alt: label, title: `${label} (journal row ${picture.row}, sha256 ${picture.sha256})`,
+      class: picture.view === "card" ? "card-picture" : "table-picture" }));
+  }
+  return h("span", { class: `picture-status picture-${picture.status}`, testid: "history-picture-status",
+    "data-status": picture.status }, ` (${PICTURE_WORDS[picture.status] || picture.status})`);
+}
+
+/** Each card_dealt event's picture: the k-th card dealt to a hand is its k-th card picture. */
+export function picturesByEvent(events, pictures) {
+  const byPosition = new Map();
+  for (const picture of pictures.filter((each) => each.view === "card")) {
+    if (!byPosition.has(picture.position)) byPosition.set(picture.position, []);
+    byPosition.get(picture.position).push(picture);
+  }
+  const matched = new Map();
+  for (const event of events) {
+    if (event.type !== "card_dealt") continue;
+    const queue = byPosition.get((event.data || {}).position) || [];
+    if (queue.length) matched.set(event, queue.shift());
+  }
+  return matched;
+}
+
+function picturesSection(round, matched) {
+  const answer = round.pictures;
+  if (!answer) return null;
+  if (answer.unavailable) return h("p", { class: "hint", testid: "history-pictures" }, `Pictures: ${answer.unavailable}`);
+  if (!answer.camera) return h("p", { class: "hint", testid: "history-pictures" }, "This table has no camera: no pictures.");
+  const used = new Set(matched.values());
+  const rest = answer.pictures.filter((picture) => !used.has(picture));
+  return h("section", { class: "history-pictures", testid: "history-pictures" },
+    h("h3", null, "Pictures"),
+    rest.length ? rest.map((picture) => h("figure", null, pictureView(picture, pictureLabel(picture)),
+      h("figcaption", null, pictureLabel(picture)))) : h("p", { class: "hint" }, "No other picture."));
+}
+
+function pictureLabel(picture) {
+  if (picture.view === "card") return `the card at ${picture.slot || picture.position}`;
+  return `the table as the round was ${picture.view}`;
+}
+
 export function historyView(round) {
   const events = round.events || [];
+  const matched = picturesByEvent(events, (round.pictures && round.pictures.pictures) || []);
   const end = events.find((event) => event.type === "round_settled" || event.type === "round_voided");
   const outcome = !end ? "in play" : end.type === "round_voided" ? "VOID: every bet refunded" : "settled";
   // The round's dealer, as round_settled (or round_opened) names it (older tables name none).
@@ -76,14 +132,20 @@ export function historyView(round) {
     h("table", { class: "events", testid: "history-events" },
       h("thead", null, h("tr", null, h("th", null, "seq"), h("th", null, "time"), h("th", null, "event"), h("th", null, "details"))),
       h("tbody", null, events.map((event) => h("tr", { testid: "history-row", "data-type": event.type, "data-seq": String(event.seq) },
-        h("td", null, String(event.seq)), h("td", null, clock(event.at)), h("td", null, event.type), h("td", null, eventSummary(event, round.game)))))));
+        h("td", null, String(event.seq)), h("td", null, clock(event.at)), h("td", null, event.type),
+        h("td", null, eventSummary(event, round.game), matched.has(event) ? [" ", pictureView(matched.get(event), `the card at ${(event.data || {}).position}`)] : null))))),
+    picturesSection(round, matched));
 }
 
 export async function loadRound(table, roundId, into) {
   into.replaceChildren(h("p", null, "Loading\u2026"));
   try {
-    const round = await getJson(`/api/tables/${encodeURIComponent(table)}/rounds/${encodeURIComponent(roundId)}`);
-    into.replaceChildren(historyView(round));
+    const base = `/api/tables/${encodeURIComponent(table)}/rounds/${encodeURIComponent(roundId)}`;
+    // The pictures come with their own request: a table that cannot give them now still
+    // shows its round's events.
+    const [round, pictures] = await Promise.all([getJson(base),
+      getJson(`${base}/pictures`).catch((error) => ({ unavailable: error.message }))]);
+    into.replaceChildren(historyView({ ...round, pictures }));
   } catch (error) {
     into.replaceChildren(h("p", { class: "error", testid: "history-error" },
       `Round ${roundId} of ${table} could not be loaded: ${error.message} `,

@@ -44,6 +44,7 @@ export async function openPicker(table) {
   picker.possible = [];
   byTestId("card-picker-title").textContent = `Enter a card on table ${table}`;
   byTestId("card-picker-need").textContent = (tile.state.pause.needs || []).join("; ") || tile.state.pause.message;
+  showLivePicture(table, tile.state);
   byTestId("card-faces-note").textContent = "Loading the faces still possible in this shoe\u2026";
   faces.replaceChildren();
   input.value = "";
@@ -69,6 +70,33 @@ export async function openPicker(table) {
     pickerUpdate();
   } catch (error) {
     byTestId("card-faces-note").textContent = `The faces could not be loaded: ${error.message}`;
+  }
+}
+
+/** The camera's picture, now, of the slot whose card must be entered (a misread the camera
+ * could not read), beside the picker; nothing when the table has none to show. */
+export async function showLivePicture(table, state) {
+  const need = byTestId("card-picker-need");
+  let figure = byTestId("card-live");
+  if (!figure) {
+    figure = h("figure", { class: "live-picture", testid: "card-live" });
+    need.after(figure);
+  }
+  figure.hidden = true;
+  figure.replaceChildren();
+  // The table answers with a picture only while a card of the round in play waits at a
+  // camera slot; otherwise the figure stays hidden.
+  const roundId = state.round ? state.round.id : null;
+  if (!Number.isInteger(roundId)) return;
+  try {
+    const answer = await getJson(`/api/tables/${encodeURIComponent(table)}/rounds/${roundId}/live`);
+    if (!answer.picture || picker.table !== table) return;
+    figure.replaceChildren(
+      h("img", { src: answer.url, alt: "the camera's view of the card's slot, now", testid: "card-live-image" }),
+      h("figcaption", null, "The camera now, at the slot of the card to enter"));
+    figure.hidden = false;
+  } catch {
+    // No picture: the picker works without it.
   }
 }
 

@@ -2,6 +2,7 @@
 
 import { act, answerLine, whyNotResolve } from "./api.js";
 import { NOT_ANSWERING, RESOLVED_SHOWN_MS, STATUS_WORD, app, byTestId, clock, h, isSupervisor, pauseKey } from "./common.js";
+import { needsWords, pauseWords, t } from "./i18n.js";
 import { openPicker } from "./picker.js";
 import { patchKeyed, render } from "./stream.js";
 import { pausesInEffect } from "./wall.js";
@@ -18,19 +19,19 @@ export function choicesFor(pause) {
   };
   for (const need of needs) {
     if (need.includes("accept or burn")) {
-      add(["accept", "Accept", "a", "resolve-accept"]);
-      add(["burn", "Burn", "b", "resolve-burn"]);
+      add(["accept", t("queue.accept"), "a", "resolve-accept"]);
+      add(["burn", t("queue.burn"), "b", "resolve-burn"]);
     } else if (need.startsWith("enter_card for")) {
-      add(["enter_card", "Enter the card\u2026", "e", "resolve-enter-card"]);
+      add(["enter_card", t("queue.enter_card"), "e", "resolve-enter-card"]);
     } else if (need.includes("no_cards_drawn")) {
-      add(["no_cards_drawn", "No cards drawn", "n", "resolve-no-cards-drawn"]);
-      add(["enter_card", "Enter a card that was drawn\u2026", "e", "resolve-enter-card"]);
+      add(["no_cards_drawn", t("queue.no_cards_drawn"), "n", "resolve-no-cards-drawn"]);
+      add(["enter_card", t("queue.enter_drawn_card"), "e", "resolve-enter-card"]);
     }
   }
   if (needs.length === 0) {
-    add(["", "Resume", "r", "resolve-resume"]);
+    add(["", t("queue.resume"), "r", "resolve-resume"]);
     // A dealer_idle pause: the card on the felt that the round does not show may be entered.
-    if (pause.idle_gap) add(["enter_card", "Enter the card on the felt\u2026", "e", "resolve-enter-card"]);
+    if (pause.idle_gap) add(["enter_card", t("queue.enter_felt_card"), "e", "resolve-enter-card"]);
   }
   return choices;
 }
@@ -61,7 +62,7 @@ export function notAnswering(tile) {
 }
 
 export function notAnsweringWords(tile) {
-  return `Table ${tile.table} is not answering since ${clock(tile.last_message_at)}`;
+  return t("queue.not_answering", { table: tile.table, time: clock(tile.last_message_at) });
 }
 
 /** The pause queue: the paused tables and those that do not answer, oldest first. */
@@ -71,9 +72,10 @@ export function queueTiles() {
   return [...pausedTables(), ...down].sort((a, b) => since(a) - since(b) || a.table.localeCompare(b.table));
 }
 
-// What a one-key action is doing while its undo window runs ("Burning in 3 s").
+// What a one-key action is doing while its undo window runs ("Burning in 3 s"): its key in
+// the catalogue.
 export const UNDO_VERB = {
-  accept: "Accepting", burn: "Burning", no_cards_drawn: "Sending no cards drawn", "": "Resuming",
+  accept: "queue.undo_accept", burn: "queue.undo_burn", no_cards_drawn: "queue.undo_no_cards", "": "queue.undo_resume",
 };
 
 /** A resolution from the pause queue (a key or a click). Entering a card opens the picker
@@ -93,7 +95,7 @@ export function resolve(table, resolution) {
   }
   const ms = windowS * 1000;
   app.undo.set(table, {
-    resolution, verb: UNDO_VERB[resolution] || "Sending", until: Date.now() + ms,
+    resolution, verb: t(UNDO_VERB[resolution] || "queue.undo_send"), until: Date.now() + ms,
     key: pauseKey(table, tile.state.pause), timer: setTimeout(() => undoWindowEnded(table), ms),
   });
   render();
@@ -109,7 +111,7 @@ export function undoWindowEnded(table) {
   const pause = tile && tile.state && tile.state.phase === "PAUSED" ? tile.state.pause : null;
   if (!pause || pauseKey(table, pause) !== waiting.key) {
     app.answers.set(`${table}|queue`, {
-      ok: false, text: `${clock(Date.now() / 1000)} ${table}: not sent, the pause changed meanwhile`, at: Date.now(),
+      ok: false, text: `${clock(Date.now() / 1000)} ${t("queue.not_sent_changed", { table })}`, at: Date.now(),
     });
     render();
     return;
@@ -126,7 +128,7 @@ export function undo(table) {
   clearTimeout(waiting.timer);
   app.undo.delete(name);
   app.answers.set(`${name}|queue`, {
-    ok: false, text: `${clock(Date.now() / 1000)} ${name}: undone, nothing sent`, at: Date.now(), undone: true,
+    ok: false, text: `${clock(Date.now() / 1000)} ${t("queue.undone", { table: name })}`, at: Date.now(), undone: true,
   });
   render();
   return true;
@@ -138,7 +140,7 @@ export function undoLine(table) {
   return h("p", { class: "undo", testid: "undo", role: "status" },
     h("span", { testid: "undo-words", "data-undo-verb": waiting.verb, "data-undo-until": String(waiting.until) }, ""),
     " \u2014 ",
-    h("button", { type: "button", testid: "undo-button", onclick: () => undo(table) }, "Undo (Esc)"));
+    h("button", { type: "button", testid: "undo-button", onclick: () => undo(table) }, t("queue.undo_button")));
 }
 
 export function sendResolution(table, resolution) {
@@ -158,7 +160,7 @@ export function queueItem(tile, selected) {
     ? h("div", { class: "choices", testid: "queue-choices" }, choices.map(([resolution, label, key, testid]) => {
       const why = whyNotResolve(tile, resolution);
       return h("button", {
-        type: "button", testid, class: "primary", disabled: why !== null, title: why || `${label} (key ${key})`,
+        type: "button", testid, class: "primary", disabled: why !== null, title: why || t("queue.key_title", { label, key }),
         "data-resolution": resolution,
         onclick: why === null ? () => { select(tile.table); resolve(tile.table, resolution); } : null,
       }, label, " ", h("kbd", null, key));
@@ -167,22 +169,23 @@ export function queueItem(tile, selected) {
   return h("li", {
     class: `queue-item${selected ? " selected" : ""}`, testid: `queue-item-${tile.table}`,
     "data-table": tile.table, "data-state": "paused", "data-reason": pause.reason, "aria-current": selected ? "true" : null,
+    "data-pause-since": String(pause.since ?? ""),
     onclick: () => { if (app.selected !== tile.table || !app.selectedByHand) { select(tile.table); render(); } },
   },
   h("p", { class: "queue-title", testid: "queue-title" }, h("strong", null, tile.table), " ",
-    h("span", { class: "status-word status-paused" }, "PAUSED"), " ",
-    tile.status === "offline" ? h("span", { class: "status-word status-offline" }, " OFFLINE") : null),
-  h("p", { testid: "queue-message" }, pause.message),
-  h("p", { class: "meta", testid: "queue-meta" }, `since ${clock(pause.since)}`,
+    h("span", { class: "status-word status-paused" }, t("status.paused", null, "PAUSED")), " ",
+    tile.status === "offline" ? h("span", { class: "status-word status-offline" }, " ", t("status.offline")) : null),
+  h("p", { testid: "queue-message" }, pauseWords(pause)),
+  h("p", { class: "meta", testid: "queue-meta" }, t("tile.since_time", { time: clock(pause.since) }),
     h("span", { class: "ago", "data-ago": String(pause.since ?? "") }, ""),
-    ` by ${pause.by || tile.paused_by || "the table (an anomaly)"}`,
-    tile.state.round ? ` \u00b7 round ${tile.state.round.id}` : ""),
+    " ", t("tile.by"), " ", pause.by || tile.paused_by || t("tile.by_the_table"),
+    tile.state.round ? ` \u00b7 ${t("tile.round", { round: tile.state.round.id })}` : ""),
   pausesInEffect(tile.state),
-  pause.needs && pause.needs.length
-    ? h("ul", { class: "needs", testid: "queue-needs" }, pause.needs.map((need) => h("li", { testid: "queue-need" }, need)))
+  needsWords(tile).length
+    ? h("ul", { class: "needs", testid: "queue-needs" }, needsWords(tile).map((need) => h("li", { testid: "queue-need" }, need)))
     : h("p", { class: "needs none", testid: "queue-needs" }, heldBy(tile.state)
-      ? `nothing to resolve: a plain resume lifts the pause of ${heldBy(tile.state)}`
-      : "nothing to resolve: a plain resume will do"),
+      ? t("queue.nothing_held", { by: heldBy(tile.state) })
+      : t("queue.nothing")),
   buttons,
   isSupervisor() ? undoLine(tile.table) : null,
   isSupervisor() ? answerLine(tile.table, "queue") : null);
@@ -205,18 +208,17 @@ export function notAnsweringItem(tile, selected) {
     onclick: () => { if (app.selected !== tile.table || !app.selectedByHand) { select(tile.table); render(); } },
   },
   h("p", { class: "queue-title", testid: "queue-title" }, h("strong", null, tile.table), " ",
-    h("span", { class: `status-word status-${tile.status}` }, STATUS_WORD[tile.status])),
+    h("span", { class: `status-word status-${tile.status}` }, t(`status.${tile.status}`, null, STATUS_WORD[tile.status]))),
   h("p", { testid: "queue-message" }, notAnsweringWords(tile)),
   h("p", { class: "meta", testid: "queue-meta" },
-    tile.status === "offline"
-      ? "Its daemon is not connected to the broker: see to the table's PC."
-      : "Online, but silent in a round: see to the table.",
+    tile.status === "offline" ? t("queue.offline_meta") : t("queue.stale_meta"),
     h("span", { class: "ago", "data-ago": String(tile.last_message_at ?? "") }, "")));
 }
 
 export function resolvedItem(table, entry) {
   return h("li", { class: "queue-item resolved", testid: `queue-item-${table}`, "data-table": table, "data-state": "resolved" },
-    h("p", { class: "queue-title", testid: "queue-title" }, h("strong", null, table), " resumed (was: ", entry.pause.message || "paused", ")"),
+    h("p", { class: "queue-title", testid: "queue-title" }, h("strong", null, table), " ",
+      t("queue.resumed_was", { was: pauseWords(entry.pause) || t("status.paused") })),
     answerLine(table, "queue"));
 }
 

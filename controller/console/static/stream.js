@@ -1,8 +1,11 @@
 // Redrawing without disturbing a click (the DOM diffing), the live parts, and the event stream that brings each table's tile.
 
 import { currentAnswer, forgetAnswers, getJson, showSession } from "./api.js";
+import { markAges } from "./ageing.js";
+import { pauseWords, t } from "./i18n.js";
 import { announce, beep } from "./audio.js";
 import { RECONNECT_MS, SIGNED_OUT_URL, TITLE, app, byTestId, pauseKey, seconds, serverNow } from "./common.js";
+import { notifyPause } from "./notify.js";
 import { notAnswering, notAnsweringWords, renderQueue } from "./queue.js";
 import { heldOrder, orderHeld, renderTile, sortedTiles } from "./wall.js";
 
@@ -165,8 +168,10 @@ export function renderNow() {
   byTestId("banner-connection").hidden = app.streamUp;
   const paused = tiles.filter((tile) => tile.status === "paused").length;
   const down = tiles.filter(notAnswering).length;
-  const counts = [paused ? `${paused} paused` : "", down ? `${down} not answering` : ""].filter(Boolean);
-  const title = counts.length ? `(${counts.join(", ")}) ${TITLE}` : TITLE;
+  const counts = [paused ? t("console.count_paused", { n: paused }) : "",
+    down ? t("console.count_down", { n: down }) : ""].filter(Boolean);
+  const name = t("console.title", null, TITLE);
+  const title = counts.length ? `(${counts.join(", ")}) ${name}` : name;
   if (document.title !== title) document.title = title;
   document.body.dataset.stream = app.streamUp ? "up" : "down";
   document.body.dataset.link = app.link.up ? "up" : "down";
@@ -176,25 +181,26 @@ export function renderNow() {
 /** The live parts: countdowns, ages. */
 export function tick() {
   const now = serverNow();
+  markAges(now);
   // Written only where the words change: an unchanged text written again still costs the
   // page a layout, five times a second for every tile.
   const write = (element, text) => { if (element.textContent !== text) element.textContent = text; };
   for (const element of document.querySelectorAll("[data-deadline]")) {
     const left = Number(element.dataset.deadline) - now;
-    write(element, left > 0 ? ` ${seconds(left)} left` : " due now");
+    write(element, left > 0 ? ` ${t("tile.left", { time: seconds(left) })}` : ` ${t("tile.due_now")}`);
     element.classList.toggle("urgent", left < 3);
   }
   for (const element of document.querySelectorAll("[data-last]")) {
     const last = element.dataset.last;
-    write(element, last === "" ? "no message yet" : `last message ${seconds(Math.max(0, now - Number(last)))} ago`);
+    write(element, last === "" ? t("tile.no_message") : t("tile.last_message", { time: seconds(Math.max(0, now - Number(last))) }));
   }
   for (const element of document.querySelectorAll("[data-undo-until]")) {
     const left = Math.max(1, Math.ceil((Number(element.dataset.undoUntil) - Date.now()) / 1000));
-    write(element, `${element.dataset.undoVerb} in ${left} s`);
+    write(element, t("queue.undo_in", { verb: element.dataset.undoVerb, n: left }));
   }
   for (const element of document.querySelectorAll("[data-ago]")) {
     const since = element.dataset.ago;
-    write(element, since === "" ? "" : ` (${seconds(Math.max(0, now - Number(since)))} ago)`);
+    write(element, since === "" ? "" : ` (${t("tile.ago", { time: seconds(Math.max(0, now - Number(since))) })})`);
   }
 }
 
@@ -214,7 +220,8 @@ export function applyTile(tile, live) {
       app.seenPauses.add(key);
       if (live) {
         beep();
-        announce(`Table ${tile.table} paused: ${pause.message || pause.reason}`);
+        announce(t("console.announce_pause", { table: tile.table, words: pauseWords(pause) }));
+        notifyPause(tile.table, pause);
       }
     }
   }

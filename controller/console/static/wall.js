@@ -4,29 +4,31 @@ import { act, actionButton, answerLine } from "./api.js";
 import { NO_SHOE_WORD, STATUS_WORD, app, cards, clock, h, isSupervisor } from "./common.js";
 import { askCancel, askEndShoe, askNewShoe, askPause } from "./dialogs.js";
 import { eventSummary, openAudit, openHistory } from "./history.js";
+import { dealerLineWords, pauseWords, positionWords, t } from "./i18n.js";
 
 // --- a tile ----------------------------------------------------------------------------------
 
 export function shoeLine(state) {
   const shoe = state.shoe || {};
-  if (shoe.id === null || shoe.id === undefined) return "no shoe: awaiting a shuffle";
-  const parts = [`shoe ${shoe.id}`, `round ${shoe.round_number}`, `${shoe.cards_left} cards left`];
+  if (shoe.id === null || shoe.id === undefined) return t("tile.no_shoe");
+  const parts = [t("tile.shoe", { shoe: shoe.id }), t("tile.round", { round: shoe.round_number }),
+    t("tile.cards_left", { count: shoe.cards_left })];
   if (shoe.cut_card_seen) {
-    parts.push(shoe.final_round ? `cut card out: last round ${shoe.final_round}` : "cut card out");
+    parts.push(shoe.final_round ? t("tile.cut_card_last", { round: shoe.final_round }) : t("tile.cut_card_out"));
   } else {
-    parts.push("cut card not seen");
+    parts.push(t("tile.cut_card_not_seen"));
   }
   return parts.join(" \u00b7 ");
 }
 
 export function total(value, soft) {
   if (value === null || value === undefined) return "";
-  return soft ? `soft ${value}` : String(value);
+  return soft ? t("tile.soft", { total: value }) : String(value);
 }
 
-export function handRow(label, handCards, totalText, extra) {
+export function handRow(label, handCards, totalText, extra, words) {
   return h("div", { class: "hand", testid: "hand", "data-position": label },
-    h("span", { class: "hand-label" }, label),
+    h("span", { class: "hand-label" }, words || positionWords(label)),
     cards(handCards),
     h("span", { class: "hand-total", testid: "hand-total" }, totalText),
     extra ? h("span", { class: "hand-extra" }, extra) : null);
@@ -39,49 +41,54 @@ export function handsView(state) {
   if (!view) {
     return h("div", { class: "hands", testid: "tile-hands" },
       h("p", { class: "betting" }, state.phase === "BETTING"
-        ? `round ${round.id}: betting open` : `round ${round.id}: no card dealt yet`));
+        ? t("tile.round_betting", { round: round.id }) : t("tile.round_no_card", { round: round.id })));
   }
   const rows = [];
   // Each game's hands as the game declares them (served by /api/games), never guessed.
   const shown = app.games[view.game];
   if (shown && shown.shape === "sides") {
     for (const hand of shown.hands) rows.push(handRow(hand, view[hand], String(view[`${hand}_total`] ?? "")));
-    if (view.complete && view.winner) rows.push(h("p", { class: "winner" }, `winner: ${view.winner}`));
+    if (view.complete && view.winner) {
+      rows.push(h("p", { class: "winner" }, t("tile.winner", { hand: positionWords(view.winner) })));
+    }
   } else if (shown && view.dealer) {
     rows.push(handRow("dealer", view.dealer.cards, total(view.dealer.total, view.dealer.soft)));
     if (view.player) {
       rows.push(handRow("players", view.player.cards,
-        total(view.player.sequence_total ?? view.player.initial_total, view.player.soft)));
+        total(view.player.sequence_total ?? view.player.initial_total, view.player.soft), null, t("tile.players")));
     }
     for (const box of view.boxes || []) {
       (box.hands || []).forEach((hand, index) => {
         const label = box.hands.length > 1 ? `box${box.box}.${index + 1}` : `box${box.box}`;
-        const extra = [hand.state !== "playing" ? hand.state : "",
-          hand.doubled ? "doubled" : "", box.insurance ? "insured" : ""]
+        const extra = [hand.state !== "playing" ? t(`hand.${hand.state}`, null, hand.state) : "",
+          hand.doubled ? t("hand.doubled") : "", box.insurance ? t("hand.insured") : ""]
           .filter(Boolean).join(", ");
-        rows.push(handRow(label, hand.cards, total(hand.total, hand.soft), extra));
+        const words = box.hands.length > 1
+          ? positionWords(`box${box.box}.hand${index + 1}`) : positionWords(`box${box.box}`);
+        rows.push(handRow(label, hand.cards, total(hand.total, hand.soft), extra, words));
       });
     }
   }
-  return h("div", { class: "hands", testid: "tile-hands" }, h("p", { class: "round-id" }, `round ${round.id}`), rows);
+  return h("div", { class: "hands", testid: "tile-hands" }, h("p", { class: "round-id" }, t("tile.round", { round: round.id })), rows);
 }
 
 export function awaitingText(awaiting) {
-  if (!awaiting) return "nothing";
+  if (!awaiting) return t("tile.awaiting_nothing");
   switch (awaiting.what) {
-    case "bets": return "bets";
-    case "card": return `card to ${awaiting.position}${awaiting.face_down ? " (face down)" : ""}`;
+    case "card": {
+      const key = awaiting.face_down ? "tile.awaiting_card_face_down" : "tile.awaiting_card";
+      return t(key, { position: positionWords(awaiting.position) });
+    }
     case "decision": {
       const options = (awaiting.options || []).join("/");
-      return `${awaiting.kind} decision, box ${awaiting.box} hand ${awaiting.hand} (${options}, default ${awaiting.default})`;
+      return t("tile.awaiting_decision", {
+        kind: t(`decision.${awaiting.kind}`, null, awaiting.kind), box: awaiting.box, hand: awaiting.hand,
+        options, default: awaiting.default,
+      });
     }
-    case "camera": return `the camera to read the card at ${awaiting.position}`;
-    case "reveal": return "the shoe's first card to be revealed";
-    case "burn": return `${awaiting.cards} card(s) to burn`;
-    case "supervisor": return "a supervisor";
-    case "new_shoe": return "a shuffle and a new shoe";
-    case "round_request": return "the next round to be opened";
-    default: return String(awaiting.what);
+    case "camera": return t("tile.awaiting_camera", { position: positionWords(awaiting.position) });
+    case "burn": return t("tile.awaiting_burn", { count: awaiting.cards });
+    default: return t(`tile.awaiting_${awaiting.what}`, null, String(awaiting.what));
   }
 }
 
@@ -89,7 +96,7 @@ export function awaitingView(state) {
   const awaiting = state.awaiting;
   const deadline = state.round ? state.round.deadline : null;
   return h("p", { class: "awaiting", testid: "tile-awaiting" },
-    h("span", { class: "label" }, "awaiting "),
+    h("span", { class: "label" }, t("tile.awaiting"), " "),
     awaitingText(awaiting),
     deadline !== null && deadline !== undefined && ["BETTING", "DECIDING"].includes(state.phase)
       ? h("span", { class: "countdown", testid: "tile-countdown", "data-deadline": String(deadline) }, "")
@@ -123,8 +130,8 @@ export function healthView(state, tableOffline) {
   const device = (name, online) => h("span", {
     class: `device ${HEALTH_CLASS[now[name]]}`, testid: `device-${name}`, "data-health": now[name],
     "data-online": tableOffline ? "unknown" : String(online),
-    title: tableOffline ? `${name}: unknown, the table is offline` : null,
-  }, h("span", { class: "dot", "aria-hidden": "true" }), HEALTH_WORDS[name][now[name]]);
+    title: tableOffline ? t(`health.${name}_offline_table`) : null,
+  }, h("span", { class: "dot", "aria-hidden": "true" }), t(`health.${name}_${now[name]}`, null, HEALTH_WORDS[name][now[name]]));
   return h("span", { class: "devices", testid: "tile-devices" },
     device("shoe", devices.shoe_online), device("camera", devices.camera_online));
 }
@@ -135,13 +142,13 @@ export function pauseView(tile) {
   const by = pause.by || tile.paused_by;
   // The reason code is for programs (data-reason); a person reads the table's message.
   return h("div", { class: "pause-box", testid: "tile-pause", "data-reason": pause.reason },
-    h("p", { class: "pause-word" }, "PAUSED"),
-    h("p", { testid: "pause-message" }, pause.message),
-    h("p", null, h("span", { class: "label" }, "since "),
+    h("p", { class: "pause-word" }, t("status.paused", null, "PAUSED")),
+    h("p", { testid: "pause-message" }, pauseWords(pause)),
+    h("p", null, h("span", { class: "label" }, t("tile.since"), " "),
       h("span", { testid: "pause-since", "data-since": String(pause.since ?? "") }, clock(pause.since)),
       h("span", { class: "ago", "data-ago": String(pause.since ?? "") }, ""),
-      h("span", { class: "label" }, " by "),
-      h("span", { testid: "pause-by" }, by ? by : "the table (an anomaly)")),
+      h("span", { class: "label" }, " ", t("tile.by"), " "),
+      h("span", { testid: "pause-by" }, by ? by : t("tile.by_the_table"))),
     pausesInEffect(tile.state));
 }
 
@@ -153,18 +160,18 @@ export function pausesInEffect(state) {
   if (pauses.length < 2) return null;
   return h("ul", { class: "pauses", testid: "pauses" }, pauses.map((pause) =>
     h("li", { testid: "pauses-item", "data-reason": pause.reason, "data-by": pause.by || "" },
-      h("span", { testid: "pauses-message" }, pause.message), " \u00b7 ",
-      h("span", { testid: "pauses-by" }, pause.by ? `paused by ${pause.by}` : "the table (an anomaly)"),
-      ` since ${clock(pause.since)}`)));
+      h("span", { testid: "pauses-message" }, pauseWords(pause)), " \u00b7 ",
+      h("span", { testid: "pauses-by" }, pause.by ? t("tile.paused_by", { by: pause.by }) : t("tile.by_the_table")),
+      " ", t("tile.since_time", { time: clock(pause.since) }))));
 }
 
 export function recentView(tile) {
   const recent = tile.recent || [];
   if (!recent.length) return null;
   const details = h("details", { class: "recent", testid: "tile-recent" },
-    h("summary", null, `last ${recent.length} events`),
+    h("summary", null, t("tile.last_events", { count: recent.length })),
     // A region that scrolls is reachable by keyboard (tabindex) and named for it.
-    h("ol", { tabindex: "0", "aria-label": `${tile.table}: last events` }, recent.slice().reverse().map((event) =>
+    h("ol", { tabindex: "0", "aria-label": t("tile.last_events_label", { table: tile.table }) }, recent.slice().reverse().map((event) =>
       h("li", null, h("span", { class: "seq" }, `#${event.seq} ${clock(event.at)} `), eventSummary(event, tile.state && tile.state.game)))));
   details.open = app.openRecent.has(tile.table);
   details.addEventListener("toggle", () => {
@@ -179,13 +186,13 @@ export function tileActions(tile) {
   const round = state.round;
   const shoeId = state.shoe ? state.shoe.id : null;
   return h("div", { class: "actions", testid: "tile-actions" },
-    actionButton(tile, "open_round", "Open round", "action-open-round",
+    actionButton(tile, "open_round", t("tile.open_round"), "action-open-round",
       () => act(tile.table, "actions", "open_round", {})),
-    actionButton(tile, "pause", "Pause\u2026", "action-pause", () => askPause(tile.table)),
-    actionButton(tile, "cancel", round ? `Cancel round ${round.id}\u2026` : "Cancel round\u2026",
+    actionButton(tile, "pause", t("tile.pause"), "action-pause", () => askPause(tile.table)),
+    actionButton(tile, "cancel", round ? t("tile.cancel_round_n", { round: round.id }) : t("tile.cancel_round"),
       "action-cancel", () => askCancel(tile.table)),
-    actionButton(tile, "end_shoe", "End shoe\u2026", "action-end-shoe", () => askEndShoe(tile.table, shoeId)),
-    actionButton(tile, "new_shoe", "New shoe\u2026", "action-new-shoe", () => askNewShoe(tile.table, shoeId)));
+    actionButton(tile, "end_shoe", t("tile.end_shoe"), "action-end-shoe", () => askEndShoe(tile.table, shoeId)),
+    actionButton(tile, "new_shoe", t("tile.new_shoe"), "action-new-shoe", () => askNewShoe(tile.table, shoeId)));
 }
 
 export function renderTile(tile) {
@@ -197,21 +204,19 @@ export function renderTile(tile) {
   const header = h("header", { class: "tile-head", testid: "tile-head" },
     h("h3", { testid: "tile-id" }, tile.table),
     h("span", { class: `status-word status-${badge}`, testid: "tile-status", "data-badge": badge },
-      noShoe ? NO_SHOE_WORD : STATUS_WORD[status] || status.toUpperCase()),
+      noShoe ? t("status.no_shoe", null, NO_SHOE_WORD) : t(`status.${status}`, null, STATUS_WORD[status] || status.toUpperCase())),
     state ? h("span", { class: "game", testid: "tile-game" }, state.game + (state.variant ? ` (${state.variant})` : "")) : null,
-    state ? h("span", { class: "phase", testid: "tile-phase" }, state.phase) : null,
+    state ? h("span", { class: "phase", testid: "tile-phase", "data-phase": state.phase }, t(`phase.${state.phase}`, null, state.phase)) : null,
     state ? healthView(state, tableOffline) : null);
   const body = [];
   if (status === "offline") {
-    body.push(h("p", { class: "offline-word", testid: "tile-offline" },
-      "OFFLINE: the table's daemon is not connected. Its last state is shown below."));
+    body.push(h("p", { class: "offline-word", testid: "tile-offline" }, t("tile.offline")));
   }
   if (status === "unknown") {
-    body.push(h("p", { class: "unknown-word", testid: "tile-unknown" }, "UNKNOWN: the console cannot hear the broker."));
+    body.push(h("p", { class: "unknown-word", testid: "tile-unknown" }, t("tile.unknown")));
   }
   if (status === "stale") {
-    body.push(h("p", { class: "stale-word", testid: "tile-stale" },
-      "STALE: online, but nothing heard from it for a while during a round."));
+    body.push(h("p", { class: "stale-word", testid: "tile-stale" }, t("tile.stale")));
   }
   if (state) {
     body.push(pauseView(tile));
@@ -220,10 +225,10 @@ export function renderTile(tile) {
     body.push(awaitingView(state));
     if (tile.dealer && tile.dealer.message) {
       body.push(h("p", { class: "dealer-line", testid: "tile-dealer" },
-        h("span", { class: "label" }, "dealer: "), tile.dealer.message));
+        h("span", { class: "label" }, t("tile.dealer"), " "), dealerLineWords(tile.dealer, state)));
     }
   } else {
-    body.push(h("p", { class: "hint", testid: "tile-no-state" }, "No state from this table yet."));
+    body.push(h("p", { class: "hint", testid: "tile-no-state" }, t("tile.no_state")));
   }
   body.push(h("p", { class: "age", testid: "tile-age", "data-last": String(tile.last_message_at ?? "") }, ""));
   body.push(recentView(tile));
@@ -232,11 +237,12 @@ export function renderTile(tile) {
     body.push(answerLine(tile.table, "actions"));
   }
   body.push(h("div", { class: "views", testid: "tile-views" },
-    h("button", { type: "button", testid: "action-history", onclick: () => openHistory(tile.table) }, "Round history\u2026"),
-    h("button", { type: "button", testid: "action-audit", onclick: () => openAudit(tile.table) }, "Audit\u2026")));
+    h("button", { type: "button", testid: "action-history", onclick: () => openHistory(tile.table) }, t("tile.history")),
+    h("button", { type: "button", testid: "action-audit", onclick: () => openAudit(tile.table) }, t("tile.audit"))));
   return h("article", {
     class: `tile status-${status}`, testid: `tile-${tile.table}`, "data-table": tile.table,
     "data-status": status, "data-phase": state ? state.phase : "",
+    "data-pause-since": status === "paused" && state && state.pause ? String(state.pause.since ?? "") : null,
   }, header, body);
 }
 

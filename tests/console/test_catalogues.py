@@ -1,0 +1,106 @@
+"""The pages' catalogues of words (controller/console/static/i18n/<language>.json): every
+code the tables' API can publish has words in every language, and every key a page asks for
+is in them.
+
+The codes come from their one list each: the pause reasons and holds
+(``controller.table.state``), a pause's needs and the dealer line's actions
+(``controller.kernel.vocabulary``), the responses' error codes (``controller.service.wire``),
+the wall's statuses (``controller.console.fleet``) and every game's hands
+(``controller.kernel.presentation``). The keys the pages ask for are read from their sources:
+``t("...")`` in the ES modules, ``data-i18n*="..."`` in the HTML.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from controller.console.common import STATIC_DIR
+from controller.console.config import LANGUAGES
+from controller.console.fleet import STATUS_ORDER
+from controller.kernel.presentation import PRESENTATIONS
+from controller.kernel.vocabulary import DEALER_ACTIONS, NEEDS
+from controller.service.wire import ERROR_CODES
+from controller.table.state import HoldReason, PauseReason, Phase
+
+I18N = STATIC_DIR / "i18n"
+PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+def catalogue(language: str) -> dict[str, Any]:
+    return json.loads((I18N / f"{language}.json").read_text(encoding="utf-8"))
+
+
+def api_keys() -> set[str]:
+    """Every key the codes of the API need in each catalogue."""
+    keys = {f"reason.{reason.value}" for reason in PauseReason}
+    keys |= {f"dealer.stop.{reason.value}" for reason in PauseReason}
+    keys |= {f"hold.{hold.value}" for hold in HoldReason}
+    keys |= {f"dealer.hold.{hold.value}" for hold in HoldReason}
+    keys |= {f"need.{code}" for code in NEEDS}
+    keys |= {f"refusal.{code}" for code in ERROR_CODES}
+    keys |= {f"action.{action}" for action in DEALER_ACTIONS}
+    keys |= {f"status.{status}" for status in STATUS_ORDER}
+    keys |= {f"phase.{phase.value}" for phase in Phase}
+    keys |= {f"position.{hand}" for shown in PRESENTATIONS.values() for hand in shown.hands}
+    return keys
+
+
+def page_keys() -> set[str]:
+    """Every literal key the pages ask for."""
+    keys: set[str] = set()
+    for module in STATIC_DIR.glob("*.js"):
+        keys |= set(re.findall(r"\bt\(\s*\"([a-z_.]+)\"", module.read_text(encoding="utf-8")))
+    for page in STATIC_DIR.glob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        keys |= set(re.findall(r'data-i18n(?:-[a-z]+)?="([a-z_.]+)"', text))
+    return keys
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_every_code_of_the_api_has_words_in_each_catalogue(language: str) -> None:
+    words = catalogue(language)
+    missing = sorted(api_keys() - set(words))
+    assert missing == [], f"{language}.json has no words for {missing}"
+    empty = sorted(key for key, text in words.items() if not isinstance(text, str) or not text)
+    assert empty == [], f"{language}.json: empty or not text: {empty}"
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_every_key_a_page_asks_for_is_in_each_catalogue(language: str) -> None:
+    asked = page_keys()
+    assert len(asked) > 30, "the pages' keys were not found"
+    missing = sorted(asked - set(catalogue(language)))
+    assert missing == [], f"{language}.json has no words for {missing}"
+
+
+def test_the_catalogues_have_the_same_keys_and_the_same_placeholders() -> None:
+    english = catalogue("en")
+    for language in LANGUAGES:
+        words = catalogue(language)
+        assert set(words) == set(english), (
+            language,
+            sorted(set(words) ^ set(english)),
+        )
+        for key, text in english.items():
+            assert set(PLACEHOLDER.findall(words[key])) == set(PLACEHOLDER.findall(text)), (
+                f"{language}.json {key}: {words[key]!r} fills other values than {text!r}"
+            )
+
+
+def test_a_missing_code_fails_the_check() -> None:
+    """The check above is not empty: a catalogue without one reason's words misses it."""
+    words = catalogue("es")
+    del words["reason.card_out_of_turn"]
+    assert "reason.card_out_of_turn" in api_keys() - set(words)
+
+
+def test_the_catalogues_are_the_languages_the_console_offers() -> None:
+    assert sorted(path.stem for path in I18N.glob("*.json")) == sorted(LANGUAGES)
+    module = (STATIC_DIR / "i18n.js").read_text(encoding="utf-8")
+    offered = re.search(r"export const LANGUAGES = \[([^\]]*)\]", module)
+    assert offered is not None
+    assert re.findall(r'"(\w+)"', offered.group(1)) == list(LANGUAGES)
