@@ -7,7 +7,8 @@ The codes come from their one list each: the pause reasons and holds
 (``controller.kernel.vocabulary``), the responses' error codes and the event types
 (``controller.service.wire``), the resolutions of a pause (``controller.kernel.vocabulary``),
 the commands of the API (``controller.kernel.api_commands``; what those the console offers
-do: ``controller.console.api``), the camera's views of a round
+do: ``controller.console.api``), the games and their variants
+(``controller.games.registry``), the camera's views of a round
 (``controller.service.pictures``), the wall's statuses (``controller.console.fleet``) and
 every game's hands (``controller.kernel.presentation``). The keys the pages ask for are read
 from their sources: ``t("...")`` in the ES modules, ``data-i18n*="..."`` in the HTML, and the
@@ -26,6 +27,7 @@ from controller.console.api import OFFERED
 from controller.console.common import STATIC_DIR
 from controller.console.config import LANGUAGES
 from controller.console.fleet import STATUS_ORDER
+from controller.games.registry import GAMES, VARIANTS
 from controller.kernel.api_commands import COMMANDS
 from controller.kernel.presentation import PRESENTATIONS
 from controller.kernel.vocabulary import DEALER_ACTIONS, NEEDS, RESOLUTIONS
@@ -57,6 +59,7 @@ def api_keys() -> set[str]:
     keys |= {f"resolution.{resolution}" for resolution in RESOLUTIONS if resolution}
     keys |= {f"picture.moment.{view}" for view in VIEWS if view != "card"}
     keys |= command_keys(OFFERED)
+    keys |= {f"game.{game}" for game in GAMES} | {f"variant.{variant}" for variant in VARIANTS}
     return keys
 
 

@@ -133,6 +133,13 @@ export function commandHelp(name, help) {
   return t(`command_help.${name}`, null, fallback);
 }
 
+/** A game's name in words, keyed by its id (`game.dragon-tiger`), with its variant's
+ * (`variant.no-commission`); a game a catalogue lacks (a newer table's) by its id. */
+export function gameWords(game, variant) {
+  const name = t(`game.${game}`, null, game);
+  return variant ? t("game.with_variant", { game: name, variant: t(`variant.${variant}`, null, variant) }) : name;
+}
+
 /** A refusal's words: the code's, else the message as the table or the console said it. */
 export function refusalWords(code, message) {
   const known = code && has(`refusal.${code}`) ? t(`refusal.${code}`) : "";
