@@ -46,7 +46,7 @@ import pytest
 
 from controller.console.fleet import STATUS_ORDER, urgency_order
 from simulators.shoe.simulator import FaultPlan
-from tests.console.page_words import catalogue, raw_codes_shown
+from tests.console.page_words import catalogue, in_language, raw_codes_shown
 from tests.support.console import ConsoleStudio, ConsoleTable
 from tests.support.wait import wait_until
 
@@ -687,6 +687,19 @@ def test_accept_and_burn_resolve_the_cards_drawn_out_of_turn(
     screens.shoot(page, "round-history-with-a-pause")
     assert raw_codes_shown(page) == [], "a raw code in the history of a paused round"
     history.locator(by_id("history-close")).click()
+    # In Spanish, on its printable page: the pause and how it was resolved in its words.
+    sheet = page.context.new_page()
+    sheet.goto(f"{studio.url}/history?table=t1&round={round_id}")
+    in_language(sheet, "es")
+    sheet.reload()
+    es = catalogue("es")
+    paused_row = sheet.locator(f"{by_id('history-row')}[data-type=table_paused]").first
+    expect(paused_row.locator("td").nth(2)).to_have_text(es["event.table_paused"])
+    accepted_es = sheet.locator(f'{by_id("history-row")}[data-seq="{dealt["seq"]}"]')
+    expect(accepted_es).to_contain_text(es["source.supervisor"])
+    assert raw_codes_shown(sheet) == [], "a raw code in the Spanish history of a paused round"
+    in_language(sheet, "en")  # this browser's wall stays in English
+    sheet.close()
     # Under alice's name, in the order she acted: the refused accept is journaled too.
     done = [(r["command"], r["resolution"]) for r in commands_by(studio.tables["t1"], "alice")]
     assert done == [
