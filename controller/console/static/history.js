@@ -27,8 +27,7 @@ export function eventSummary(event, game) {
         kind: t(`decision.${d.kind}`, null, d.kind), box: d.box, hand: d.hand,
         options: (d.options || []).map((option) => coded("choice", option)).join("/"), default: coded("choice", d.default),
       });
-    case "decision_taken":
-      {
+    case "decision_taken": {
       const values = { decision: coded("choice", d.decision), box: d.box, hand: d.hand };
       return d.auto ? t("history.decision_taken_auto", values) : t("history.decision_taken", values);
     }
@@ -46,11 +45,11 @@ export function eventSummary(event, game) {
         ? t("history.round_voided_why", { round: d.round_id, by: d.by, why: d.reason, count: d.cards_discarded })
         : t("history.round_voided", { round: d.round_id, by: d.by, count: d.cards_discarded });
     case "shoe_started": return t("history.shoe_started", { shoe: d.shoe_id, by: d.by });
+    // Why a shoe ended or went offline is the table's own English: it publishes no code.
     case "shoe_ended": return t("history.shoe_ended", { shoe: d.shoe_id, why: d.why });
     case "cut_card_drawn": return t("history.cut_card_drawn", { round: d.final_round });
     case "shoe_offline": return t("history.shoe_offline", { why: d.reason });
     case "shoe_online": return t("history.shoe_online");
-    // (The two texts above are the table's own English: it publishes no code for them.)
     // Any other event: its name in words and the table's own message, never its JSON.
     default: return `${eventName(event.type)}${typeof d.message === "string" ? `: ${d.message}` : ""}`;
   }
@@ -280,8 +279,8 @@ export async function startHistoryPage() {
   const content = byTestId("history-content");
   const print = byTestId("history-print");
   if (print) print.addEventListener("click", () => window.print());
-  // The language: this browser's choice, else the console's setting (a page signed out
-  // still speaks: its session's answer is then an error).
+  // The language: this browser's choice, else the console's setting, else the browser's
+  // (a session that cannot be read leaves the last two to choose).
   const session = await getJson("/api/session").catch(() => ({}));
   await loadLanguage(chooseLanguage(session.language));
   translatePage();
