@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import os
 import re
 import selectors
@@ -47,6 +46,7 @@ import pytest
 
 from controller.console.fleet import STATUS_ORDER, urgency_order
 from simulators.shoe.simulator import FaultPlan
+from tests.console.page_words import catalogue, in_language, raw_codes_shown
 from tests.support.console import ConsoleStudio, ConsoleTable
 from tests.support.wait import wait_until
 
@@ -85,6 +85,7 @@ DOC_SCREENSHOTS: dict[str, str] = {
     "card-picker": "card-picker.png",
     "cancel-confirmation": "cancel.png",
     "round-history": "history.png",
+    "round-history-es": "history-es.png",
     "audit": "audit.png",
     "viewer-wall": "viewer.png",
 }
@@ -460,7 +461,8 @@ def test_the_wall_shows_both_tables_and_a_pause_from_it_pauses_only_that_table(
         tile = alice.tile(table)
         expect(tile).to_have_attribute("data-status", "running")
         expect(tile.locator(by_id("tile-status"))).to_have_text("RUNNING")
-        expect(tile.locator(by_id("tile-game"))).to_contain_text(game)
+        expect(tile.locator(by_id("tile-game"))).to_have_attribute("data-game", game)
+        expect(tile.locator(by_id("tile-game"))).to_contain_text(catalogue("en")[f"game.{game}"])
         expect(tile.locator(by_id("tile-phase"))).to_have_text("Between rounds")
         expect(tile.locator(by_id("tile-shoe"))).to_contain_text("shoe 1")
         expect(tile.locator(by_id("device-shoe"))).to_contain_text("shoe online")
@@ -541,7 +543,7 @@ def test_the_wall_shows_both_tables_and_a_pause_from_it_pauses_only_that_table(
     assert tile.locator("b").count() == 0, "the table's text was parsed as HTML"
     answer = tile.locator(by_id("answer"))
     expect(answer).to_have_attribute("data-ok", "true")
-    expect(answer).to_contain_text("t1 pause")
+    expect(answer).to_contain_text("t1 Pause: done")
     # Most urgent first: the paused table leads the wall.
     expect(page.locator(f"{by_id('wall')} > article").first).to_have_attribute("data-table", "t1")
     # The queue offers exactly a plain resume.
@@ -573,7 +575,7 @@ def test_the_wall_shows_both_tables_and_a_pause_from_it_pauses_only_that_table(
     studio.wait_state("t1", lambda s, _f: s["phase"] == "SHOE_READY", "resumed")
     expect(alice.tile("t1")).to_have_attribute("data-status", "running")
     expect(alice.queue_item("t1")).to_have_attribute("data-state", "resolved")
-    expect(alice.queue_item("t1").locator(by_id("answer"))).to_contain_text("resumed")
+    expect(alice.queue_item("t1").locator(by_id("answer"))).to_contain_text("t1 Resume: done")
 
     # The help overlay documents the shortcuts.
     page.keyboard.press("?")
@@ -680,10 +682,24 @@ def test_accept_and_burn_resolve_the_cards_drawn_out_of_turn(
     assert kinds[0] == "round_opened" and "table_paused" in kinds, kinds
     assert kinds.index("table_paused") < kinds.index("table_resumed"), kinds
     accepted = history.locator(f'{by_id("history-row")}[data-seq="{dealt["seq"]}"]')
-    expect(accepted).to_contain_text("from supervisor")
+    expect(accepted).to_contain_text("from a supervisor")
     expect(accepted.locator(f'[data-card="{emitted.card}"]')).to_be_visible()
     screens.shoot(page, "round-history-with-a-pause")
+    assert raw_codes_shown(page) == [], "a raw code in the history of a paused round"
     history.locator(by_id("history-close")).click()
+    # In Spanish, on its printable page: the pause and how it was resolved in its words.
+    sheet = page.context.new_page()
+    sheet.goto(f"{studio.url}/history?table=t1&round={round_id}")
+    in_language(sheet, "es")
+    sheet.reload()
+    es = catalogue("es")
+    paused_row = sheet.locator(f"{by_id('history-row')}[data-type=table_paused]").first
+    expect(paused_row.locator("td").nth(2)).to_have_text(es["event.table_paused"])
+    accepted_es = sheet.locator(f'{by_id("history-row")}[data-seq="{dealt["seq"]}"]')
+    expect(accepted_es).to_contain_text(es["source.supervisor"])
+    assert raw_codes_shown(sheet) == [], "a raw code in the Spanish history of a paused round"
+    in_language(sheet, "en")  # this browser's wall stays in English
+    sheet.close()
     # Under alice's name, in the order she acted: the refused accept is journaled too.
     done = [(r["command"], r["resolution"]) for r in commands_by(studio.tables["t1"], "alice")]
     assert done == [
@@ -793,6 +809,7 @@ def test_enter_card_resolves_a_misread_with_the_card_typed_in_the_picker(
     card_field.fill(typed_form(emitted.card))
     expect(submit).to_have_attribute("data-card", emitted.card)
     screens.shoot(page, "card-picker")
+    assert raw_codes_shown(page) == [], "a raw code in the card picker"
     before = last_seq(studio, "t1")
     hand.go()
     card_field.press("Enter")
@@ -933,6 +950,7 @@ def test_cancel_voids_the_round_after_its_confirmation_and_its_history_shows_it(
     expect(rows.first).to_have_attribute("data-type", "round_opened")
     expect(history.locator(by_id("history-title"))).to_contain_text("VOID")
     screens.shoot(page, "round-history")
+    assert raw_codes_shown(page) == [], "a raw code in the history of a cancelled round"
     printable = history.locator(by_id("history-printable")).get_attribute("href")
     assert printable == f"/history?table=t1&round={round_id}", printable
     history.locator(by_id("history-close")).click()
@@ -946,6 +964,25 @@ def test_cancel_voids_the_round_after_its_confirmation_and_its_history_shows_it(
     sheet.emulate_media(media="print")
     expect(sheet.locator(by_id("history-print"))).to_be_hidden()
     screens.shoot(sheet, "round-history-printed", full_page=True)
+    assert raw_codes_shown(sheet) == [], "a raw code on the printable history"
+
+    # In Spanish, chosen on the wall: the dialog and the printable page in its words.
+    es = catalogue("es")
+    page.locator(by_id("language")).select_option("es")
+    page.wait_for_load_state()
+    expect(page.locator("body")).to_have_attribute("data-stream", "up")
+    alice.tile("t1").locator(by_id("action-history")).click()
+    expect(rows.last).to_have_attribute("data-type", "round_voided")
+    expect(history.locator(by_id("history-title"))).to_contain_text(es["history.void"])
+    expect(rows.last.locator("td").nth(2)).to_have_text(es["event.round_voided"])
+    screens.shoot(page, "round-history-es")
+    assert raw_codes_shown(page) == [], "a raw code in the Spanish history"
+    history.locator(by_id("history-close")).click()
+    sheet.reload()
+    expect(sheet.locator("html")).to_have_attribute("lang", "es")
+    expect(sheet_rows.first.locator("td").nth(2)).to_have_text(es["event.round_opened"])
+    expect(sheet.locator(by_id("history-back"))).to_have_text(es["history.back"])
+    assert raw_codes_shown(sheet) == [], "a raw code on the Spanish printable history"
 
     alice.check_clean()
 
@@ -1121,7 +1158,7 @@ def test_open_round_is_offered_between_rounds_and_opens_one_under_her_name(
     opened = next_event(studio, "t1", "round_opened", after=before)
     [requested] = studio.tables["t1"].journal_rows("RoundRequested")
     assert requested["by"] == "alice", requested
-    expect(alice.tile("t1").locator(by_id("answer"))).to_contain_text("t1 open_round")
+    expect(alice.tile("t1").locator(by_id("answer"))).to_contain_text("t1 Open round: done")
     # While it plays: refused, saying why.
     expect(button).to_be_disabled()
     expect(button).to_have_attribute("title", re.compile("a round is in play"))
@@ -1290,6 +1327,7 @@ def test_the_audit_lists_the_tables_entries_with_a_csv_download_link(
     expect(csv_link).to_have_attribute("href", "/api/tables/t1/audit.csv")
     expect(csv_link).to_have_attribute("download", "audit-t1.csv")
     screens.shoot(page, "audit")
+    assert raw_codes_shown(page) == [], "a raw code in the audit"
     with page.expect_download() as downloading:
         csv_link.click()
     saved = screens.folder.parent / "audit-t1.csv"
@@ -1297,6 +1335,16 @@ def test_the_audit_lists_the_tables_entries_with_a_csv_download_link(
     lines = saved.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 1 + len(entries), lines
     assert "for the audit" in "\n".join(lines)
+    # In Spanish: the columns, the commands and the roles in its words.
+    es = catalogue("es")
+    page.locator(by_id("language")).select_option("es")
+    page.wait_for_load_state()
+    expect(page.locator("body")).to_have_attribute("data-stream", "up")
+    alice.tile("t1").locator(by_id("action-audit")).click()
+    expect(audit.locator(by_id("audit-row"))).to_have_count(len(entries))
+    expect(audit.locator("th").first).to_have_text(es["audit.column_journal_seq"])
+    expect(audit.locator(by_id("audit-content"))).to_contain_text(es["command.pause"])
+    assert raw_codes_shown(page) == [], "a raw code in the Spanish audit"
     alice.check_clean()
 
 
@@ -1628,8 +1676,8 @@ def test_markup_in_a_pause_reason_is_shown_as_text_on_the_wall_the_queue_and_the
     expect(alice.queue_item("t1")).to_contain_text(MARKUP)
     tile.locator(by_id("action-audit")).click()
     audit = page.locator(by_id("audit-dialog"))
-    # The audit shows the command's arguments as JSON: the reason inside, as text.
-    args = json.dumps({"reason": MARKUP}, separators=(",", ":"))
+    # The audit shows the command's arguments, each field by its words: the reason as text.
+    args = f"{catalogue('en')['field.reason']}: {MARKUP}"
     expect(audit.locator(by_id("audit-content"))).to_contain_text(args)
     for where in (tile, alice.queue_item("t1"), audit):
         assert where.locator("img, b").count() == 0, "markup from a table was parsed as HTML"
@@ -1793,7 +1841,8 @@ def test_a_dragon_tiger_table_shows_its_hands_as_its_game_declares_them(
     hand = DealerHand(studio.tables["t1"])
     alice = sign_in(browser, studio, "alice")
     tile = alice.tile("t1")
-    expect(tile.locator(by_id("tile-game"))).to_have_text("dragon-tiger")
+    expect(tile.locator(by_id("tile-game"))).to_have_attribute("data-game", "dragon-tiger")
+    expect(tile.locator(by_id("tile-game"))).to_have_text(catalogue("en")["game.dragon-tiger"])
     before = last_seq(studio, "t1")
     hold_a_deal(studio, hand, "t1")
     dragon = hand.draw_wanted()
@@ -1821,8 +1870,9 @@ def test_a_dragon_tiger_table_shows_its_hands_as_its_game_declares_them(
     history = alice.page.locator(by_id("history-dialog"))
     last = history.locator(by_id("history-row")).last
     expect(last).to_have_attribute("data-type", "round_settled")
-    expect(last).to_contain_text(
-        f"settled: {result['winner']} wins, dragon {result['dragon_total']} "
-    )
-    expect(last).to_contain_text(f" tiger {result['tiger_total']} ")
+    named = catalogue("en")
+    winner, dragon_word = named[f"position.{result['winner']}"], named["position.dragon"]
+    expect(last).to_contain_text(f"settled: {winner} wins, {dragon_word} {result['dragon_total']} ")
+    expect(last).to_contain_text(f" {named['position.tiger']} {result['tiger_total']} ")
+    assert raw_codes_shown(alice.page) == [], "a raw code in the history of a settled round"
     alice.check_clean()

@@ -4,10 +4,15 @@ is in them.
 
 The codes come from their one list each: the pause reasons and holds
 (``controller.table.state``), a pause's needs and the dealer line's actions
-(``controller.kernel.vocabulary``), the responses' error codes (``controller.service.wire``),
-the wall's statuses (``controller.console.fleet``) and every game's hands
-(``controller.kernel.presentation``). The keys the pages ask for are read from their sources:
-``t("...")`` in the ES modules, ``data-i18n*="..."`` in the HTML.
+(``controller.kernel.vocabulary``), the responses' error codes and the event types
+(``controller.service.wire``), the resolutions of a pause (``controller.kernel.vocabulary``),
+the commands of the API (``controller.kernel.api_commands``; what those the console offers
+do: ``controller.console.api``), the games and their variants
+(``controller.games.registry``), the camera's views of a round
+(``controller.service.pictures``), the wall's statuses (``controller.console.fleet``) and
+every game's hands (``controller.kernel.presentation``). The keys the pages ask for are read
+from their sources: ``t("...")`` in the ES modules, ``data-i18n*="..."`` in the HTML, and the
+audit's columns.
 """
 
 from __future__ import annotations
@@ -18,12 +23,16 @@ from typing import Any
 
 import pytest
 
+from controller.console.api import OFFERED
 from controller.console.common import STATIC_DIR
 from controller.console.config import LANGUAGES
 from controller.console.fleet import STATUS_ORDER
+from controller.games.registry import GAMES, VARIANTS
+from controller.kernel.api_commands import COMMANDS
 from controller.kernel.presentation import PRESENTATIONS
-from controller.kernel.vocabulary import DEALER_ACTIONS, NEEDS
-from controller.service.wire import ERROR_CODES
+from controller.kernel.vocabulary import DEALER_ACTIONS, NEEDS, RESOLUTIONS
+from controller.service.pictures import VIEWS
+from controller.service.wire import ERROR_CODES, EVENT_TYPES
 from controller.table.state import HoldReason, PauseReason, Phase
 
 I18N = STATIC_DIR / "i18n"
@@ -46,7 +55,28 @@ def api_keys() -> set[str]:
     keys |= {f"status.{status}" for status in STATUS_ORDER}
     keys |= {f"phase.{phase.value}" for phase in Phase}
     keys |= {f"position.{hand}" for shown in PRESENTATIONS.values() for hand in shown.hands}
+    keys |= {f"event.{event}" for event in EVENT_TYPES}
+    keys |= {f"resolution.{resolution}" for resolution in RESOLUTIONS if resolution}
+    keys |= {f"picture.moment.{view}" for view in VIEWS if view != "card"}
+    keys |= command_keys(OFFERED)
+    keys |= {f"game.{game}" for game in GAMES} | {f"variant.{variant}" for variant in VARIANTS}
     return keys
+
+
+def command_keys(offered: tuple[str, ...]) -> set[str]:
+    """Every command's name and fields in words (the audit lists any the table journaled),
+    and what each command the console offers does (its button's tooltip)."""
+    keys = {f"command.{name}" for name in COMMANDS}
+    keys |= {f"field.{field.name}" for command in COMMANDS.values() for field in command.fields}
+    return keys | {f"command_help.{name}" for name in offered}
+
+
+def audit_columns() -> set[str]:
+    """The audit's columns the console names (its list in history.js), each a key."""
+    module = (STATIC_DIR / "history.js").read_text(encoding="utf-8")
+    found = re.search(r"const columns = \[([^\]]*)\]", module)
+    assert found is not None, "the audit's columns were not found in history.js"
+    return {f"audit.column_{column}" for column in re.findall(r'"(\w+)"', found.group(1))}
 
 
 def page_keys() -> set[str]:
@@ -57,7 +87,7 @@ def page_keys() -> set[str]:
     for page in STATIC_DIR.glob("*.html"):
         text = page.read_text(encoding="utf-8")
         keys |= set(re.findall(r'data-i18n(?:-[a-z]+)?="([a-z_.]+)"', text))
-    return keys
+    return keys | audit_columns()
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
@@ -96,6 +126,15 @@ def test_a_missing_code_fails_the_check() -> None:
     words = catalogue("es")
     del words["reason.card_out_of_turn"]
     assert "reason.card_out_of_turn" in api_keys() - set(words)
+
+
+def test_a_command_the_console_offers_without_words_fails_the_check() -> None:
+    """A command the console offers needs its name and what it does in words: a catalogue
+    without them misses them."""
+    assert "open_round" in OFFERED
+    words = catalogue("es")
+    del words["command.open_round"], words["command_help.open_round"]
+    assert {"command.open_round", "command_help.open_round"} <= api_keys() - set(words)
 
 
 def test_the_catalogues_are_the_languages_the_console_offers() -> None:

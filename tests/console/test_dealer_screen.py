@@ -12,17 +12,13 @@ Screenshots at 1920x1080 and 1280x720 go to each test's ``screenshots`` folder, 
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 import pytest
 
-from controller.console.common import STATIC_DIR
-from controller.kernel.vocabulary import DEALER_ACTIONS, NEEDS
-from controller.service.wire import ERROR_CODES
-from controller.table.state import HoldReason, PauseReason, Phase
 from tests.console import test_browser
+from tests.console.page_words import catalogue, raw_codes_shown
 from tests.console.test_browser import (
     FULL_HD,
     HD,
@@ -43,21 +39,6 @@ pytestmark = test_browser.pytestmark
 browser = test_browser.browser
 screens = test_browser.screens
 
-# Every code of the API written with an underscore: plain words never are, so one on a page
-# is a code shown raw (``card_out_of_turn``) instead of its words.
-RAW_CODES = sorted(
-    code
-    for code in (
-        *(reason.value for reason in PauseReason),
-        *(hold.value for hold in HoldReason),
-        *(phase.value for phase in Phase),
-        *NEEDS,
-        *ERROR_CODES,
-        *DEALER_ACTIONS,
-    )
-    if "_" in code
-)
-
 DOC_SCREENSHOTS: dict[str, str] = {
     "dealer-dealing-en-1920x1080": "dealer-dealing.png",
     "dealer-paused-en-1920x1080": "dealer-paused.png",
@@ -70,30 +51,12 @@ DOC_SCREENSHOTS: dict[str, str] = {
 }
 
 
-def catalogue(language: str) -> dict[str, str]:
-    return json.loads((STATIC_DIR / "i18n" / f"{language}.json").read_text(encoding="utf-8"))
-
-
 def shoot(screens: Screens, page: Any, name: str) -> None:
     screens.shoot(page, name)
     if screens.docs is not None and name in DOC_SCREENSHOTS:
         import shutil
 
         shutil.copy(screens.taken[-1], screens.docs / DOC_SCREENSHOTS[name])
-
-
-def raw_codes_shown(page: Any) -> list[str]:
-    """The API's codes found in any text node of the page (and its title)."""
-    texts: list[str] = page.evaluate(
-        """() => {
-            const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-            const found = [document.title];
-            while (walker.nextNode()) found.push(walker.currentNode.nodeValue);
-            for (const option of document.querySelectorAll("option")) found.push(option.text);
-            return found;
-        }"""
-    )
-    return sorted({code for text in texts for code in RAW_CODES if code in text})
 
 
 def fits(page: Any, viewport: dict[str, int]) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from controller.service.pictures import pictures_dir
 from tests.console.inprocess import TIMEOUT_S
+from tests.console.page_words import catalogue, in_language, raw_codes_shown
 from tests.console.test_browser import browser, by_id, sign_in  # noqa: F401 (browser: a fixture)
 from tests.support.console import ConsoleHttp, ConsoleStudio
 from tests.support.pictures import picture_fields, write_pictured_journal
@@ -68,6 +69,21 @@ def test_the_history_of_a_round_lists_its_pictures_and_serves_each(
         again = alice.get("/api/tables/t1/rounds/2/pictures").json()["pictures"]
         pruned = [p for p in again if p["sha256"] == rows[0]["sha256"]]
         assert pruned and all(p["status"] == "pruned" and "url" not in p for p in pruned)
+        # The page says so in words, in English and in Spanish, with no raw code: a settled
+        # round, its cards, its pictures and the pruned one.
+        sheet = visit.page.context.new_page()
+        for language in ("en", "es"):
+            words = catalogue(language)
+            sheet.goto(f"{studio.url}/history?table=t1&round=2")
+            if language != "en":
+                in_language(sheet, language)
+                sheet.reload()
+            expect(sheet.locator("html")).to_have_attribute("lang", language)
+            status = sheet.locator(f'{by_id("history-picture-status")}[data-status=pruned]')
+            expect(status.first).to_contain_text(words["picture.pruned"])
+            expect(sheet.locator(by_id("history-title"))).to_contain_text(words["history.settled"])
+            assert raw_codes_shown(sheet) == [], f"a raw code on the {language} history"
+        sheet.close()
         assert alice.get("/api/tables/t1/rounds/x/pictures").status == 400
         assert ConsoleHttp(studio.url).get("/api/tables/t1/rounds/2/pictures").status == 401
     finally:
@@ -137,6 +153,21 @@ def test_the_card_picker_sees_the_slot_of_a_misread_card_live(
             " return img !== null && img.complete && img.naturalWidth > 0; }",
             timeout=TIMEOUT_S * 1000,
         )
+        assert raw_codes_shown(visit.page) == [], "a raw code in the card picker"
+        # In Spanish, chosen on the wall: the picker in its words, the picture still there.
+        es = catalogue("es")
+        visit.page.locator(by_id("language")).select_option("es")
+        visit.page.wait_for_load_state()
+        expect(visit.page.locator("body")).to_have_attribute("data-stream", "up")
+        visit.queue_item("t1").locator(by_id("resolve-enter-card")).click()
+        expect(picker.locator(by_id("card-picker-title"))).to_have_text(
+            es["picker.title"].replace("{table}", "t1")
+        )
+        expect(picker.locator(f"{by_id('card-live')} figcaption")).to_have_text(
+            es["picker.live_caption"]
+        )
+        expect(picker.locator(by_id("card-faces-note"))).not_to_have_text(es["picker.loading"])
+        assert raw_codes_shown(visit.page) == [], "a raw code in the Spanish card picker"
         visit.check_clean()
         viewer = ConsoleHttp(studio.url)
         assert viewer.sign_in("viewer", studio.passwords["viewer"]).status == 303

@@ -10,8 +10,9 @@ import re
 from typing import Any
 
 from tests.console import test_browser
+from tests.console.page_words import catalogue, raw_codes_shown
 from tests.console.test_browser import HD, Screens, by_id
-from tests.console.test_dealer_screen import catalogue, raw_codes_shown, shoot
+from tests.console.test_dealer_screen import shoot
 from tests.support.console import ConsoleStudio
 
 pytestmark = test_browser.pytestmark

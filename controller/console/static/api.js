@@ -1,7 +1,7 @@
 // The console's HTTP API (/api/...): the session, requests, the table's answers shown where the supervisor acted, and why a control is disabled.
 
 import { ANSWER_CAUSE_MS, ANSWER_SHOWN_MS, SIGNED_OUT_URL, app, byTestId, clock, h, seconds } from "./common.js";
-import { refusalWords, t } from "./i18n.js";
+import { commandHelp, commandWords, refusalWords, t } from "./i18n.js";
 import { render } from "./stream.js";
 
 // --- the HTTP API --------------------------------------------------------------------------
@@ -62,15 +62,19 @@ export async function sendCommand(table, command, args) {
 export async function act(table, slot, command, args, onDone) {
   const key = `${table}|${slot}`;
   app.pending.add(key);
-  app.answers.set(key, { ok: null, text: `${command}: waiting for the table's answer`, at: Date.now() });
+  app.answers.set(key, { ok: null, text: t("answer.waiting", { command: commandWords(command) }), at: Date.now() });
   render();
   const answer = await sendCommand(table, command, args);
   app.pending.delete(key);
-  const words = answer.message || (answer.ok ? "done" : "refused");
-  // A refusal in the catalogue's words for its code (the table's own English, which may say
-  // more, where the catalogue has none).
-  const said = answer.ok ? `${table} ${command}: ${words}` : `${table} ${command}: ${refusalWords(answer.code, answer.message)}`;
-  app.answers.set(key, { ok: answer.ok, text: `${clock(Date.now() / 1000)} ${said}`, at: Date.now() });
+  // Done, in the catalogue's words (the table's message is its English); a refusal in the
+  // catalogue's words for its code (the table's own English where the catalogue has none).
+  const said = answer.ok ? t("answer.done", { table, command: commandWords(command) })
+    : t("answer.refused", { table, command: commandWords(command), why: refusalWords(answer.code, answer.message) });
+  // A resume taken while the table stays paused (a supervisor's pause holds it, an outage
+  // needs more) says so once the state shows it (answerLine).
+  const still = answer.ok && command === "resume" ? t("answer.still_paused", { table, command: commandWords(command) }) : null;
+  const time = clock(Date.now() / 1000);
+  app.answers.set(key, { ok: answer.ok, text: `${time} ${said}`, still: still && `${time} ${still}`, at: Date.now() });
   if (onDone) onDone(answer);
   render();
   return answer;
@@ -103,32 +107,40 @@ export function answerLine(table, slot) {
   return h("p", {
     class: `answer ${cls}`, testid: "answer", "data-ok": answer ? String(answer.ok) : null,
     "aria-live": "polite",
-  }, answer ? answer.text : "");
+  }, answer ? answerText(table, answer) : "");
+}
+
+function answerText(table, answer) {
+  const tile = app.tiles.get(table);
+  const paused = tile && tile.state && tile.state.phase === "PAUSED";
+  return answer.still && paused ? answer.still : answer.text;
 }
 
 // --- why a control is disabled ---------------------------------------------------------------
 
 export function whyNotReachable(tile) {
-  if (!app.link.up || tile.status === "unknown") return "the console's link to the broker is down";
-  if (!app.streamUp) return "no connection to the console";
+  if (!app.link.up || tile.status === "unknown") return t("why.link_down");
+  if (!app.streamUp) return t("why.no_stream");
   if (tile.status === "offline" || tile.availability === "offline") {
-    return "the table is offline: nothing would reach it";
+    return t("why.offline");
   }
-  if (!tile.state) return "no state from this table yet";
+  if (!tile.state) return t("why.no_state");
   return null;
 }
 
 /** Why `command` cannot be sent to this table now, or null if it can. */
 export function whyNot(tile, command) {
   const offered = app.commands[command];
-  if (!offered) return `the console does not offer ${command}`;
-  if (!offered.roles.includes(app.session.role)) return `a ${app.session.role} may not give ${command}`;
+  if (!offered) return t("why.not_offered", { command: commandWords(command) });
+  if (!offered.roles.includes(app.session.role)) {
+    return t("why.role", { role: t(`role.${app.session.role}`, null, app.session.role), command: commandWords(command) });
+  }
   const unreachable = whyNotReachable(tile);
   if (unreachable) return unreachable;
   const state = tile.state;
   const phase = state.phase;
   for (const slot of ["actions", "queue"]) {
-    if (app.pending.has(`${tile.table}|${slot}`)) return "waiting for the table's answer";
+    if (app.pending.has(`${tile.table}|${slot}`)) return t("why.waiting");
   }
   switch (command) {
     case "pause":
@@ -137,31 +149,31 @@ export function whyNot(tile, command) {
       return null;
     case "open_round":
       // As the table takes it (docs/mqtt-api.md): in SHOE_READY, with the shoe online.
-      if (phase === "PAUSED") return "the table is paused";
-      if (state.round) return "a round is in play";
-      if (phase === "AWAITING_SHUFFLE") return "no shoe: declare a new shoe first";
-      if (phase !== "SHOE_READY") return `a round opens between rounds (now ${phase})`;
-      if (state.devices && state.devices.shoe_online === false) return "the shoe is offline";
+      if (phase === "PAUSED") return t("why.paused");
+      if (state.round) return t("why.round_in_play");
+      if (phase === "AWAITING_SHUFFLE") return t("why.no_shoe");
+      if (phase !== "SHOE_READY") return t("why.between_rounds", { phase: t(`phase.${phase}`, null, phase) });
+      if (state.devices && state.devices.shoe_online === false) return t("why.shoe_offline");
       return null;
     case "cancel":
-      return state.round ? null : "no round is in play";
+      return state.round ? null : t("why.no_round");
     case "end_shoe":
       if (!state.shoe || state.shoe.id === null || phase === "AWAITING_SHUFFLE") {
-        return "no shoe is in play";
+        return t("why.no_shoe_in_play");
       }
-      if (state.round) return "a round is in play: cancel it first";
+      if (state.round) return t("why.cancel_first");
       if (!["SHOE_READY", "BURN_REVEAL", "BURNING"].includes(phase)) {
-        return `the shoe cannot be ended now (${phase})`;
+        return t("why.cannot_end_shoe", { phase: t(`phase.${phase}`, null, phase) });
       }
       return null;
     case "new_shoe":
-      if (state.round) return "a round is in play: cancel it first";
+      if (state.round) return t("why.cancel_first");
       if (!["AWAITING_SHUFFLE", "SHOE_READY"].includes(phase)) {
-        return `a new shoe is declared between rounds or awaiting a shuffle (now ${phase})`;
+        return t("why.new_shoe_when", { phase: t(`phase.${phase}`, null, phase) });
       }
       return null;
     default:
-      return phase === "PAUSED" ? null : "the table is not paused";
+      return phase === "PAUSED" ? null : t("why.not_paused");
   }
 }
 
@@ -171,23 +183,24 @@ export function whyNot(tile, command) {
 export function whyNotResolve(tile, resolution) {
   const why = whyNot(tile, "resume");
   if (why) return why;
-  if (app.undo.has(tile.table)) return "an action is about to be sent: Undo (Esc) first";
+  if (app.undo.has(tile.table)) return t("why.undo_first");
   const state = tile.state;
-  if (state.devices && state.devices.shoe_online === false) return "the shoe is offline: bring it back first";
+  if (state.devices && state.devices.shoe_online === false) return t("why.shoe_offline_resume");
   const pause = state.pause || {};
   if (resolution === "accept" && pause.resume_to !== undefined && pause.resume_to !== "DEALING") {
-    return "no card is expected now: burn it";
+    return t("why.no_card_expected");
   }
   return null;
 }
 
 export function actionButton(tile, command, label, testid, onClick) {
   const why = whyNot(tile, command);
-  // Enabled, it says what it does in the API's own words (/api/commands).
-  const help = why === null ? app.commands[command].help : "";
+  // Enabled, it says what it does: the catalogue's words for the command, else the API's
+  // own (/api/commands).
+  const help = why === null ? commandHelp(command, app.commands[command].help) : "";
   return h("button", {
     type: "button", testid, disabled: why !== null,
-    title: why || (help ? help[0].toUpperCase() + help.slice(1) : label),
+    title: why || help || label,
     onclick: why === null ? onClick : null,
   }, label);
 }

@@ -3,14 +3,11 @@
 // Every string that comes from a table (ids, messages, reasons, account names, cards) is put
 // into the page as text (textContent, text nodes, attribute values): never as HTML.
 
+import { t } from "./i18n.js";
+
 // --- constants -----------------------------------------------------------------------------
 
 export const SUIT_SYMBOL = { S: "\u2660", H: "\u2665", D: "\u2666", C: "\u2663" };
-export const SUIT_NAME = { S: "spades", H: "hearts", D: "diamonds", C: "clubs" };
-export const RANK_NAME = {
-  A: "ace", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight",
-  9: "nine", T: "ten", J: "jack", Q: "queen", K: "king",
-};
 export const RANKS = "A23456789TJQK";
 export const SUITS = "SHDC";
 export const STATUS_WORD = {
@@ -102,12 +99,20 @@ export const isSupervisor = () => app.session !== null && app.session.role === "
 
 export function clock(at) {
   if (at === null || at === undefined) return "?";
-  return new Date(at * 1000).toLocaleTimeString([], { hour12: false });
+  return new Date(at * 1000).toLocaleTimeString(pageLocale(), { hour12: false });
 }
 
 export function day(at) {
   if (at === null || at === undefined) return "?";
-  return new Date(at * 1000).toLocaleDateString([], { year: "numeric", month: "short", day: "numeric" });
+  return new Date(at * 1000).toLocaleDateString(pageLocale(), { year: "numeric", month: "short", day: "numeric" });
+}
+
+/** Dates and times as the page's language writes them: the browser's own variant of it
+ * (en-GB, es-MX) when it has one, else the language itself. */
+function pageLocale() {
+  const language = document.documentElement.lang;
+  const own = (navigator.languages || []).find((wanted) => String(wanted).toLowerCase().split("-")[0] === language);
+  return own || language || [];
 }
 
 export function seconds(value) {
@@ -120,8 +125,10 @@ export function rankText(rank) {
   return rank === "T" ? "10" : rank;
 }
 
+/** A card's name in words ("ace of spades"): each rank and suit has its catalogue key
+ * (card.rank_A, card.suit_S). */
 export function cardName(card) {
-  return `${RANK_NAME[card[0]] || card[0]} of ${SUIT_NAME[card[1]] || card[1]}`;
+  return t("card.name", { rank: t(`card.rank_${card[0]}`, null, card[0]), suit: t(`card.suit_${card[1]}`, null, card[1]) });
 }
 
 /** "KH", "kh", "10h", " 10 H ", "K♥" -> "KH"; anything else -> null. */
@@ -139,12 +146,12 @@ export function parseCard(text) {
  * hole card, drawn face down. */
 export function cardFace(card) {
   if (card === null || card === undefined) {
-    return h("span", { class: "card back", testid: "card-back", title: "face down" },
+    return h("span", { class: "card back", testid: "card-back", title: t("card.face_down") },
       h("span", { class: "card-back-pattern", "aria-hidden": "true" }));
   }
   if (typeof card !== "string" || !/^[2-9TJQKA][SHDC]$/.test(card)) {
     // Not a card as the API writes them: shown as it came, as text, marked unknown.
-    return h("span", { class: "card unknown", testid: "card", "data-card": String(card), title: `unknown card ${card}` },
+    return h("span", { class: "card unknown", testid: "card", "data-card": String(card), title: t("card.unknown", { card }) },
       h("span", { class: "card-rank" }, "?"), h("span", { class: "card-suit" }, String(card).slice(0, 3)));
   }
   const rank = card[0];

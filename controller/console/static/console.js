@@ -120,8 +120,8 @@ function start() {
       // Served the app page at /history: show the printable round instead of the wall.
       document.body.dataset.page = "history";
       document.body.replaceChildren(h("main", { class: "history-page", testid: "history-page" },
-        h("nav", { class: "noprint" }, h("a", { href: "/", testid: "history-back" }, "Back to the console"), " ",
-          h("button", { type: "button", testid: "history-print" }, "Print")),
+        h("nav", { class: "noprint" }, h("a", { href: "/", testid: "history-back", "data-i18n": "history.back" }),
+          " ", h("button", { type: "button", testid: "history-print", "data-i18n": "history.print" })),
         h("div", { class: "history-content", testid: "history-content" })));
     }
     startHistoryPage();

@@ -123,6 +123,23 @@ export function needsWords(tile) {
   return pause && Array.isArray(pause.needs) ? pause.needs.map(String) : [];
 }
 
+/** A command's name in words (`open_round` -> "Open round"): its catalogue key, else its
+ * name's plain words (a command of a newer table). */
+export const commandWords = (name) => t(`command.${name}`, null, String(name).replace(/_/g, " "));
+
+/** What a command does, in words: its catalogue key, else the API's English `help`. */
+export function commandHelp(name, help) {
+  const fallback = help ? help[0].toUpperCase() + help.slice(1) : "";
+  return t(`command_help.${name}`, null, fallback);
+}
+
+/** A game's name in words, keyed by its id (`game.dragon-tiger`), with its variant's
+ * (`variant.no-commission`); a game a catalogue lacks (a newer table's) by its id. */
+export function gameWords(game, variant) {
+  const name = t(`game.${game}`, null, game);
+  return variant ? t("game.with_variant", { game: name, variant: t(`variant.${variant}`, null, variant) }) : name;
+}
+
 /** A refusal's words: the code's, else the message as the table or the console said it. */
 export function refusalWords(code, message) {
   const known = code && has(`refusal.${code}`) ? t(`refusal.${code}`) : "";

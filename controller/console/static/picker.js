@@ -2,6 +2,7 @@
 
 import { act, getJson } from "./api.js";
 import { RANKS, RESOLVED_SHOWN_MS, SUITS, SUIT_SYMBOL, app, byTestId, cardName, h, parseCard, pauseKey, rankText } from "./common.js";
+import { needsWords, pauseWords, t } from "./i18n.js";
 
 // --- the card picker -------------------------------------------------------------------------
 
@@ -16,15 +17,15 @@ export function pickerUpdate() {
   let ok = false;
   parse.classList.remove("error");
   if (!text) {
-    parse.textContent = "Type the card, or pick it below.";
+    parse.textContent = t("picker.type");
   } else if (!card) {
-    parse.textContent = `"${text}" is not a card: a rank (A 2-10 J Q K) then a suit (S H D C)`;
+    parse.textContent = t("picker.not_a_card", { text });
     parse.classList.add("error");
   } else if (!picker.possible.includes(card)) {
-    parse.textContent = `${rankText(card[0])}${SUIT_SYMBOL[card[1]]} cannot be in this shoe: its eight copies were dealt`;
+    parse.textContent = t("picker.used_up", { card: `${rankText(card[0])}${SUIT_SYMBOL[card[1]]}` });
     parse.classList.add("error");
   } else {
-    parse.textContent = `${rankText(card[0])}${SUIT_SYMBOL[card[1]]}: the ${cardName(card)}`;
+    parse.textContent = t("picker.card", { card: `${rankText(card[0])}${SUIT_SYMBOL[card[1]]}`, name: cardName(card) });
     ok = true;
   }
   submit.disabled = !ok;
@@ -42,10 +43,11 @@ export async function openPicker(table) {
   const faces = byTestId("card-faces");
   picker.table = table;
   picker.possible = [];
-  byTestId("card-picker-title").textContent = `Enter a card on table ${table}`;
-  byTestId("card-picker-need").textContent = (tile.state.pause.needs || []).join("; ") || tile.state.pause.message;
+  byTestId("card-picker-title").textContent = t("picker.title", { table });
+  // What the pause needs in the catalogue's words (the tile's codes), else its reason's.
+  byTestId("card-picker-need").textContent = needsWords(tile).join("; ") || pauseWords(tile.state.pause);
   showLivePicture(table, tile.state);
-  byTestId("card-faces-note").textContent = "Loading the faces still possible in this shoe\u2026";
+  byTestId("card-faces-note").textContent = t("picker.loading");
   faces.replaceChildren();
   input.value = "";
   pickerUpdate();
@@ -57,8 +59,8 @@ export async function openPicker(table) {
     picker.possible = answer.possible || [];
     picker.complete = answer.complete !== false;
     byTestId("card-faces-note").textContent = picker.complete
-      ? "Only the faces still possible in this shoe are offered."
-      : "The console did not see this shoe's start: some faces offered may be used up.";
+      ? t("picker.only_possible")
+      : t("picker.maybe_used_up");
     const bySuit = SUITS.split("").map((suit) => h("div", { class: "face-row" },
       RANKS.split("").map((rank) => rank + suit).filter((card) => picker.possible.includes(card)).map((card) =>
         h("button", {
@@ -69,7 +71,7 @@ export async function openPicker(table) {
     faces.replaceChildren(...bySuit);
     pickerUpdate();
   } catch (error) {
-    byTestId("card-faces-note").textContent = `The faces could not be loaded: ${error.message}`;
+    byTestId("card-faces-note").textContent = t("picker.load_failed", { why: error.message });
   }
 }
 
@@ -92,8 +94,8 @@ export async function showLivePicture(table, state) {
     const answer = await getJson(`/api/tables/${encodeURIComponent(table)}/rounds/${roundId}/live`);
     if (!answer.picture || picker.table !== table) return;
     figure.replaceChildren(
-      h("img", { src: answer.url, alt: "the camera's view of the card's slot, now", testid: "card-live-image" }),
-      h("figcaption", null, "The camera now, at the slot of the card to enter"));
+      h("img", { src: answer.url, alt: t("picker.live_alt"), testid: "card-live-image" }),
+      h("figcaption", null, t("picker.live_caption")));
     figure.hidden = false;
   } catch {
     // No picture: the picker works without it.

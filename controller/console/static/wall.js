@@ -4,7 +4,7 @@ import { act, actionButton, answerLine } from "./api.js";
 import { NO_SHOE_WORD, STATUS_WORD, app, cards, clock, h, isSupervisor } from "./common.js";
 import { askCancel, askEndShoe, askNewShoe, askPause } from "./dialogs.js";
 import { eventSummary, openAudit, openHistory } from "./history.js";
-import { dealerLineWords, pauseWords, positionWords, t } from "./i18n.js";
+import { dealerLineWords, gameWords, pauseWords, positionWords, t } from "./i18n.js";
 
 // --- a tile ----------------------------------------------------------------------------------
 
@@ -205,7 +205,7 @@ export function renderTile(tile) {
     h("h3", { testid: "tile-id" }, tile.table),
     h("span", { class: `status-word status-${badge}`, testid: "tile-status", "data-badge": badge },
       noShoe ? t("status.no_shoe", null, NO_SHOE_WORD) : t(`status.${status}`, null, STATUS_WORD[status] || status.toUpperCase())),
-    state ? h("span", { class: "game", testid: "tile-game" }, state.game + (state.variant ? ` (${state.variant})` : "")) : null,
+    state ? h("span", { class: "game", testid: "tile-game", "data-game": state.game }, gameWords(state.game, state.variant)) : null,
     state ? h("span", { class: "phase", testid: "tile-phase", "data-phase": state.phase }, t(`phase.${state.phase}`, null, state.phase)) : null,
     state ? healthView(state, tableOffline) : null);
   const body = [];
