@@ -81,8 +81,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "journal",
         help="verify a table's journal, list its rounds, export a round's history",
         description="Verify a table's journal, list its rounds, or export one round's history "
-        "from it. The journal is only read: nothing is written beside it, and it may lie on "
-        "read-only media.",
+        "from it, reading the segments archived beside it first. These only read: nothing is "
+        "written beside the journal, and it may lie on read-only media. archive moves old "
+        "rows into a segment (the table stopped).",
         epilog=examples(
             f"livetable journal verify {EXAMPLE_JOURNAL}",
             f"livetable journal rounds {EXAMPLE_JOURNAL}",

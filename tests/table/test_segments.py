@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from controller.kernel.errors import JournalError
 from controller.service.journal import Journal, JournalLock, segment_paths, segments_dir
 from controller.service.journaled_table import JournaledTable, config_of, replay
 from controller.service.segments import Archived, archive
+from controller.service.signing import HeadSigner, generate_key_pair, load_signing_key
 from controller.table.config import TableConfig
 from controller.tools.cli import main
 from controller.tools.crash_runner import START_TIME
@@ -200,3 +202,34 @@ def test_before_days_keeps_recent_rows(fast_dir: Path) -> None:  # noqa: F811
         assert config_of(journal).table_id == "t1"
     with pytest.raises(JournalError, match="older than 1 days"):
         archive(config.journal_path, before_days=1, now=START_TIME)
+
+
+def test_signed_heads_and_a_bundle_of_an_archived_round_still_check(
+    fast_dir: Path,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = played(fast_dir, checkpoints=1)
+    key = fast_dir / "t1.key"
+    generate_key_pair(key)
+    pub = str(fast_dir / "t1.key.pub")
+    table, _ = JournaledTable.open(config, at=START_TIME, start=False)
+    try:
+        HeadSigner(load_signing_key(key), table.journal, "t1").sign()
+    finally:
+        table.close()
+    before = fast_dir / "before.zip"
+    export = ["journal", "export", str(config.journal_path), "--round", "1", "--public-key", pub]
+    assert main([*export, "--bundle", str(before)]) == 0
+    done = archive(config.journal_path)
+    capsys.readouterr()
+    assert main(["journal", "verify", str(config.journal_path), "--public-key", pub]) == 0
+    assert "signed" in capsys.readouterr().out
+    after = fast_dir / "after.zip"
+    assert main([*export, "--bundle", str(after)]) == 0
+    assert main(["journal", "verify", "--bundle", str(after), "--public-key", pub]) == 0
+    capsys.readouterr()
+    # The archived round's bundle is the one the whole journal gave.
+    with zipfile.ZipFile(before) as old, zipfile.ZipFile(after) as new:
+        manifest = json.loads(new.read("manifest.json"))
+        assert manifest == json.loads(old.read("manifest.json"))
+    assert manifest["rows"][1] <= done.last
