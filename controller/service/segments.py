@@ -12,8 +12,8 @@ Never a row lost: the segment is written beside under a temporary name, flushed 
 renamed, flushed again (its folder too), opened and verified row for row against the live
 journal; only then does one transaction delete the rows from the live journal and record
 the last one archived. A failure before that transaction leaves the live journal as it was
-(a stray temporary file at most). The live journal's last checkpoint is never archived: a
-start replays from it.
+(a stray temporary file, or a segment the next archive replaces). The live journal's last
+checkpoint is never archived: a start replays from it.
 
 Archiving takes the journal's :class:`JournalLock`, so it refuses while a table runs on the
 journal (naming the daemon's pid): stop the table, archive, start it.
@@ -84,6 +84,7 @@ def archive(
                     + ("" if before_days is None else f" is older than {before_days:g} days")
                     + " that is not archived already"
                 )
+            _remove_leftovers(journal)
             segment = _write_segment(journal, first, cut)
             _check_segment(journal, segment, first, cut)
             _drop_archived(journal, cut)
@@ -111,6 +112,16 @@ def _cut(journal: Journal, before_days: float | None, now: float) -> int:
     except sqlite3.Error as error:
         raise JournalError(f"cannot read the journal {journal.path}: {error}") from error
     return int(row[0] or 0)
+
+
+def _remove_leftovers(journal: Journal) -> None:
+    """Remove the segments of an archive interrupted before its delete (a crash, a power
+    cut): those whose rows the journal has not recorded as archived, and so still holds."""
+    for path in segment_paths(journal.path):
+        with Journal(path, read_only=True) as segment:
+            first = segment.first_row()
+        if first is None or first[0] > journal.archived_through:
+            path.unlink()
 
 
 def _write_segment(journal: Journal, first: int, last: int) -> Path:

@@ -233,3 +233,26 @@ def test_signed_heads_and_a_bundle_of_an_archived_round_still_check(
         manifest = json.loads(new.read("manifest.json"))
         assert manifest == json.loads(old.read("manifest.json"))
     assert manifest["rows"][1] <= done.last
+
+
+def test_an_archive_cut_off_before_its_delete_loses_nothing_and_is_redone(
+    fast_dir: Path,  # noqa: F811
+) -> None:
+    from controller.service.segments import _write_segment
+
+    config = played(fast_dir, checkpoints=2)
+    before = rows_of(config.journal_path)
+    cut = checkpoint_rows(config.journal_path)[-1] - 1
+    # What a power cut leaves after the segment was written, before the delete.
+    with Journal(config.journal_path) as journal:
+        leftover = _write_segment(journal, 1, cut)
+    assert rows_of(config.journal_path) == before
+    with Journal(config.journal_path, read_only=True) as journal:
+        assert journal.verify() == len(before)
+    done = archive(config.journal_path)
+    assert (done.first, done.last) == (1, cut)
+    assert segment_paths(config.journal_path) == [done.segment]
+    assert done.segment.name == leftover.name
+    assert rows_of(config.journal_path) == before
+    with Journal(config.journal_path, read_only=True) as journal:
+        assert journal.verify() == len(before)
