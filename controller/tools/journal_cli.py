@@ -359,6 +359,11 @@ def run_verify(args: argparse.Namespace) -> int:
 def _verify_segment(args: argparse.Namespace, journal: Journal) -> int:
     """A segment alone: its chain from its first row's ``prev_hash`` (which only the
     segment before it, or the journal, vouches for)."""
+    if args.public_keys or args.expect_head is not None or args.pictures is not None:
+        args.usage_error(
+            "--public-key, --expect-head and --pictures check a journal: give the live "
+            "journal, which reads its segments"
+        )
     rows = journal.verify()
     first = journal.first_row()
     assert first is not None  # a segment that verified holds rows

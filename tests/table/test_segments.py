@@ -153,6 +153,9 @@ def test_a_changed_row_in_a_segment_fails_verify_naming_it(
     assert main(["journal", "verify", str(middle)]) == 1
     assert f"row {seq} was altered" in capsys.readouterr().err
     assert main(["journal", "verify", str(segments[0])]) == 0
+    with pytest.raises(SystemExit):
+        main(["journal", "verify", str(segments[0]), "--expect-head", f"1:{'0' * 64}"])
+    assert "give the live journal" in capsys.readouterr().err
 
 
 def test_a_missing_middle_segment_fails_verify(
@@ -160,6 +163,8 @@ def test_a_missing_middle_segment_fails_verify(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     config, segments = three_segments(fast_dir)
+    with Journal(config.journal_path, read_only=True) as journal:
+        live = replay(journal, config).snapshot()
     with Journal(segments[1], read_only=True) as middle:
         first, last = middle.first_row()[0], middle.last_seq  # type: ignore[index]
     segments[1].unlink()
@@ -171,6 +176,13 @@ def test_a_missing_middle_segment_fails_verify(
     segments[2].unlink()
     assert main(["journal", "verify", str(config.journal_path)]) == 1
     assert "are missing" in capsys.readouterr().err
+    # A table starts without its segments: it replays from its last checkpoint.
+    segments[0].unlink()
+    table, _ = JournaledTable.open(config, at=START_TIME, start=False)
+    try:
+        assert table.machine.snapshot() == live
+    finally:
+        table.close()
 
 
 def test_archive_refuses_while_the_table_holds_the_journal(fast_dir: Path) -> None:  # noqa: F811
