@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,6 +161,8 @@ def _write_segment(journal: Journal, first: int, last: int) -> Path:
             db.execute("COMMIT")
         finally:
             db.close()
+        # As readable as the journal, no more: the rows hold the hole cards.
+        os.chmod(partial, stat.S_IMODE(journal.path.stat().st_mode))
         _fsync(partial)
         os.replace(partial, path)
         _fsync(folder)

@@ -64,6 +64,7 @@ def test_an_archived_journal_starts_replays_and_verifies_as_before(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     config = played(fast_dir, checkpoints=2)
+    config.journal_path.chmod(0o640)
     before = rows_of(config.journal_path)
     assert main(["journal", "export", str(config.journal_path), "--round", "1", "--json"]) == 0
     exported = capsys.readouterr().out
@@ -84,6 +85,7 @@ def test_an_archived_journal_starts_replays_and_verifies_as_before(
         assert_same_from_checkpoint(journal, config)
     [segment] = segment_paths(config.journal_path)
     assert segment == done.segment
+    assert segment.stat().st_mode == config.journal_path.stat().st_mode
     assert segment.name == f"000001-{1:09d}-{done.last:09d}.sqlite"
 
     # The table starts from it with the same state, and carries on.
