@@ -868,6 +868,47 @@ class Journal:
             )
         return rows
 
+    def last_row_before(self, seq: int, at: float) -> int:
+        """The last row before row ``seq`` in this file whose event's time is before
+        ``at`` (0: none): where an archive of rows older than some days ends."""
+        try:
+            row = self._db.execute(
+                "SELECT MAX(seq) FROM events WHERE seq < ? AND json_extract(body, '$.at') < ?",
+                (seq, at),
+            ).fetchone()
+        except sqlite3.Error as error:
+            raise JournalError(f"cannot read the journal {self.path}: {error}") from error
+        return int(row[0] or 0)
+
+    def drop_archived(self, last: int) -> None:
+        """Delete rows up to ``last`` (copied into a segment and verified there) and record
+        them archived, in one transaction; then give the space back to the disk where there
+        is room to (VACUUM needs room for a copy of the file: without it the file keeps its
+        size, and SQLite reuses the free pages)."""
+        if self.read_only:
+            raise JournalError(f"{self.path} is open read-only")
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute("DELETE FROM events WHERE seq <= ?", (last,))
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                (ARCHIVED_META_KEY, str(last)),
+            )
+            self._db.execute("COMMIT")
+        except sqlite3.Error as error:
+            self._rollback()
+            if is_write_failure(error):
+                raise JournalWriteError("archive rows of the journal", self.path, error) from error
+            raise JournalError(
+                f"cannot archive rows of the journal {self.path}: {error}"
+            ) from error
+        self.archived_through = last
+        for segment in self._segments or ():
+            segment.close()
+        self._segments = None
+        with contextlib.suppress(sqlite3.Error):
+            self._db.execute("VACUUM")
+
     def _archived(self, after: int) -> Iterator[Journal]:
         """The segments that hold rows after row ``after``."""
         if after < self.archived_through:

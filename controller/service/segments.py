@@ -21,7 +21,6 @@ journal (naming the daemon's pid): stop the table, archive, start it.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sqlite3
 import stat
@@ -33,7 +32,6 @@ from typing import Final
 from controller.kernel.errors import JournalError
 from controller.service.journal import (
     _SCHEMA,
-    ARCHIVED_META_KEY,
     GENESIS_HASH,
     SEGMENT_META_KEY,
     SEGMENT_SUFFIX,
@@ -88,7 +86,7 @@ def archive(
             _remove_leftovers(journal)
             segment = _write_segment(journal, first, cut)
             _check_segment(journal, segment, first, cut)
-            _drop_archived(journal, cut)
+            journal.drop_archived(cut)
     finally:
         lock.release()
     return Archived(segment, first, cut)
@@ -105,14 +103,7 @@ def _cut(journal: Journal, before_days: float | None, now: float) -> int:
         )
     if before_days is None:
         return checkpoint.seq - 1
-    try:
-        row = journal._db.execute(
-            "SELECT MAX(seq) FROM events WHERE seq < ? AND json_extract(body, '$.at') < ?",
-            (checkpoint.seq, now - before_days * 86_400),
-        ).fetchone()
-    except sqlite3.Error as error:
-        raise JournalError(f"cannot read the journal {journal.path}: {error}") from error
-    return int(row[0] or 0)
+    return journal.last_row_before(checkpoint.seq, now - before_days * 86_400)
 
 
 def _remove_leftovers(journal: Journal) -> None:
@@ -213,26 +204,3 @@ def _check_segment(journal: Journal, path: Path, first: int, last: int) -> None:
     if problem is not None:
         path.unlink(missing_ok=True)
         raise JournalError(f"the segment {path} as written {problem}: nothing was archived")
-
-
-def _drop_archived(journal: Journal, last: int) -> None:
-    """Delete rows up to ``last`` from the live journal and record them archived, in one
-    transaction; then give the space back to the disk (VACUUM) where there is room to."""
-    db = journal._db
-    try:
-        db.execute("BEGIN IMMEDIATE")
-        db.execute("DELETE FROM events WHERE seq <= ?", (last,))
-        db.execute(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-            (ARCHIVED_META_KEY, str(last)),
-        )
-        db.execute("COMMIT")
-    except sqlite3.Error as error:
-        journal._rollback()
-        if is_write_failure(error):
-            raise JournalWriteError("archive rows of the journal", journal.path, error) from error
-        raise JournalError(f"cannot archive rows of the journal {journal.path}: {error}") from error
-    # Deleted rows leave free pages that SQLite reuses; VACUUM shrinks the file, but needs
-    # room for a copy of it: without it the file simply keeps its size.
-    with contextlib.suppress(sqlite3.Error):
-        db.execute("VACUUM")
