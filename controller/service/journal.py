@@ -39,6 +39,14 @@ hash after it. A table with a signing key signs its head now and then
 ``signed_heads`` of the same file, beside the chain rather than in it: a signature is about
 the chain, so it takes no row of it (no new event kind, no change to the event encoding or
 to replay), and builds that do not sign read the file as before.
+
+Old rows may be **archived** (:mod:`controller.service.segments`): moved, unchanged, into
+segment files in ``<journal>.segments/`` beside it, up to some row before the last
+checkpoint. The live journal then records the last row archived (meta
+``archived_through``), and a :class:`Journal` opened on it reads the segments there first,
+so every reader (a full replay, an export, a signature over an archived row) sees the one
+chain. A segment is a journal of the same schema marked ``segment_of`` (the epoch): it
+verifies on its own from its first row's ``prev_hash``.
 """
 
 from __future__ import annotations
@@ -106,6 +114,26 @@ CHECKPOINT_KIND: Final = "Checkpoint"
 # a scan of the whole table; a pointer only (the row itself is in the chain, and a pointer
 # that leads to no checkpoint is ignored: the start then replays the whole journal).
 CHECKPOINT_META_KEY: Final = "checkpoint_seq"
+# The last row moved into a segment (rows 1 to it are in ``<journal>.segments/``).
+ARCHIVED_META_KEY: Final = "archived_through"
+# In a segment: the epoch of the journal it was archived from.
+SEGMENT_META_KEY: Final = "segment_of"
+SEGMENT_SUFFIX: Final = ".sqlite"
+
+
+def segments_dir(journal_path: Path) -> Path:
+    """Where a journal's archived segments are: ``t1.journal`` → ``t1.journal.segments``."""
+    path = Path(journal_path)
+    return path.with_name(path.name + ".segments")
+
+
+def segment_paths(journal_path: Path) -> list[Path]:
+    """The segment files beside a journal, in order (their names begin with their number)."""
+    folder = segments_dir(journal_path)
+    if not folder.is_dir():
+        return []
+    return sorted(path for path in folder.iterdir() if path.name.endswith(SEGMENT_SUFFIX))
+
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -444,6 +472,12 @@ class Journal:
         self._last_seq, self._last_hash = (0, GENESIS_HASH) if last is None else last
         self.last_entry: JournalEntry | None = None
         """The row :meth:`append` wrote last in this process (None before the first)."""
+        archived = self.meta(ARCHIVED_META_KEY)
+        self.archived_through = int(archived) if archived and archived.isdigit() else 0
+        """The last row moved into a segment (0: none was)."""
+        self.segment_of = self.meta(SEGMENT_META_KEY)
+        """In a segment: the epoch of the journal it was archived from (else None)."""
+        self._segments: list[Journal] | None = None
 
     def _open_epoch(self) -> str:
         """The journal's epoch: stored, else derived from its first row (an old journal) or
@@ -551,7 +585,12 @@ class Journal:
         return heads
 
     def hash_at(self, seq: int) -> str | None:
-        """Row ``seq``'s stored hash, or None when the journal has no such row."""
+        """Row ``seq``'s stored hash (in a segment when archived), or None when the journal
+        has no such row."""
+        if 0 < seq <= self.archived_through:
+            for segment in self._archived(seq - 1):
+                return segment.hash_at(seq)
+            return None
         try:
             row = self._db.execute("SELECT hash FROM events WHERE seq=?", (seq,)).fetchone()
         except sqlite3.Error as error:
@@ -633,7 +672,14 @@ class Journal:
         return JournalEntry(*row, encoding=self.event_encoding)
 
     def entries(self, after: int = 0) -> Iterator[JournalEntry]:
-        """Every row after row ``after``, in order, as stored (:meth:`verify` checks them)."""
+        """Every row after row ``after``, in order, as stored (:meth:`verify` checks them):
+        the archived ones from their segments first."""
+        for segment in self._archived(after):
+            for entry in segment.entries(after):
+                if entry.seq > self.archived_through:
+                    break
+                yield entry
+                after = entry.seq
         try:
             cursor = self._db.execute(
                 "SELECT seq, kind, body, prev_hash, hash FROM events WHERE seq > ? ORDER BY seq",
@@ -661,6 +707,8 @@ class Journal:
                 yield JournalEntry(*row, encoding=self.event_encoding)
         except sqlite3.Error as error:
             raise JournalError(f"cannot read the journal {self.path}: {error}") from error
+        for segment in reversed(list(self._archived(0))):
+            yield from segment.newest_first(kinds)
 
     def entries_of(
         self, kinds: Collection[str], after: int, through: int, limit: int
@@ -671,6 +719,15 @@ class Journal:
         wanted = sorted(kinds)
         if not wanted or limit <= 0 or through <= after:
             return []
+        found: list[JournalEntry] = []
+        for segment in self._archived(after):
+            found += segment.entries_of(
+                kinds, after, min(through, self.archived_through), limit - len(found)
+            )
+            after = max(after, segment.last_seq)
+        if len(found) >= limit or through <= after:
+            return found
+        limit -= len(found)
         marks = ", ".join("?" * len(wanted))
         try:
             rows = self._db.execute(
@@ -680,13 +737,16 @@ class Journal:
             ).fetchall()
         except sqlite3.Error as error:
             raise JournalError(f"cannot read the journal {self.path}: {error}") from error
-        return [JournalEntry(*row, encoding=self.event_encoding) for row in rows]
+        return found + [JournalEntry(*row, encoding=self.event_encoding) for row in rows]
 
     def entries_with(self, kind: str, key: str, value: int) -> list[JournalEntry]:
         """The rows of ``kind`` whose body's ``key`` is ``value``, in order, as stored:
         found by SQLite (a round's pictures among a long journal's)."""
         if not key.isidentifier():
             raise ValueError(f"not a field name: {key!r}")
+        found: list[JournalEntry] = []
+        for segment in self._archived(0):
+            found += segment.entries_with(kind, key, value)
         try:
             rows = self._db.execute(
                 "SELECT seq, kind, body, prev_hash, hash FROM events "
@@ -695,14 +755,25 @@ class Journal:
             ).fetchall()
         except sqlite3.Error as error:
             raise JournalError(f"cannot read the journal {self.path}: {error}") from error
-        return [JournalEntry(*row, encoding=self.event_encoding) for row in rows]
+        return found + [JournalEntry(*row, encoding=self.event_encoding) for row in rows]
 
     def verified_entries(self, start: int = 1) -> Iterator[JournalEntry]:
         """Every row from row ``start`` on, in order, each checked against the chain before
-        it is yielded (row ``start`` against the hash stored in the row before it)."""
+        it is yielded (row ``start`` against the hash stored in the row before it; a
+        segment's first row against its own ``prev_hash``, which the next one vouches for)."""
         expected_seq, prev_hash = start, GENESIS_HASH
-        if start > 1:
-            prev_hash = self.hash_at(start - 1) or ""
+        first = self.first_row() if self.segment_of is not None else None
+        if first is not None and start <= first[0]:
+            expected_seq, prev_hash = first
+        elif start > 1:
+            found = self.hash_at(start - 1)
+            if found is None and start == self.archived_through + 1:
+                # The row before was archived and its segment is not here (moved away): a
+                # start from the checkpoint takes the live file's first row on its own
+                # prev_hash, which verify checks against the segment.
+                own = self.first_row()
+                found = own[1] if own is not None and own[0] == start else None
+            prev_hash = found or ""
         for entry in self.entries(after=start - 1):
             if entry.seq != expected_seq:
                 raise JournalError(f"row {expected_seq} is missing (found row {entry.seq})")
@@ -718,10 +789,137 @@ class Journal:
             expected_seq, prev_hash = entry.seq + 1, entry.hash
 
     def verify(self) -> int:
-        """Check the whole chain; return the number of rows or raise JournalError."""
-        return sum(1 for _ in self.verified_entries())
+        """Check the whole chain, across the segments archived from it; return the number
+        of rows or raise JournalError (naming the segment where one is missing or altered)."""
+        if not self.archived_through:
+            return sum(1 for _ in self.verified_entries())
+        rows = self._verify_segments()
+        return rows + sum(1 for _ in self.verified_entries(self.archived_through + 1))
+
+    def first_row(self) -> tuple[int, str] | None:
+        """The first row's number and ``prev_hash`` in this file (None when it has none)."""
+        try:
+            row = self._db.execute(
+                "SELECT seq, prev_hash FROM events ORDER BY seq LIMIT 1"
+            ).fetchone()
+        except sqlite3.Error as error:
+            raise JournalError(f"cannot read the journal {self.path}: {error}") from error
+        return None if row is None else (int(row[0]), str(row[1]))
+
+    def segments(self) -> list[Journal]:
+        """The segments archived from this journal that lie beside it, opened read-only, in
+        order (none when nothing was archived; :meth:`verify` says which are missing)."""
+        if self._segments is None:
+            found: list[Journal] = []
+            if self.archived_through:
+                try:
+                    found.extend(Journal(path, read_only=True) for path in segment_paths(self.path))
+                except JournalError:
+                    for segment in found:
+                        segment.close()
+                    raise
+            self._segments = found
+        return self._segments
+
+    def _verify_segments(self) -> int:
+        """Each segment verified on its own and linked to the one before it, rows 1 to
+        :attr:`archived_through` all there; the number of rows, or JournalError."""
+        folder = segments_dir(self.path)
+        expected, prev_hash, rows = 1, GENESIS_HASH, 0
+        for segment in self.segments():
+            name = segment.path
+            first = segment.first_row()
+            if first is None or segment.segment_of is None:
+                raise JournalError(f"segment {name} holds no rows of a segment")
+            if segment.segment_of != self.epoch:
+                raise JournalError(
+                    f"segment {name} was archived from another journal (epoch "
+                    f"{segment.segment_of}, not {self.epoch})"
+                )
+            seq, first_prev = first
+            if seq > expected:
+                raise JournalError(
+                    f"rows {expected}..{seq - 1} are missing: the segment that held them is "
+                    f"not in {folder} (the next one there is {name.name})"
+                )
+            if seq < expected:
+                raise JournalError(
+                    f"segment {name} begins at row {seq}, which the segment before it holds"
+                )
+            if first_prev != prev_hash:
+                raise JournalError(
+                    f"segment {name} does not chain to the rows before it: its row {seq}'s "
+                    f"prev_hash is not the hash of row {seq - 1} (one of the two was changed)"
+                )
+            try:
+                rows += segment.verify()
+            except JournalError as error:
+                raise JournalError(f"segment {name}: {error}") from error
+            expected, prev_hash = segment.last_seq + 1, segment.last_hash
+        if expected <= self.archived_through:
+            raise JournalError(
+                f"rows {expected}..{self.archived_through} are missing: {self.path} archived "
+                f"them into {folder}, which does not hold them (a segment is missing)"
+            )
+        if expected != self.archived_through + 1:
+            raise JournalError(
+                f"the segments in {folder} reach row {expected - 1}, past row "
+                f"{self.archived_through}, the last that {self.path} archived"
+            )
+        return rows
+
+    def last_row_before(self, seq: int, at: float) -> int:
+        """The last row before row ``seq`` in this file whose event's time is before
+        ``at`` (0: none): where an archive of rows older than some days ends."""
+        try:
+            row = self._db.execute(
+                "SELECT MAX(seq) FROM events WHERE seq < ? AND json_extract(body, '$.at') < ?",
+                (seq, at),
+            ).fetchone()
+        except sqlite3.Error as error:
+            raise JournalError(f"cannot read the journal {self.path}: {error}") from error
+        return int(row[0] or 0)
+
+    def drop_archived(self, last: int) -> None:
+        """Delete rows up to ``last`` (copied into a segment and verified there) and record
+        them archived, in one transaction; then give the space back to the disk where there
+        is room to (VACUUM needs room for a copy of the file: without it the file keeps its
+        size, and SQLite reuses the free pages)."""
+        if self.read_only:
+            raise JournalError(f"{self.path} is open read-only")
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute("DELETE FROM events WHERE seq <= ?", (last,))
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                (ARCHIVED_META_KEY, str(last)),
+            )
+            self._db.execute("COMMIT")
+        except sqlite3.Error as error:
+            self._rollback()
+            if is_write_failure(error):
+                raise JournalWriteError("archive rows of the journal", self.path, error) from error
+            raise JournalError(
+                f"cannot archive rows of the journal {self.path}: {error}"
+            ) from error
+        self.archived_through = last
+        for segment in self._segments or ():
+            segment.close()
+        self._segments = None
+        with contextlib.suppress(sqlite3.Error):
+            self._db.execute("VACUUM")
+
+    def _archived(self, after: int) -> Iterator[Journal]:
+        """The segments that hold rows after row ``after``."""
+        if after < self.archived_through:
+            for segment in self.segments():
+                if segment.last_seq > after:
+                    yield segment
 
     def close(self) -> None:
+        for segment in self._segments or ():
+            segment.close()
+        self._segments = None
         # Closing folds the write-ahead log back into the file; on a full disk SQLite
         # leaves the log for the next open instead (nothing is lost), which is no error.
         with contextlib.suppress(sqlite3.Error):

@@ -16,7 +16,10 @@ to where the journal is signed, ``export --bundle`` writes a round's evidence bu
 
 Every command opens the journal strictly read-only (see
 :func:`controller.service.journal.read_only_uri`): nothing is written beside the evidence,
-and a journal on read-only media reads as well as one on the table PC.
+and a journal on read-only media reads as well as one on the table PC; every command reads
+the segments archived beside it (``<journal>.segments/``) before it. ``archive`` alone
+writes: it moves old rows into a new segment (:mod:`controller.service.segments`), and
+refuses while a table runs on the journal.
 """
 
 from __future__ import annotations
@@ -78,8 +81,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "journal",
         help="verify a table's journal, list its rounds, export a round's history",
         description="Verify a table's journal, list its rounds, or export one round's history "
-        "from it. The journal is only read: nothing is written beside it, and it may lie on "
-        "read-only media.",
+        "from it, reading the segments archived beside it first. These only read: nothing is "
+        "written beside the journal, and it may lie on read-only media. archive moves old "
+        "rows into a segment (the table stopped).",
         epilog=examples(
             f"livetable journal verify {EXAMPLE_JOURNAL}",
             f"livetable journal rounds {EXAMPLE_JOURNAL}",
@@ -189,6 +193,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _public_key_argument(export)
     export.set_defaults(func=run_export, usage_error=export.error)
 
+    archive = commands.add_parser(
+        "archive",
+        help="move old rows into a segment beside the journal (the table stopped)",
+        description="Move the journal's rows before its last checkpoint (with --before-days, "
+        "only those older than N days) into a new segment file in JOURNAL.segments/, rows "
+        "and hashes unchanged, then delete them from the journal in one transaction. The "
+        "segment is written, flushed to the disk and verified first. Each segment verifies "
+        "on its own, and journal verify JOURNAL checks the chain across all of them. Refused "
+        "while a table runs on the journal: stop it first. Segments are evidence: back "
+        "them up.",
+        epilog=examples(
+            f"livetable journal archive {EXAMPLE_JOURNAL}",
+            f"livetable journal archive {EXAMPLE_JOURNAL} --before-days 90",
+        ),
+    )
+    archive.add_argument("journal", type=Path, metavar="JOURNAL", help="the journal file")
+    archive.add_argument(
+        "--before-days",
+        type=positive_int,
+        metavar="N",
+        help="archive only rows older than N days (default: every row before the last checkpoint)",
+    )
+    archive.set_defaults(func=run_archive)
+
     keygen = commands.add_parser(
         "keygen",
         help="make a table's signing key pair (Ed25519)",
@@ -265,6 +293,8 @@ def run_verify(args: argparse.Namespace) -> int:
         args.usage_error("the following arguments are required: JOURNAL (or --bundle FILE.zip)")
     keys = keys_by_fingerprint(args.public_keys)
     with _open(args) as journal:
+        if journal.segment_of is not None:
+            return _verify_segment(args, journal)
         rows = journal.verify()
         checkpoints = _check_checkpoints(journal)
         seq, digest = journal.head
@@ -274,6 +304,8 @@ def run_verify(args: argparse.Namespace) -> int:
         heads = journal.signed_heads()
         unsigned_settlements = _settled_after(journal, signed)
         pictures = _check_pictures(journal, args)
+        archived, archived_in = journal.archived_through, len(journal.segments())
+        archived_in = f"{archived_in} segment(s)"
     if signed is not None and signed.last is None:
         raise JournalError(
             f"{args.journal} holds no signed head: rows 1..{rows} are unsigned (a table "
@@ -286,6 +318,7 @@ def run_verify(args: argparse.Namespace) -> int:
             "chain": "intact",
             "journal": {"seq": seq, "hash": digest},
             "checkpoints": checkpoints,
+            "archived_through": archived,
         }
         if args.expect_head is not None:
             expected_seq, expected_hash = args.expect_head
@@ -297,6 +330,8 @@ def run_verify(args: argparse.Namespace) -> int:
         print_json(document)
         return 0
     print(f"{args.journal}: {rows} rows, hash chain intact")
+    if archived:
+        print(f"rows 1..{archived} in {archived_in}, each segment verified and linked")
     if checkpoints:
         print(f"{checkpoints} checkpoint(s), each the state the rows before it give")
     print(f"head: row {seq}, hash {digest}")
@@ -318,6 +353,46 @@ def run_verify(args: argparse.Namespace) -> int:
     elif heads:
         by = ", ".join(sorted({head[3] for head in heads}))
         print(f"{len(heads)} signed head(s) by key {by}, not checked: give --public-key")
+    return 0
+
+
+def _verify_segment(args: argparse.Namespace, journal: Journal) -> int:
+    """A segment alone: its chain from its first row's ``prev_hash`` (which only the
+    segment before it, or the journal, vouches for)."""
+    if args.public_keys or args.expect_head is not None or args.pictures is not None:
+        args.usage_error(
+            "--public-key, --expect-head and --pictures check a journal: give the live "
+            "journal, which reads its segments"
+        )
+    rows = journal.verify()
+    first = journal.first_row()
+    assert first is not None  # a segment that verified holds rows
+    seq, digest = journal.head
+    if args.json:
+        print_json(
+            {
+                "file": str(args.journal),
+                "segment_of": journal.segment_of,
+                "rows": rows,
+                "chain": "intact",
+                "first": {"seq": first[0], "prev_hash": first[1]},
+                "journal": {"seq": seq, "hash": digest},
+            }
+        )
+        return 0
+    print(
+        f"{args.journal}: segment of journal epoch {journal.segment_of}, rows {first[0]}..{seq}, "
+        "hash chain intact"
+    )
+    print(f"chained from prev_hash {first[1]}")
+    print(f"head: row {seq}, hash {digest}")
+    return 0
+
+
+def run_archive(args: argparse.Namespace) -> int:
+    from controller.service.segments import archive
+
+    print(archive(args.journal, args.before_days).line())
     return 0
 
 
