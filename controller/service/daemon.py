@@ -38,7 +38,8 @@ from controller.mqtt.connection import broker_text
 from controller.service import sd_notify
 from controller.service.assembly import AssembledTable, DeviceEffects, Effects, assemble
 from controller.service.config import LivetableConfig, MetricsConfig, load_config
-from controller.service.journal import Journal, JournalEntry, JournalLock
+from controller.service.journal import Journal, JournalEntry
+from controller.service.journal_files import JournalLock
 from controller.service.journaled_table import log_reused_journal
 from controller.service.mqtt_link import MqttLink, Topics
 from controller.service.outbox import open_outbox, outbox_path

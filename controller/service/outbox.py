@@ -26,7 +26,7 @@ It lives beside the journal (``t1.journal`` → ``t1.outbox``) in its own SQLite
 journal stays the regulator's evidence, and this is delivery bookkeeping. It records the
 journal's epoch (:meth:`Outbox.bind_epoch`): an outbox found beside another journal is
 rebuilt from that journal. A write that fails (a full disk) raises
-:class:`~controller.service.journal.JournalWriteError`, as the journal's do: the daemon stops.
+:class:`~controller.service.journal_files.JournalWriteError`, as the journal's do: the daemon stops.
 One writer of messages (the table's thread); the publisher writes the delivery mark at rest;
 readers on other threads (the publisher, catch-up requests) share its lock.
 """
@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Final
 
 from controller.kernel.errors import JournalError
-from controller.service.journal import JournalWriteError, is_write_failure
+from controller.service.journal_files import JournalWriteError, is_write_failure
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

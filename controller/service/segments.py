@@ -36,12 +36,10 @@ from controller.service.journal import (
     SEGMENT_META_KEY,
     SEGMENT_SUFFIX,
     Journal,
-    JournalLock,
-    JournalWriteError,
-    is_write_failure,
     segment_paths,
     segments_dir,
 )
+from controller.service.journal_files import JournalLock, JournalWriteError, is_write_failure
 
 # The rows copied in one INSERT batch: a year's journal is millions of rows.
 _BATCH: Final = 10_000

@@ -15,7 +15,7 @@ to where the journal is signed, ``export --bundle`` writes a round's evidence bu
 (:mod:`controller.service.evidence`) that ``verify --bundle`` checks with nothing else.
 
 Every command opens the journal strictly read-only (see
-:func:`controller.service.journal.read_only_uri`): nothing is written beside the evidence,
+:func:`controller.service.journal_files.read_only_uri`): nothing is written beside the evidence,
 and a journal on read-only media reads as well as one on the table PC; every command reads
 the segments archived beside it (``<journal>.segments/``) before it. ``archive`` alone
 writes: it moves old rows into a new segment (:mod:`controller.service.segments`), and

@@ -31,7 +31,8 @@ import pytest
 from controller.kernel.cards import parse_card
 from controller.service.config import LivetableConfig, MqttConfig
 from controller.service.daemon import TableDaemon
-from controller.service.journal import Journal, JournalWriteError
+from controller.service.journal import Journal
+from controller.service.journal_files import JournalWriteError
 from controller.service.journaled_table import config_of, replay
 from controller.service.outbox import outbox_path
 from controller.table.config import TableConfig

@@ -26,7 +26,8 @@ import pytest
 
 from controller.kernel.cards import parse_card
 from controller.kernel.errors import JournalError
-from controller.service.journal import Journal, JournalLock, lock_path
+from controller.service.journal import Journal
+from controller.service.journal_files import JournalLock, lock_path
 from controller.table.events import CardDrawn, ControllerStarted
 from tests.support.wait import wait_until
 
@@ -105,7 +106,7 @@ HOLDER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from controller.service.journal import JournalLock
+    from controller.service.journal_files import JournalLock
     lock = JournalLock.acquire(Path(sys.argv[1]))
     print("held", flush=True)
     time.sleep(60)

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from controller.kernel.errors import JournalError
-from controller.service.journal import Journal, JournalLock, segment_paths, segments_dir
+from controller.service.journal import Journal, segment_paths, segments_dir
+from controller.service.journal_files import JournalLock
 from controller.service.journaled_table import JournaledTable, config_of, replay
 from controller.service.segments import Archived, archive
 from controller.service.signing import HeadSigner, generate_key_pair, load_signing_key
