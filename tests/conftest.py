@@ -185,33 +185,8 @@ def no_leaks(request: pytest.FixtureRequest) -> Iterator[None]:
         pytest.fail("leak check: " + "; ".join(problems), pytrace=False)
 
 
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Order and group the tests for the two xdist workers (scripts/test runs
-    ``--dist loadgroup``).
-
-    - The tests that use the same module- or session-scoped fixtures of their own module
-      share a worker (one xdist_group per module and set of such fixtures): such a fixture
-      is made once per worker, and some take minutes (an enrolled deck, a built wheel, a
-      played demo). xdist sends groups before single tests, the larger first.
-    - The tests marked slow come first among the rest: the longest work started first
-      leaves no worker alone with a long test at the end of the run.
-
-    tryfirst: before xdist's own hook reads the groups.
-    """
-    for item in items:
-        fixture_info = getattr(item, "_fixtureinfo", None)
-        if fixture_info is None:
-            continue
-        module = item.nodeid.split("::")[0]
-        shared = sorted(
-            name
-            for name, definitions in fixture_info.name2fixturedefs.items()
-            if any(
-                definition.scope in ("module", "session") and definition.baseid == module
-                for definition in definitions
-            )
-        )
-        if shared:
-            item.add_marker(pytest.mark.xdist_group(f"{module}:{','.join(shared)}"))
+    """The tests marked slow run first: xdist hands the first tests out to both workers in
+    turn, so the longest work starts at once and no worker is left alone with a long test
+    at the end of the run."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)

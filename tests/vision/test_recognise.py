@@ -176,8 +176,7 @@ def small_deck_reports(
     small_deck_scenes: dict[str, list[tuple[str, Card, np.ndarray]]],
 ) -> dict[tuple[str, str], EvalReport]:
     """Each deck's reading of its design's 104 pictures, and bellot's at a threshold of 0.999
-    by the corners alone and with the face check (read here, so that every test of these
-    decks shares one xdist group and the decks are enrolled once)."""
+    by the corners alone and with the face check."""
     reports = {
         (design, mode): evaluate(Recogniser(deck=deck), small_deck_scenes[design])
         for (design, mode), deck in small_decks.items()
