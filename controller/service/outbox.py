@@ -221,14 +221,10 @@ class Outbox:
         self._answer_batch.clear()
 
     def _prune(self, checkpoint: int) -> None:
-        """Inside a commit: forget the acknowledged messages before the last checkpoint but
-        ``checkpoint``, then remember ``checkpoint`` as the last."""
-        previous = self._meta("checkpoint_journal_seq")
-        if previous is not None:
-            self._db.execute(
-                "DELETE FROM messages WHERE journal_seq < ? AND seq <= ?",
-                (int(previous), self._delivered),
-            )
+        """Inside a commit: remember ``checkpoint`` as the last checkpoint's row."""
+        # Nothing is deleted yet: a consumer's `events` catch-up (and the API client, which
+        # takes a gap from `since` 0 for a lost event) still expects every event of the
+        # journal's life. Pruning waits for an answer that says where the kept events begin.
         self._set_meta("checkpoint_journal_seq", str(checkpoint))
 
     def store_answer(self, key: str, journal_seq: int, body: bytes) -> None:
