@@ -15,12 +15,11 @@ in the same order, so the same numbers), which is what makes the outbox safe:
   while cards come: a crash sends the events acknowledged since the last written mark again,
   which consumers drop by ``seq``.
 
-It does not grow without bound: at each checkpoint (a shoe's end, see
-:mod:`controller.service.journaled_table`) the event messages from before the checkpoint
-before it that the broker acknowledged are deleted (:meth:`Outbox.checkpointed`), so it keeps
-at least the last whole shoe's events for catch-up requests and every event not yet
-delivered; SQLite reuses the freed pages. The answers to requests are kept (a repeated
-request is answered again, and ``audit`` shows each command's answer).
+It keeps every event message of the journal's life, so that an ``events`` request from any
+``seq`` is answered whole; it grows as the journal does. At each checkpoint (a shoe's end,
+see :mod:`controller.service.journaled_table`) it only notes the checkpoint's row
+(:meth:`Outbox.checkpointed`). The answers to requests are kept too (a repeated request is
+answered again, and ``audit`` shows each command's answer).
 
 It lives beside the journal (``t1.journal`` → ``t1.outbox``) in its own SQLite file: the
 journal stays the regulator's evidence, and this is delivery bookkeeping. It records the
