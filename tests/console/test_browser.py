@@ -1866,8 +1866,11 @@ def test_a_dragon_tiger_table_shows_its_hands_as_its_game_declares_them(
     # The round's history says the result in the game's own words.
     round_id = settled["data"]["round_id"]
     console_has_round(alice, studio, "t1", round_id)
+    # The tile has drawn the round's end (it shrinks as the hands go) before the click.
+    expect(tile).to_have_attribute("data-phase", "SHOE_READY")
     tile.locator(by_id("action-history")).click()
     history = alice.page.locator(by_id("history-dialog"))
+    expect(history).to_be_visible()
     last = history.locator(by_id("history-row")).last
     expect(last).to_have_attribute("data-type", "round_settled")
     named = catalogue("en")

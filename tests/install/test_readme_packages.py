@@ -1,6 +1,6 @@
 """The README tells a new developer what `scripts/test` installs: exactly the script's
 APT_PACKAGES, read from the script (so a package added there fails this test until the
-README names it too), and how long the suite takes."""
+README names it too), on how many workers the suite runs and how long it takes."""
 
 from __future__ import annotations
 
@@ -42,5 +42,11 @@ def test_the_readme_lists_exactly_the_packages_the_script_installs() -> None:
     assert readme_packages() == script_packages()
 
 
-def test_the_readme_says_how_long_the_suite_takes() -> None:
-    assert "about 23 minutes on a 2-core machine" in readme_paragraph()
+WORDS = {1: "one", 2: "two", 3: "three", 4: "four"}
+
+
+def test_the_readme_says_how_many_workers_run_the_suite_and_how_long_it_takes() -> None:
+    (workers,) = re.findall(r'-n "\$\{PYTEST_WORKERS:-(\d+)\}"', SCRIPT.read_text())
+    paragraph = readme_paragraph()
+    assert f"`pytest` on {WORDS[int(workers)]} workers" in paragraph, paragraph
+    assert re.search(r"the whole suite takes about \d+ minutes on a 2-core machine", paragraph)
