@@ -42,13 +42,60 @@ DRAGON_TIGER: Final = "dragon-tiger"
 
 
 @dataclass(frozen=True, slots=True)
+class Family:
+    """What the games of one family share in `rules replay`: the shape of a request's line
+    and of its answer, in words for the command's help (``{...}`` as JSON shows it)."""
+
+    name: str
+    replay_input: str
+    replay_output: str
+
+
+FAMILIES: Final[Mapping[str, Family]] = {
+    family.name: family
+    for family in (
+        Family(
+            BACCARAT,
+            replay_input="""\
+  {"game": "baccarat", "mode": "traditional" (default) | "no-commission", "cards": [...]}
+  cards in dealing order: player, banker, player, banker, then the third cards""",
+            replay_output="""\
+  {"player", "banker": [cards], "player_total", "banker_total", "winner", "cards_used",
+   "bets": {bet: net per unit staked}}""",
+        ),
+        Family(
+            DRAGON_TIGER,
+            replay_input="""\
+  {"game": ..., "cards": [dragon, tiger]}""",
+            replay_output="""\
+  {"game", "dragon", "tiger": [card], "dragon_total", "tiger_total": rank 1-13 (ace low),
+   "winner": dragon | tiger | tie, "suited_tie", "cards_used", "bets": {bet: net}}""",
+        ),
+        Family(
+            BLACKJACK,
+            replay_input="""\
+  {"game": ..., "cards": [...], "boxes": N (default 1), "insurance": [bool per box],
+   "decisions": [[tokens of box 1], ...]}  (insurance and decisions may be left out)
+  cards in the game's live dealing order; tokens H S D P R (play), Y N (insurance, even
+  money); a box whose tokens run out is auto-played by the timeout rule""",
+            replay_output="""\
+  {"boxes": [{"net", "hands": [[cards]], "totals": [total per hand], "outcomes": [win |
+   lose | push | blackjack | surrender | even_money per hand]}], "dealer": [cards],
+   "dealer_total", "cards_used"}, and "side_bets" for Boundless""",
+        ),
+    )
+}
+"""Every family, in the order `rules replay --help` describes them."""
+
+
+@dataclass(frozen=True, slots=True)
 class GameSpec:
     """One game: its id, limits, variants and the entry points into its rules."""
 
     id: str
     """The id in configuration files, on the command line and in every published state."""
     family: str
-    """:data:`BACCARAT`, :data:`BLACKJACK` or :data:`DRAGON_TIGER`."""
+    """Its family's name, a key of :data:`FAMILIES`."""
     default_boxes: int
     """Boxes (or seats) a round has when the round request does not say."""
     max_boxes: int

@@ -28,8 +28,7 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 from controller.games.registry import (
-    BLACKJACK,
-    DRAGON_TIGER,
+    FAMILIES,
     GAME_IDS,
     GAMES,
     VARIANTS,
@@ -54,36 +53,28 @@ from controller.kernel.words import in_words, nearest
 logger = logging.getLogger(__name__)
 
 
+def _families_help(kind: str) -> str:
+    """The ``input`` or ``output`` blocks of every game family, from the registry."""
+    blocks = []
+    for family in FAMILIES.values():
+        games = games_in(family.name)
+        if kind == "input" and games != (family.name,):
+            heading = f"{family.name} ({', '.join(games)})"
+        else:
+            heading = family.name
+        text = family.replay_input if kind == "input" else family.replay_output
+        blocks.append(f"{kind}, {heading}:\n{text}")
+    return "\n\n".join(blocks)
+
+
 REPLAY_DESCRIPTION = f"""\
 Play rounds through the table's own rules engine: one JSON object per line on stdin, one JSON
 object per line on stdout, in the same order, each written as soon as its line is read.
 Blank lines are skipped.
 
-input, baccarat:
-  {{"game": "baccarat", "mode": "traditional" (default) | "no-commission", "cards": [...]}}
-  cards in dealing order: player, banker, player, banker, then the third cards
+{_families_help("input")}
 
-input, {", ".join(games_in(DRAGON_TIGER))}:
-  {{"game": ..., "cards": [dragon, tiger]}}
-
-input, blackjack ({", ".join(games_in(BLACKJACK))}):
-  {{"game": ..., "cards": [...], "boxes": N (default 1), "insurance": [bool per box],
-   "decisions": [[tokens of box 1], ...]}}  (insurance and decisions may be left out)
-  cards in the game's live dealing order; tokens H S D P R (play), Y N (insurance, even
-  money); a box whose tokens run out is auto-played by the timeout rule
-
-output, baccarat:
-  {{"player", "banker": [cards], "player_total", "banker_total", "winner", "cards_used",
-   "bets": {{bet: net per unit staked}}}}
-
-output, {", ".join(games_in(DRAGON_TIGER))}:
-  {{"game", "dragon", "tiger": [card], "dragon_total", "tiger_total": rank 1-13 (ace low),
-   "winner": dragon | tiger | tie, "suited_tie", "cards_used", "bets": {{bet: net}}}}
-
-output, blackjack:
-  {{"boxes": [{{"net", "hands": [[cards]], "totals": [total per hand], "outcomes": [win |
-   lose | push | blackjack | surrender | even_money per hand]}}], "dealer": [cards],
-   "dealer_total", "cards_used"}}, and "side_bets" for Boundless
+{_families_help("output")}
 
 output, a line that cannot be played:
   {{"line": N, "error": "line N: what is wrong"}}

@@ -14,6 +14,7 @@ from controller.games.registry import (
     BACCARAT,
     BLACKJACK,
     DRAGON_TIGER,
+    FAMILIES,
     GAME_IDS,
     GAMES,
     VARIANTS,
@@ -154,3 +155,11 @@ def test_a_table_of_one_game_imports_no_other_games_rules(game: str) -> None:
         assert "controller.games.blackjack" in loaded
         assert "controller.games.baccarat" not in loaded
         assert "controller.games.blackjack_replay" not in loaded  # the table replays nothing
+
+
+def test_every_games_family_describes_its_replay_lines() -> None:
+    """A game added to the registry with a new family fails here until the family says, for
+    `rules replay --help`, what its lines hold."""
+    assert {spec.family for spec in GAMES.values()} == set(FAMILIES)
+    for family in FAMILIES.values():
+        assert family.replay_input.strip() and family.replay_output.strip(), family.name

@@ -133,7 +133,7 @@ export function commandHelp(name, help) {
   return t(`command_help.${name}`, null, fallback);
 }
 
-/** A game's name in words, keyed by its id (`game.dragon-tiger`), with its variant's
+/** A game's name in words, keyed by its id (`game.<id>`), with its variant's
  * (`variant.no-commission`); a game a catalogue lacks (a newer table's) by its id. */
 export function gameWords(game, variant) {
   const name = t(`game.${game}`, null, game);
