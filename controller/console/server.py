@@ -118,7 +118,8 @@ COALESCE_S: Final = 0.03
 SWEEP_S: Final = 1.0
 # How long the wall account waits before trying the broker again when it could not connect.
 WALL_RETRY_S: Final = 5.0
-# How long the broker has to take a sign-in's connection, and to say which role it has.
+# How long the broker has to take a sign-in's connection, and to say which role it has (a
+# broker that refuses the connection, with every node of a cluster, is said at once).
 CONNECT_TIMEOUT_S: Final = 8.0
 # A CONNACK's "unsupported protocol version" (MQTT 5's 0x84; paho maps MQTT 3.1.1's return
 # code 1 onto it): nats-server answers an MQTT 5 CONNECT so.
@@ -327,7 +328,9 @@ class Console(SignInRoutes, PageRoutes, ApiRoutes, StreamRoutes):
         )
         deadline = time.monotonic() + CONNECT_TIMEOUT_S
         while not client.wait_connected(0.05):
-            if client.refused is not None or time.monotonic() > deadline:
+            # Every broker refused the connection (or is unknown, or has no route): said at
+            # once. The deadline is for a broker that takes it and does not answer.
+            if client.refused is not None or client.unreachable or time.monotonic() > deadline:
                 outcome = "refused" if client.refused is not None else "unreachable"
                 if getattr(client.refused, "value", None) == UNSUPPORTED_PROTOCOL_VERSION:
                     outcome = "protocol"
