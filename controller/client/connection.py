@@ -228,6 +228,8 @@ class AccountConnection:
         reached (refused, unknown host, no route, timed out, TLS) since it started or last
         connected: nothing to wait for then. A broker that takes the TCP connection but
         does not answer leaves it False."""
+        self.broker: tuple[str, int] | None = None
+        """The broker (the node of a cluster) of the last connection; None before one."""
         self.refused_subscriptions: list[str] = []
         """The topics of this client's subscriptions that the broker refused (its ACL)."""
         self._topics: list[str] = []
@@ -288,6 +290,8 @@ class AccountConnection:
             return
         with self._lock:
             self.unreachable = False
+            # paho's host and port: the node the connection watch aimed this attempt at.
+            self.broker = (client.host, client.port)
         # The first connection's subscriptions, or another node's (the session may be new
         # there); a refused one is asked again for a while (a cluster that lost a node).
         self._subscriptions.subscribe(client)

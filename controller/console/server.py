@@ -288,6 +288,9 @@ class Console(SignInRoutes, PageRoutes, ApiRoutes, StreamRoutes):
         self.links: AccountLinks[AccountFeed] = AccountLinks()
         self.executor = ThreadPoolExecutor(max_workers=16, thread_name_prefix="console")
         self._signing_in: set[str] = set()
+        # The broker (a cluster's node) the last client connected to: the next starts there
+        # rather than at a dead first node (paho waits 3 s before its second attempt).
+        self._node: tuple[str, int] | None = None
         self._sweeper: asyncio.Task[None] | None = None
         # The console's own viewer account (``[wall]``), connected at start; None until then.
         self.wall: AccountFeed | None = None
@@ -313,11 +316,14 @@ class Console(SignInRoutes, PageRoutes, ApiRoutes, StreamRoutes):
         )
         if account.role == "dealer":
             options["read_events"] = False  # a dealer station's account may not read them
+        host, port = broker.host, broker.port
         if broker.hosts:  # a cluster's nodes: the client moves on when one fails
             options["hosts"] = broker.hosts
+            if self._node in broker.hosts:
+                host, port = self._node
         client = self.client_factory(
-            broker.host,
-            broker.port,
+            host,
+            port,
             account,
             prefix=broker.topic_prefix,
             protocol=mqtt.MQTTv5 if broker.protocol == "5" else mqtt.MQTTv311,
@@ -336,6 +342,8 @@ class Console(SignInRoutes, PageRoutes, ApiRoutes, StreamRoutes):
                     outcome = "protocol"
                 client.close()
                 return client, outcome
+        # From several sign-ins at once, any one's node will do.
+        self._node = client.broker
         return client, "ok"
 
     def _probe_role(self, username: str, password: str) -> tuple[str | None, str]:

@@ -119,16 +119,18 @@ def test_a_cluster_whose_every_node_is_down_cannot_be_reached(tmp_path: Path) ->
 def test_a_dead_node_does_not_stop_a_sign_in_while_another_is_up(
     tmp_path: Path, mqtt_broker: tuple[str, int]
 ) -> None:
-    # The first node refuses; the console's clients move on to the second, which is up.
+    # The first node refuses; the console's first client (the role's probe) moves on to the
+    # second, which is up, and the account's own connection starts there.
     host, port = mqtt_broker
     with closed_port() as dead:
         nodes = f'"127.0.0.1:{dead}", "{host}:{port}"'
-        _sign_in(tmp_path, f"[mqtt]\nhosts = [{nodes}]\n", reached=True)
+        said = _sign_in(tmp_path, f"[mqtt]\nhosts = [{nodes}]\n", reached=True)
+    assert said.count(f"127.0.0.1:{dead} cannot be reached") == 1, said
 
 
-def _sign_in(tmp_path: Path, broker_section: str, reached: bool) -> None:
-    """Sign in to a console of ``broker_section`` twice: in (``reached``), or told twice
-    that the broker cannot be reached."""
+def _sign_in(tmp_path: Path, broker_section: str, reached: bool) -> str:
+    """Sign in to a console of ``broker_section``: in (``reached``), or told twice that the
+    broker cannot be reached. The console's log."""
     port = free_port()
     config = tmp_path / "console.toml"
     config.write_text(
@@ -164,6 +166,7 @@ def _sign_in(tmp_path: Path, broker_section: str, reached: bool) -> None:
     said = log.read_text()
     assert "a-password" not in said
     assert ("sign-in of alice: the broker cannot be reached" in said) is not reached, said
+    return said
 
 
 def test_it_says_where_it_serves_when_it_starts(tmp_path: Path) -> None:
