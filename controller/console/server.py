@@ -50,6 +50,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -307,7 +308,7 @@ class Console(SignInRoutes, PageRoutes, ApiRoutes, StreamRoutes):
     def _open(self, account: Account, feed: AccountFeed | None) -> tuple[Any, str]:
         """A client of ``account`` and how its connection went: "ok", "refused" (the
         credentials), "protocol" (the broker refused [mqtt] protocol's MQTT version) or
-        "unreachable" (closed unless "ok")."""
+        "unreachable" (closed, in the background, unless "ok")."""
         broker = self.config.broker
         options: dict[str, Any] = (
             {"on_update": feed.on_update, "on_link": feed.on_link, "keep": FEED_EVENTS}
@@ -340,7 +341,9 @@ class Console(SignInRoutes, PageRoutes, ApiRoutes, StreamRoutes):
                 outcome = "refused" if client.refused is not None else "unreachable"
                 if getattr(client.refused, "value", None) == UNSUPPORTED_PROTOCOL_VERSION:
                     outcome = "protocol"
-                client.close()
+                # Closed without keeping the answer waiting: paho's loop, waiting to try
+                # again, notices the close only between its 1 s sleeps.
+                threading.Thread(target=client.close, name="console-close", daemon=True).start()
                 return client, outcome
         # From several sign-ins at once, any one's node will do.
         self._node = client.broker
