@@ -119,8 +119,8 @@ COALESCE_S: Final = 0.03
 SWEEP_S: Final = 1.0
 # How long the wall account waits before trying the broker again when it could not connect.
 WALL_RETRY_S: Final = 5.0
-# How long the broker has to take a sign-in's connection, and to say which role it has (a
-# broker that refuses the connection, with every node of a cluster, is said at once).
+# How long the broker has to take a sign-in's connection, and to say which role it has (one
+# that refuses the connection is said at once, a cluster once every node has refused it).
 CONNECT_TIMEOUT_S: Final = 8.0
 # A CONNACK's "unsupported protocol version" (MQTT 5's 0x84; paho maps MQTT 3.1.1's return
 # code 1 onto it): nats-server answers an MQTT 5 CONNECT so.
