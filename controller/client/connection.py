@@ -65,6 +65,7 @@ def start_client(
     reconnect_delay_s: tuple[int, int] | None = None,
     hosts: Sequence[tuple[str, int]] | None = None,
     tls: bool = False,
+    on_unreached: Callable[[int, int], None] | None = None,
 ) -> mqtt.Client:
     """A paho client (callback API 2) with these callbacks, connecting to ``host:port`` in
     the background (keepalive 30 s), its network thread started. Its connection is watched
@@ -78,6 +79,8 @@ def start_client(
     wait before reconnecting, instead of paho's (1, 120). ``hosts``: a cluster's nodes; the
     client starts at ``host:port`` and moves on to the next node, round-robin, whenever a
     connection fails or drops (same client id: a persistent session follows it).
+    ``on_unreached``: called (unreached, brokers) after each attempt that failed to reach its
+    broker (:attr:`controller.mqtt.connection.ConnectionWatch.on_unreached`).
     """
     options: dict[str, Any] = {} if protocol == mqtt.MQTTv5 else {"clean_session": clean}
     client = mqtt.Client(
@@ -110,6 +113,7 @@ def start_client(
         log=logger,
         name=client_id,
         hosts=brokers(host, port, hosts),
+        on_unreached=on_unreached,
     )
     client.connect_async(host, port, keepalive=30)
     client.loop_start()
@@ -219,6 +223,13 @@ class AccountConnection:
         self.connected = threading.Event()
         self.subscribed = threading.Event()
         self.refused: Any = None
+        self.unreachable = False
+        """Whether every broker this client may use (one, or a cluster's nodes) failed to be
+        reached (refused, unknown host, no route, timed out, TLS) since it started or last
+        connected: nothing to wait for then. A broker that takes the TCP connection but
+        does not answer leaves it False."""
+        self.broker: tuple[str, int] | None = None
+        """The broker (the node of a cluster) of the last connection; None before one."""
         self.refused_subscriptions: list[str] = []
         """The topics of this client's subscriptions that the broker refused (its ACL)."""
         self._topics: list[str] = []
@@ -254,6 +265,7 @@ class AccountConnection:
             on_subscribe=self._on_subscribe,
             on_publish=self._book.on_publish,
             login=login,
+            on_unreached=self._unreached,
             **options,
         )
 
@@ -264,6 +276,11 @@ class AccountConnection:
         """The connection came up (True, "") or was refused or dropped (False, why): a
         client that tells its user so overrides this."""
 
+    def _unreached(self, unreached: int, brokers: int) -> None:
+        with self._lock:
+            self.unreachable = unreached >= brokers
+            self._lock.notify_all()
+
     def _on_connect(self, client: Any, _u: Any, _f: Any, reason: Any, _p: Any) -> None:
         if reason.is_failure:
             with self._lock:
@@ -271,6 +288,10 @@ class AccountConnection:
                 self._lock.notify_all()
             self._link(False, f"the broker refused the connection: {reason}")
             return
+        with self._lock:
+            self.unreachable = False
+            # paho's host and port: the node the connection watch aimed this attempt at.
+            self.broker = (client.host, client.port)
         # The first connection's subscriptions, or another node's (the session may be new
         # there); a refused one is asked again for a while (a cluster that lost a node).
         self._subscriptions.subscribe(client)

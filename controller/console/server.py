@@ -50,6 +50,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -118,7 +119,8 @@ COALESCE_S: Final = 0.03
 SWEEP_S: Final = 1.0
 # How long the wall account waits before trying the broker again when it could not connect.
 WALL_RETRY_S: Final = 5.0
-# How long the broker has to take a sign-in's connection, and to say which role it has.
+# How long the broker has to take a sign-in's connection, and to say which role it has (one
+# that refuses the connection is said at once, a cluster once every node has refused it).
 CONNECT_TIMEOUT_S: Final = 8.0
 # A CONNACK's "unsupported protocol version" (MQTT 5's 0x84; paho maps MQTT 3.1.1's return
 # code 1 onto it): nats-server answers an MQTT 5 CONNECT so.
@@ -287,6 +289,9 @@ class Console(SignInRoutes, PageRoutes, ApiRoutes, StreamRoutes):
         self.links: AccountLinks[AccountFeed] = AccountLinks()
         self.executor = ThreadPoolExecutor(max_workers=16, thread_name_prefix="console")
         self._signing_in: set[str] = set()
+        # The broker (a cluster's node) the last client connected to: the next starts there
+        # rather than at a dead first node (paho waits 3 s before its second attempt).
+        self._node: tuple[str, int] | None = None
         self._sweeper: asyncio.Task[None] | None = None
         # The console's own viewer account (``[wall]``), connected at start; None until then.
         self.wall: AccountFeed | None = None
@@ -303,7 +308,7 @@ class Console(SignInRoutes, PageRoutes, ApiRoutes, StreamRoutes):
     def _open(self, account: Account, feed: AccountFeed | None) -> tuple[Any, str]:
         """A client of ``account`` and how its connection went: "ok", "refused" (the
         credentials), "protocol" (the broker refused [mqtt] protocol's MQTT version) or
-        "unreachable" (closed unless "ok")."""
+        "unreachable" (closed, in the background, unless "ok")."""
         broker = self.config.broker
         options: dict[str, Any] = (
             {"on_update": feed.on_update, "on_link": feed.on_link, "keep": FEED_EVENTS}
@@ -312,11 +317,14 @@ class Console(SignInRoutes, PageRoutes, ApiRoutes, StreamRoutes):
         )
         if account.role == "dealer":
             options["read_events"] = False  # a dealer station's account may not read them
+        host, port = broker.host, broker.port
         if broker.hosts:  # a cluster's nodes: the client moves on when one fails
             options["hosts"] = broker.hosts
+            if self._node in broker.hosts:
+                host, port = self._node
         client = self.client_factory(
-            broker.host,
-            broker.port,
+            host,
+            port,
             account,
             prefix=broker.topic_prefix,
             protocol=mqtt.MQTTv5 if broker.protocol == "5" else mqtt.MQTTv311,
@@ -327,12 +335,18 @@ class Console(SignInRoutes, PageRoutes, ApiRoutes, StreamRoutes):
         )
         deadline = time.monotonic() + CONNECT_TIMEOUT_S
         while not client.wait_connected(0.05):
-            if client.refused is not None or time.monotonic() > deadline:
+            # Every broker refused the connection (or is unknown, or has no route): said at
+            # once. The deadline is for a broker that takes it and does not answer.
+            if client.refused is not None or client.unreachable or time.monotonic() > deadline:
                 outcome = "refused" if client.refused is not None else "unreachable"
                 if getattr(client.refused, "value", None) == UNSUPPORTED_PROTOCOL_VERSION:
                     outcome = "protocol"
-                client.close()
+                # Closed without keeping the answer waiting: paho's loop, waiting to try
+                # again, notices the close only between its 1 s sleeps.
+                threading.Thread(target=client.close, name="console-close", daemon=True).start()
                 return client, outcome
+        # From several sign-ins at once, any one's node will do.
+        self._node = client.broker
         return client, "ok"
 
     def _probe_role(self, username: str, password: str) -> tuple[str | None, str]:

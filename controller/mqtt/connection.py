@@ -18,7 +18,11 @@ paho's own reconnect delay decides when the next attempt is. With several broker
 of a cluster, ``hosts``), every failed or dropped connection aims the next attempt at the next
 node, round-robin, with the same client id and session: the cluster keeps a persistent
 session, its subscriptions and the messages queued for it, whichever node takes it up. A
-problem is said per node (``the MQTT broker at n2:1883 cannot be reached``).
+problem is said per node (``the MQTT broker at n2:1883 cannot be reached``). The watch counts
+the brokers it failed to reach (refused, unknown host, no route, timed out, TLS) since the
+last connection and reports the count after each such failure (``on_unreached``): once it is
+every broker, a client waiting to connect can say so at once instead of waiting out a
+deadline; a broker that takes the TCP connection but never answers is not counted.
 
 :class:`Subscriptions` subscribes on every connect and asks again for what the broker refused
 for a while after (a NATS cluster refuses new subscriptions for some seconds after a node died,
@@ -200,6 +204,7 @@ class ConnectionWatch:
         name: str = "",
         connack_timeout_s: float = CONNACK_TIMEOUT_S,
         hosts: Sequence[tuple[str, int]] | None = None,
+        on_unreached: Callable[[int, int], None] | None = None,
     ) -> None:
         self.client = client
         self.brokers: list[tuple[str, int]] = list(hosts) if hosts else [(host, port)]
@@ -214,13 +219,24 @@ class ConnectionWatch:
         self._problems: dict[tuple[str, int], _Problem] = {}
         self._timer: threading.Timer | None = None
         self._accepted = False
+        # The brokers an attempt failed to reach since the last connection.
+        self._unreached: set[tuple[str, int]] = set()
         self.on_move: Callable[[str, int], None] | None = None
         """Called (host, port) when the next attempt is aimed at another broker."""
+        self.on_unreached = on_unreached
+        """Called (unreached, brokers) after each attempt that failed to reach its broker:
+        how many of the ``brokers`` failed to be reached since the last connection."""
 
     @property
     def broker(self) -> tuple[str, int]:
         """The broker the current (or next) attempt goes to."""
         return self.brokers[self._at]
+
+    @property
+    def unreached(self) -> int:
+        """How many of the brokers failed to be reached since the last connection."""
+        with self._lock:
+            return len(self._unreached)
 
     @property
     def where(self) -> str:
@@ -257,6 +273,7 @@ class ConnectionWatch:
         with self._lock:
             attempts = sum(problem.attempts for problem in self._problems.values())
             self._problems.clear()
+            self._unreached.clear()
         if attempts:
             self.log.warning(
                 "%sconnected to %s after %d failed attempt(s)", self.name, self.where, attempts
@@ -334,6 +351,11 @@ class ConnectionWatch:
         self.problem(
             f"unreachable:{type(error).__name__}", f"cannot be reached: {unreachable_text(error)}"
         )
+        with self._lock:
+            self._unreached.add(self.brokers[self._at])
+            unreached = len(self._unreached)
+        if self.on_unreached is not None:
+            self.on_unreached(unreached, len(self.brokers))
         self._move_on()
 
     def wrap_connect(self, inner: Callable[..., None] | None) -> Callable[..., None]:
@@ -390,10 +412,12 @@ def watch_connection(
     log: logging.Logger,
     name: str = "",
     hosts: Sequence[tuple[str, int]] | None = None,
+    on_unreached: Callable[[int, int], None] | None = None,
 ) -> ConnectionWatch:
     """Put a :class:`ConnectionWatch` on ``client`` (after its ``on_connect`` and
     ``on_disconnect`` are set, which it wraps; before it connects to ``host:port``).
-    ``hosts``: every broker it may use, ``host:port`` among them (the first attempt's)."""
+    ``hosts``: every broker it may use, ``host:port`` among them (the first attempt's).
+    ``on_unreached``: :attr:`ConnectionWatch.on_unreached`."""
     watch = ConnectionWatch(
         client,
         host,
@@ -404,6 +428,7 @@ def watch_connection(
         log=log,
         name=name,
         hosts=hosts,
+        on_unreached=on_unreached,
     )
     client.on_socket_open = watch._socket_open
     client.on_connect_fail = watch._connect_fail

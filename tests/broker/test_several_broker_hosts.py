@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import paho.mqtt.client as mqtt
@@ -13,7 +14,7 @@ import pytest
 
 from controller.console.config import load_console_config
 from controller.kernel.errors import ConfigurationError
-from controller.mqtt.connection import parse_broker, watch_connection
+from controller.mqtt.connection import ConnectionWatch, parse_broker, watch_connection
 from controller.service.config import load_config
 from controller.tools.ctl import CtlError, ctl_broker
 from tests.support.broker import closed_port
@@ -158,3 +159,66 @@ def _rotation(caplog: pytest.LogCaptureFixture, ports: list[int]) -> None:
     for port in ports:
         said = [line for line in lines if f"127.0.0.1:{port} cannot be reached" in line]
         assert len(said) == 1, lines
+
+
+def _watched(
+    hosts: list[tuple[str, int]],
+    reports: list[tuple[int, int]],
+    on_connect: Callable[..., None] = lambda *_args: None,
+) -> tuple[mqtt.Client, ConnectionWatch]:
+    """A paho client watched over ``hosts`` (from the first), each unreached report noted."""
+    client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="unreached")
+    client.reconnect_delay_set(0.05, 0.1)
+    client.on_connect = on_connect
+    watch = watch_connection(
+        client,
+        *hosts[0],
+        protocol="3.1.1",
+        username=None,
+        client_id="unreached",
+        log=logging.getLogger("test.unreached"),
+        hosts=hosts,
+        on_unreached=lambda unreached, brokers: reports.append((unreached, brokers)),
+    )
+    client.connect_async(*hosts[0])
+    client.loop_start()
+    return client, watch
+
+
+def test_a_watch_counts_each_broker_it_could_not_reach_once() -> None:
+    # Both nodes refuse, round and round: every attempt is reported, each node counted once.
+    reports: list[tuple[int, int]] = []
+    with closed_port() as first, closed_port() as second:
+        client, watch = _watched([("127.0.0.1", first), ("127.0.0.1", second)], reports)
+        try:
+            wait_until(lambda: len(reports) >= 5, 30.0, "five failed attempts")
+        finally:
+            client.disconnect()
+            client.loop_stop()
+            watch.close()
+    assert reports[:5] == [(1, 2), (2, 2), (2, 2), (2, 2), (2, 2)]
+    assert watch.unreached == 2
+
+
+def test_a_watch_forgets_the_brokers_it_could_not_reach_once_connected(
+    mqtt_broker: tuple[str, int],
+) -> None:
+    # A dead node first, then a live one: the client moves on and connects; the dead node
+    # was one of two, and once connected none is counted.
+    reports: list[tuple[int, int]] = []
+    connected: list[bool] = []
+    with closed_port() as dead:
+        client, watch = _watched(
+            [("127.0.0.1", dead), mqtt_broker],
+            reports,
+            lambda _c, _u, _f, reason, _p: connected.append(not reason.is_failure),
+        )
+        try:
+            wait_until(lambda: connected, 30.0, "the client connected to the live node")
+        finally:
+            client.disconnect()
+            client.loop_stop()
+            watch.close()
+    assert connected == [True]
+    assert reports == [(1, 2)]
+    assert watch.unreached == 0

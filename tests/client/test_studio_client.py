@@ -11,6 +11,7 @@ from typing import Any
 import paho.mqtt.client as mqtt
 
 from controller.client.api_client import Account, StudioClient, TableUpdate
+from tests.support.broker import closed_port
 from tests.support.daemon import SimulatedTable, unique_by_seq
 from tests.support.mqtt_proxy import CuttingProxy
 from tests.support.wait import wait_until
@@ -141,3 +142,32 @@ def test_wrong_credentials_are_refused_at_once(secure_mqtt_broker: Any) -> None:
         assert links and links[0][0] is False and "refused" in links[0][1]
     finally:
         client.close()
+
+
+def test_a_broker_that_refuses_the_connection_is_known_unreachable_at_once() -> None:
+    with closed_port() as port:
+        client = StudioClient("127.0.0.1", port, Account("viewer", "watcher"))
+        try:
+            wait_until(lambda: client.unreachable, 10.0, "the client knowing it")
+            assert client.refused is None
+            assert not client.connected.is_set()
+        finally:
+            client.close()
+
+
+def test_a_dead_node_of_a_cluster_is_not_the_cluster_unreachable(
+    mqtt_broker: tuple[str, int],
+) -> None:
+    # The first node refuses; the client moves on to the second, which is up.
+    with closed_port() as dead:
+        client = StudioClient(
+            "127.0.0.1",
+            dead,
+            Account("viewer", "watcher"),
+            hosts=[("127.0.0.1", dead), mqtt_broker],
+        )
+        try:
+            assert client.wait_connected(10)
+            assert not client.unreachable
+        finally:
+            client.close()

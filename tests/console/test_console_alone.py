@@ -105,24 +105,44 @@ def test_a_key_that_is_not_the_certificates_is_one_line(tmp_path: Path) -> None:
 
 
 def test_a_broker_that_cannot_be_reached_is_said_on_the_sign_in_page(tmp_path: Path) -> None:
+    # Nothing listens on the broker's port.
     with closed_port() as broker_port:
-        _broker_cannot_be_reached(tmp_path, broker_port)
+        _sign_in(tmp_path, f"[broker]\nport = {broker_port}\n", reached=False)
 
 
-def _broker_cannot_be_reached(tmp_path: Path, broker_port: int) -> None:
+def test_a_cluster_whose_every_node_is_down_cannot_be_reached(tmp_path: Path) -> None:
+    with closed_port() as first, closed_port() as second:
+        nodes = f'"127.0.0.1:{first}", "127.0.0.1:{second}"'
+        _sign_in(tmp_path, f"[mqtt]\nhosts = [{nodes}]\n", reached=False)
+
+
+def test_a_dead_node_does_not_stop_a_sign_in_while_another_is_up(
+    tmp_path: Path, mqtt_broker: tuple[str, int]
+) -> None:
+    # The first node refuses; the console's first client (the role's probe) moves on to the
+    # second, which is up, and the account's own connection starts there.
+    host, port = mqtt_broker
+    with closed_port() as dead:
+        nodes = f'"127.0.0.1:{dead}", "{host}:{port}"'
+        said = _sign_in(tmp_path, f"[mqtt]\nhosts = [{nodes}]\n", reached=True)
+    assert said.count(f"127.0.0.1:{dead} cannot be reached") == 1, said
+
+
+def _sign_in(tmp_path: Path, broker_section: str, reached: bool) -> str:
+    """Sign in to a console of ``broker_section``: in (``reached``), or told twice that the
+    broker cannot be reached. The console's log."""
     port = free_port()
     config = tmp_path / "console.toml"
-    # Nothing listens on the broker's port.
     config.write_text(
-        f'[console]\nlisten = "127.0.0.1:{port}"\n[broker]\nport = {broker_port}\n',
-        encoding="utf-8",
+        f'[console]\nlisten = "127.0.0.1:{port}"\n{broker_section}', encoding="utf-8"
     )
-    process = livetable_console(config, tmp_path / "console.log")
+    log = tmp_path / "console.log"
+    process = livetable_console(config, log)
     try:
         browser = ConsoleHttp(f"http://127.0.0.1:{port}")
 
         def listening() -> bool:
-            assert process.poll() is None, (tmp_path / "console.log").read_text()
+            assert process.poll() is None, log.read_text()
             try:
                 return browser.get("/healthz").status == 200
             except OSError:
@@ -130,17 +150,23 @@ def _broker_cannot_be_reached(tmp_path: Path, broker_port: int) -> None:
 
         wait_until(listening, TIMEOUT_S, "the console listening")
         answer = browser.sign_in("alice", "a-password")
-        assert answer.status == 503, answer.text
-        assert "The broker cannot be reached" in answer.text
-        # Not counted as a failed sign-in: the next attempt is not held back.
-        assert browser.sign_in("alice", "a-password").status == 503
+        if reached:
+            assert answer.status == 303, (answer.status, answer.text, log.read_text())
+        else:
+            assert answer.status == 503, answer.text
+            assert "The broker cannot be reached" in answer.text
+            # Not counted as a failed sign-in: the next attempt is not held back.
+            assert browser.sign_in("alice", "a-password").status == 503
         process.send_signal(signal.SIGTERM)
         assert process.wait(TIMEOUT_S) == 0
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
-    assert "a-password" not in (tmp_path / "console.log").read_text()
+    said = log.read_text()
+    assert "a-password" not in said
+    assert ("sign-in of alice: the broker cannot be reached" in said) is not reached, said
+    return said
 
 
 def test_it_says_where_it_serves_when_it_starts(tmp_path: Path) -> None:
