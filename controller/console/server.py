@@ -117,8 +117,12 @@ logger = logging.getLogger(__name__)
 COALESCE_S: Final = 0.03
 # How often idle sessions are ended and tiles checked for going stale without a message.
 SWEEP_S: Final = 1.0
-# How long the wall account waits before trying the broker again when it could not connect.
+# How long the wall account waits before trying the broker again when it could not connect:
+# the first wait, doubled after each failure up to the longest, so that a broker down for
+# hours costs the log a line a minute, not one every few seconds (each attempt is a new
+# client, whose first problem is said at once).
 WALL_RETRY_S: Final = 5.0
+WALL_RETRY_LONGEST_S: Final = 60.0
 # How long the broker has to take a sign-in's connection, and to say which role it has (one
 # that refuses the connection is said at once, a cluster once every node has refused it).
 CONNECT_TIMEOUT_S: Final = 8.0
@@ -456,6 +460,7 @@ class Console(SignInRoutes, PageRoutes, ApiRoutes, StreamRoutes):
         assert wall is not None and self._wall_password is not None
         account = Account("viewer", wall.account, self._wall_password)
         loop = asyncio.get_running_loop()
+        wait_s = WALL_RETRY_S
         while True:
             feed = AccountFeed(wall.account, loop, self.config.stale_after_s)
             client, outcome = await self.blocking(lambda: self._open(account, feed))  # noqa: B023
@@ -472,9 +477,10 @@ class Console(SignInRoutes, PageRoutes, ApiRoutes, StreamRoutes):
                 "the broker refused its name or password"
                 if outcome == "refused"
                 else "the broker cannot be reached",
-                WALL_RETRY_S,
+                wait_s,
             )
-            await asyncio.sleep(WALL_RETRY_S)
+            await asyncio.sleep(wait_s)
+            wait_s = min(wait_s * 2, WALL_RETRY_LONGEST_S)
 
     # -- the app -------------------------------------------------------------------------------
 

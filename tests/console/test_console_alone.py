@@ -201,3 +201,37 @@ def test_it_says_where_it_serves_when_it_starts(tmp_path: Path) -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_the_wall_account_tries_an_unreachable_broker_again_at_a_slowing_pace(
+    tmp_path: Path,
+) -> None:
+    """A broker down for hours must not fill the console's log: the wall account's waits
+    between attempts double (5 s, 10 s, ...) up to a minute."""
+    port = free_port()
+    (tmp_path / "wall.password").write_text("wall-secret\n", encoding="utf-8")
+    with closed_port() as broker_port:
+        config = tmp_path / "console.toml"
+        config.write_text(
+            f'[console]\nlisten = "127.0.0.1:{port}"\n[broker]\nport = {broker_port}\n'
+            f'[wall]\naccount = "wall"\npassword_file = "{tmp_path / "wall.password"}"\n',
+            encoding="utf-8",
+        )
+        log = tmp_path / "console.log"
+        process = livetable_console(config, log)
+        try:
+
+            def waits() -> list[str]:
+                assert process.poll() is None, log.read_text()
+                return [
+                    line.rsplit("trying again in ", 1)[1]
+                    for line in log.read_text().splitlines()
+                    if "the wall account wall: the broker cannot be reached" in line
+                ]
+
+            wait_until(lambda: len(waits()) >= 2, TIMEOUT_S, "the wall account's second try")
+            assert waits()[:2] == ["5 s", "10 s"], log.read_text()
+            assert "wall-secret" not in log.read_text()
+        finally:
+            process.kill()
+            process.wait()
