@@ -157,6 +157,13 @@ CREATE TABLE IF NOT EXISTS signed_heads (
 """
 
 
+def create_tables(db: sqlite3.Connection) -> None:
+    """The journal's tables in ``db``, each created where it is missing: one schema for a
+    live journal and for a segment archived from it (:mod:`controller.service.segments`),
+    so that :class:`Journal` reads both."""
+    db.executescript(_SCHEMA)
+
+
 def row_hash(seq: int, kind: str, body: str, prev_hash: str) -> str:
     return hashlib.sha256(f"{seq}\n{kind}\n{body}\n{prev_hash}".encode()).hexdigest()
 
@@ -267,7 +274,7 @@ class Journal:
                 self._db = sqlite3.connect(self.path, isolation_level=None)
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute(f"PRAGMA synchronous={'FULL' if durable else 'OFF'}")
-                self._db.executescript(_SCHEMA)
+                create_tables(self._db)
             row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             if row is None and not read_only:
                 self._db.execute(
