@@ -157,6 +157,13 @@ CREATE TABLE IF NOT EXISTS signed_heads (
 """
 
 
+def create_tables(db: sqlite3.Connection) -> None:
+    """The journal's tables in ``db``, each created where it is missing: one schema for a
+    live journal and for a segment archived from it (:mod:`controller.service.segments`),
+    so that :class:`Journal` reads both."""
+    db.executescript(_SCHEMA)
+
+
 def row_hash(seq: int, kind: str, body: str, prev_hash: str) -> str:
     return hashlib.sha256(f"{seq}\n{kind}\n{body}\n{prev_hash}".encode()).hexdigest()
 
@@ -267,7 +274,7 @@ class Journal:
                 self._db = sqlite3.connect(self.path, isolation_level=None)
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute(f"PRAGMA synchronous={'FULL' if durable else 'OFF'}")
-                self._db.executescript(_SCHEMA)
+                create_tables(self._db)
             row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             if row is None and not read_only:
                 self._db.execute(
@@ -613,8 +620,15 @@ class Journal:
         of rows or raise JournalError (naming the segment where one is missing or altered)."""
         if not self.archived_through:
             return sum(1 for _ in self.verified_entries())
-        rows = self._verify_segments()
+        rows = self._check_segments(verify=True)
         return rows + sum(1 for _ in self.verified_entries(self.archived_through + 1))
+
+    def check_segments(self) -> None:
+        """JournalError, in :meth:`verify`'s words, unless the segments beside this journal
+        hold rows 1 to :attr:`archived_through`, each archived from it and chained to the one
+        before: what a reader of the whole history needs first (their rows are checked as
+        :meth:`verified_entries` reads them, not here)."""
+        self._check_segments(verify=False)
 
     def first_row(self) -> tuple[int, str] | None:
         """The first row's number and ``prev_hash`` in this file (None when it has none)."""
@@ -641,9 +655,9 @@ class Journal:
             self._segments = found
         return self._segments
 
-    def _verify_segments(self) -> int:
-        """Each segment verified on its own and linked to the one before it, rows 1 to
-        :attr:`archived_through` all there; the number of rows, or JournalError."""
+    def _check_segments(self, verify: bool) -> int:
+        """Each segment (verified on its own when ``verify``) linked to the one before it,
+        rows 1 to :attr:`archived_through` all there; the number of rows, or JournalError."""
         folder = segments_dir(self.path)
         expected, prev_hash, rows = 1, GENESIS_HASH, 0
         for segment in self.segments():
@@ -671,10 +685,13 @@ class Journal:
                     f"segment {name} does not chain to the rows before it: its row {seq}'s "
                     f"prev_hash is not the hash of row {seq - 1} (one of the two was changed)"
                 )
-            try:
-                rows += segment.verify()
-            except JournalError as error:
-                raise JournalError(f"segment {name}: {error}") from error
+            if verify:
+                try:
+                    rows += segment.verify()
+                except JournalError as error:
+                    raise JournalError(f"segment {name}: {error}") from error
+            else:
+                rows += segment.last_seq - seq + 1
             expected, prev_hash = segment.last_seq + 1, segment.last_hash
         if expected <= self.archived_through:
             raise JournalError(

@@ -16,10 +16,8 @@ in the same order, so the same numbers), which is what makes the outbox safe:
   which consumers drop by ``seq``.
 
 It keeps every event message of the journal's life, so that an ``events`` request from any
-``seq`` is answered whole; it grows as the journal does. At each checkpoint (a shoe's end,
-see :mod:`controller.service.journaled_table`) it only notes the checkpoint's row
-(:meth:`Outbox.checkpointed`). The answers to requests are kept too (a repeated request is
-answered again, and ``audit`` shows each command's answer).
+``seq`` is answered whole; it grows as the journal does. The answers to requests are kept
+too (a repeated request is answered again, and ``audit`` shows each command's answer).
 
 It lives beside the journal (``t1.journal`` → ``t1.outbox``) in its own SQLite file: the
 journal stays the regulator's evidence, and this is delivery bookkeeping. It records the
@@ -109,7 +107,7 @@ class Outbox:
                 raise JournalWriteError("open the outbox", self.path, error) from error
             raise JournalError(f"cannot open the outbox {self.path}: {error}") from error
         # The last number given, kept in meta too: the messages before a checkpoint may be
-        # gone (pruned, or never rebuilt by a start that began at the checkpoint).
+        # missing (never rebuilt by a start that began at the checkpoint).
         self.last_seq: int = max(row[0] or 0, int(self._meta("last_seq") or 0))
         self.last_journal_seq: int = max(
             row[1] or 0, answered[0] or 0, int(self._meta("journal_seq") or 0)
@@ -118,7 +116,6 @@ class Outbox:
         self._delivered_saved = self._delivered
         self._batch: list[tuple[int, int, bytes]] = []
         self._answer_batch: list[tuple[str, int, bytes]] = []
-        self._checkpoint: int | None = None
 
     def check(self) -> None:
         """JournalError unless SQLite finds the file sound."""
@@ -174,11 +171,6 @@ class Outbox:
             raise JournalError("outbox: a checkpoint in the middle of a row's messages")
         self.last_seq = max(self.last_seq, seq)
 
-    def checkpointed(self, journal_seq: int) -> None:
-        """Journal row ``journal_seq`` is a checkpoint: with the next commit, delete the
-        acknowledged messages from before the previous checkpoint (see the module)."""
-        self._checkpoint = journal_seq
-
     def add_answer(self, key: str, journal_seq: int, body: bytes) -> None:
         self._answer_batch.append((key, journal_seq, body))
 
@@ -195,8 +187,6 @@ class Outbox:
                     self._answer_batch,
                 )
                 self._set_meta("journal_seq", str(journal_seq))
-                if self._checkpoint is not None:
-                    self._prune(self._checkpoint)
                 last = self._batch[-1][0] if self._batch else self.last_seq
                 self._set_meta("last_seq", str(last))
                 # How far the broker acknowledged goes with the commit: no write of its own.
@@ -215,16 +205,8 @@ class Outbox:
         if self._batch:
             self.last_seq = self._batch[-1][0]
         self.last_journal_seq = max(self.last_journal_seq, journal_seq)
-        self._checkpoint = None
         self._batch.clear()
         self._answer_batch.clear()
-
-    def _prune(self, checkpoint: int) -> None:
-        """Inside a commit: remember ``checkpoint`` as the last checkpoint's row."""
-        # Nothing is deleted yet: a consumer's `events` catch-up (and the API client, which
-        # takes a gap from `since` 0 for a lost event) still expects every event of the
-        # journal's life. Pruning waits for an answer that says where the kept events begin.
-        self._set_meta("checkpoint_journal_seq", str(checkpoint))
 
     def store_answer(self, key: str, journal_seq: int, body: bytes) -> None:
         """Keep an answer now (one that no journal row's effects carry: a decision's)."""

@@ -184,8 +184,6 @@ class Publications:
                 # it: the numbering goes on from the count it holds.
                 if self._writing:
                     self.outbox.carry_on_from(effect.published)
-                    if journal_seq is not None:
-                        self.outbox.checkpointed(journal_seq)
                 else:
                     self.seq = max(self.seq, effect.published)
             elif isinstance(effect, CommandAnswered):

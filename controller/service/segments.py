@@ -31,11 +31,11 @@ from typing import Final
 
 from controller.kernel.errors import JournalError
 from controller.service.journal import (
-    _SCHEMA,
     GENESIS_HASH,
     SEGMENT_META_KEY,
     SEGMENT_SUFFIX,
     Journal,
+    create_tables,
     segment_paths,
     segments_dir,
 )
@@ -130,7 +130,7 @@ def _write_segment(journal: Journal, first: int, last: int) -> Path:
             # No write-ahead log: a segment is one self-contained file, opened immutable.
             db.execute("PRAGMA journal_mode=DELETE")
             db.execute("PRAGMA synchronous=FULL")
-            db.executescript(_SCHEMA)
+            create_tables(db)
             db.execute("BEGIN")
             for key in _COPIED_META:
                 value = journal.meta(key)

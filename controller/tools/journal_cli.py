@@ -200,7 +200,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "only those older than N days) into a new segment file in JOURNAL.segments/, rows "
         "and hashes unchanged, then delete them from the journal in one transaction. The "
         "segment is written, flushed to the disk and verified first. Each segment verifies "
-        "on its own, and journal verify JOURNAL checks the chain across all of them. Refused "
+        "on its own, and journal verify JOURNAL checks the chain across all of them; journal "
+        "rounds, journal export and livetable report read them before the journal. Refused "
         "while a table runs on the journal: stop it first. Segments are evidence: back "
         "them up.",
         epilog=examples(

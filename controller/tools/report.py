@@ -19,6 +19,12 @@ when they opened (``round_opened.dealer``, a staff id; a round without one, or f
 journal written before dealers signed in, is "(nobody signed in)"). A pause goes with its
 round, or, between rounds, with the table's latest round. ``--from``/``--to`` keep the
 rounds that opened, and the pauses that began, in that window.
+
+A journal whose old rows were archived (:mod:`controller.service.segments`) is read from
+its segments first, as ``journal verify`` reads it. With a segment missing, the rows after
+it cannot be replayed from row 1: the report then begins at the journal's last checkpoint
+when the window begins after it, and otherwise stops with one line naming the rows missing
+and the rounds it cannot read.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from controller.kernel.errors import JournalError
 
 if TYPE_CHECKING:
     from controller.service.journal import Journal
+    from controller.service.journaled_table import Replay
 
 NOBODY: Final = "(nobody signed in)"
 GROUPINGS: Final = ("table", "game", "hour", "dealer")
@@ -123,22 +130,38 @@ class Record:
 # -- reading ---------------------------------------------------------------------------------
 
 
-def read_journal(journal: Journal, record: Record) -> None:
-    """Replay ``journal`` (every row verified) and add its rounds and pauses to ``record``."""
+def read_journal(journal: Journal, record: Record, since: float | None = None) -> None:
+    """Replay ``journal`` (every row verified, its archived segments' first) and add its
+    rounds and pauses to ``record``. ``since``: the report's window begins then, so that
+    with a segment missing the rows after the last checkpoint may do (see
+    :func:`_start_without_segments`)."""
     # Imported here so that building the CLI's parser stays light.
-    from controller.service.journaled_table import Replay, config_of, machine_revision
+    from controller.service.journaled_table import (
+        Replay,
+        checkpoint_effects,
+        config_of,
+        machine_revision,
+    )
     from controller.table.effects import PublishEvent
     from controller.table.machine import TableMachine
 
     config = config_of(journal)
     table, game = config.table_id, config.game
-    # Checkpoint rows are checked against the state, never fed to the machine.
-    replaying = Replay(TableMachine(config, config.operational(), machine_revision(journal)))
+    start = _start_without_segments(journal, since)
+    if start is None:
+        # Checkpoint rows are checked against the state, never fed to the machine.
+        replaying = Replay(TableMachine(config, config.operational(), machine_revision(journal)))
+        first = 1
+    else:
+        replaying, first = start
     rounds: dict[int, Round] = {}
     latest: Round | None = None
     open_pauses: list[Pause] = []
-    for entry in journal.verified_entries():
-        effects = replaying.feed(entry)
+    for entry in journal.verified_entries(first):
+        if start is not None and entry.seq == first:
+            effects = checkpoint_effects(replaying.machine, replaying.published)
+        else:
+            effects = replaying.feed(entry)
         at = entry.fields.get("at")
         if not isinstance(at, int | float):
             continue
@@ -176,21 +199,53 @@ def read_journal(journal: Journal, record: Record) -> None:
             open_pauses = []
 
 
+def _start_without_segments(journal: Journal, since: float | None) -> tuple[Replay, int] | None:
+    """None when the journal's archived segments are all beside it (the report reads every
+    row). Else the state at the journal's last checkpoint (always in the live file) and its
+    row, when the window begins after it; JournalError naming the rounds that cannot be read
+    when it does not: never a report that leaves them out in silence."""
+    from controller.service.journaled_table import Replay, config_of, resume_from
+    from controller.tools.event_text import time_text
+
+    try:
+        journal.check_segments()
+    except JournalError as error:
+        missing = str(error)
+    else:
+        return None
+    checkpoint = journal.last_checkpoint()
+    if checkpoint is None:
+        raise JournalError(f"{journal.path}: {missing}; no checkpoint after them to read from")
+    replaying = Replay(*resume_from(journal, config_of(journal), checkpoint))
+    at = checkpoint.fields.get("at")
+    if since is not None and isinstance(at, int | float) and since > at:
+        return replaying, checkpoint.seq
+    opened = replaying.machine.state.rounds_started
+    raise JournalError(
+        f"{journal.path}: {missing}; so its rounds 1..{opened} (opened up to {time_text(at)} "
+        "UTC) cannot be read: put the segments back, or report a window that begins after "
+        "that time (--from)"
+    )
+
+
 def _dealer(payload: dict[str, Any]) -> str | None:
     dealer = payload.get("dealer")
     return dealer if isinstance(dealer, str) and dealer else None
 
 
-def read_journals(paths: Iterable[Path], immutable: bool = False) -> Record:
-    """The rounds and pauses of every journal in ``paths``; JournalError naming the file
-    for one that is missing, unreadable or whose chain breaks."""
+def read_journals(
+    paths: Iterable[Path], immutable: bool = False, since: float | None = None
+) -> Record:
+    """The rounds and pauses of every journal in ``paths`` (for a window that begins at
+    ``since``, None: at the start); JournalError naming the file for one that is missing,
+    unreadable, whose chain breaks, or whose segments missing hold rounds of the window."""
     from controller.service.journal import Journal
 
     record = Record()
     for path in paths:
         with Journal(path, read_only=True, immutable=True if immutable else None) as journal:
             try:
-                read_journal(journal, record)
+                read_journal(journal, record, since)
             except JournalError as error:
                 # The chain's words name a row, not the file: among several, say which.
                 if str(path) in str(error):

@@ -42,12 +42,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "report",
         help="the studio's figures from table journals: rounds per hour, cards, pauses",
-        description="Read any set of table journals (only read: nothing is written beside "
-        "them) and report, by table, game, hour or dealer: the rounds settled and "
-        "cancelled, rounds per hour of play, the cards dealt by source (shoe, camera, "
-        "supervisor, unread), the pauses by reason with the minutes they lost, and the "
-        "cards out of turn. As aligned text, CSV (a row per group) or a printable HTML page "
-        "with charts that needs nothing but itself.",
+        description="Read any set of table journals, with the segments archived beside "
+        "them (only read: nothing is written beside them) and report, by table, game, "
+        "hour or dealer: the rounds settled and cancelled, rounds per hour of play, the "
+        "cards dealt by source (shoe, camera, supervisor, unread), the pauses by reason "
+        "with the minutes they lost, and the cards out of turn. As aligned text, CSV (a "
+        "row per group) or a printable HTML page with charts that needs nothing but itself.",
         epilog=examples(
             f"livetable report {EXAMPLE_JOURNALS}",
             f"livetable report {EXAMPLE_JOURNALS} --by dealer --from 2026-12-06 --to 2026-12-07",
@@ -102,7 +102,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_report(args: argparse.Namespace) -> int:
     if args.start is not None and args.end is not None and args.end <= args.start:
         args.usage_error("--to must come after --from")
-    record = read_journals(args.journals, args.immutable).window(args.start, args.end)
+    record = read_journals(args.journals, args.immutable, args.start)
+    record = record.window(args.start, args.end)
     found = groups(record, args.by)
     window = window_text(args.start, args.end)
     if args.format == "csv":

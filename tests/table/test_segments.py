@@ -5,9 +5,13 @@ history as before the move."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import shutil
 import sqlite3
 import zipfile
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -21,6 +25,7 @@ from controller.service.signing import HeadSigner, generate_key_pair, load_signi
 from controller.table.config import TableConfig
 from controller.tools.cli import main
 from controller.tools.crash_runner import START_TIME
+from controller.tools.event_text import time_text
 from tests.table.test_checkpoints import (  # noqa: F401 (fast_dir is a fixture)
     assert_same_from_checkpoint,
     fast_dir,
@@ -271,3 +276,68 @@ def test_an_archive_cut_off_before_its_delete_loses_nothing_and_is_redone(
     assert rows_of(config.journal_path) == before
     with Journal(config.journal_path, read_only=True) as journal:
         assert journal.verify() == len(before)
+
+
+def test_report_reads_the_archived_rounds_and_names_those_it_cannot(
+    fast_dir: Path,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``livetable report`` over a window from archived rounds into live ones gives what the
+    whole journal gave; with a segment gone it names the rounds it cannot read, never
+    reporting fewer in silence, and still reports a window after them."""
+    config = played(fast_dir, checkpoints=2)
+    path = config.journal_path
+    whole = fast_dir / "whole" / "t1.journal"
+    whole.parent.mkdir()
+    shutil.copyfile(path, whole)
+    assert main(["journal", "rounds", str(whole), "--json"]) == 0
+    rounds = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    last_checkpoint = checkpoint_rows(path)[-1]
+    first = archive_through(path, checkpoint_rows(path)[0] - 1)
+    done = archive(path)
+    archived = [item for item in rounds if item["rows"][1] <= done.last]
+    live = [item for item in rounds if item["rows"][0] > done.last]
+    start, end = archived[len(archived) // 4]["opened_at"], live[len(live) // 2]["opened_at"]
+    window = ["--from", utc(start), "--to", utc(end)]
+    inside = [item for item in rounds if start <= item["opened_at"] < end]
+    assert any(item in archived for item in inside) and any(item in live for item in inside)
+
+    def report(journal: Path, *args: str) -> str:
+        assert main(["report", str(journal), "--format", "csv", *args]) == 0
+        return capsys.readouterr().out
+
+    found = report(path, *window)
+    assert found == report(whole, *window)
+    settled = sum(item["outcome"] == "settled" for item in inside)
+    assert rows_of_csv(found)["t1"]["rounds settled"] == str(settled)
+
+    # The first segment moved away: its rounds, and those up to the checkpoint a report can
+    # begin at, are named; nothing is reported.
+    moved = first.segment.rename(fast_dir / first.segment.name)
+    with Journal(path, read_only=True) as journal:
+        checkpoint_at = next(journal.entries(after=last_checkpoint - 1)).fields["at"]
+    unread = sum(item["rows"][0] < last_checkpoint for item in rounds)
+    for args in (window, []):
+        assert main(["report", str(path), "--format", "csv", *args]) == 1
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        (line,) = captured.err.splitlines()
+        assert line.startswith(f"livetable: error: {path}: rows 1..{first.last} are missing")
+        assert f"rounds 1..{unread} (opened up to {time_text(checkpoint_at)} UTC)" in line
+        assert "--from" in line
+    # A window after that checkpoint is read whole from the rows that are there.
+    later = ["--from", utc(checkpoint_at + 1)]
+    found = report(path, *later)
+    assert found == report(whole, *later)
+    assert int(rows_of_csv(found)["t1"]["rounds settled"]) > 0
+    # The segment back: the whole report again.
+    moved.rename(first.segment)
+    assert report(path, *window) == report(whole, *window)
+
+
+def utc(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).isoformat()
+
+
+def rows_of_csv(text: str) -> dict[str, dict[str, str]]:
+    return {row["table"]: row for row in csv.DictReader(io.StringIO(text))}
