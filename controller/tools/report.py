@@ -221,10 +221,15 @@ def _start_without_segments(journal: Journal, since: float | None) -> tuple[Repl
     if since is not None and isinstance(at, int | float) and since > at:
         return replaying, checkpoint.seq
     opened = replaying.machine.state.rounds_started
+    # Rows with no round in them (shoes, pauses, dealers) are lost all the same.
+    lost = (
+        f"its rounds 1..{opened} (opened up to {time_text(at)} UTC)"
+        if opened
+        else f"what happened up to {time_text(at)} UTC (no round yet)"
+    )
     raise JournalError(
-        f"{journal.path}: {missing}; so its rounds 1..{opened} (opened up to {time_text(at)} "
-        "UTC) cannot be read: put the segments back, or report a window that begins after "
-        "that time (--from)"
+        f"{journal.path}: {missing}; so {lost} cannot be read: put the segments back, or "
+        "report a window that begins after that time (--from)"
     )
 
 
