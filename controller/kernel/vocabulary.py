@@ -163,6 +163,33 @@ def answer_code(words: str) -> tuple[str, dict[str, str]] | None:
     return _read_back(_ANSWER_PATTERNS, words)
 
 
+# A blackjack decision's tokens (``decision_requested``'s ``options`` and ``default``,
+# ``decision_taken``'s ``decision``, the platform's ``decide``) and what each means; the
+# rules (controller.games.blackjack_hand) decide with them, the pages show their words.
+HIT: Final = "H"
+STAND: Final = "S"
+DOUBLE: Final = "D"
+SPLIT: Final = "P"
+SURRENDER: Final = "R"
+YES: Final = "Y"
+NO: Final = "N"
+DECISION_TOKENS: Final[Mapping[str, str]] = {
+    HIT: "hit",
+    STAND: "stand",
+    DOUBLE: "double",
+    SPLIT: "split",
+    SURRENDER: "surrender",
+    YES: "yes",
+    NO: "no",
+}
+# What a blackjack decision is about (its ``kind``): how to play a hand, insurance, even
+# money, and Blackjack 21's "more cards?".
+PLAY: Final = "play"
+INSURANCE: Final = "insurance"
+EVEN_MONEY: Final = "even_money"
+MORE_CARDS: Final = "more_cards"
+DECISION_KINDS: Final = (PLAY, INSURANCE, EVEN_MONEY, MORE_CARDS)
+
 # Every ``action`` of the dealer's line (``<prefix>/<table>/dealer``), as docs/mqtt-api.md
 # says them: the dealer's screen has words for each.
 DEALER_ACTIONS: Final = ("reveal", "burn", "deal", "wait", "shuffle", "stop", "hold")

@@ -4,8 +4,9 @@ is in them.
 
 The codes come from their one list each: the pause reasons and holds
 (``controller.table.state``), a pause's needs, the dealer line's actions, the resolutions of
-a pause, why a shoe ended and the table's answers to commands
-(``controller.kernel.vocabulary``), the responses' error codes and the event types
+a pause, why a shoe ended, the table's answers to commands and a blackjack decision's
+tokens and kinds (``controller.kernel.vocabulary``; a hand's states,
+``controller.games.blackjack_hand``), the responses' error codes and the event types
 (``controller.service.wire``), the commands of the API (``controller.kernel.api_commands``;
 what those the console offers do: ``controller.console.api``), the games and their variants
 (``controller.games.registry``), the camera's views of a round
@@ -27,10 +28,19 @@ from controller.console.api import OFFERED
 from controller.console.common import STATIC_DIR
 from controller.console.config import LANGUAGES
 from controller.console.fleet import STATUS_ORDER
+from controller.games.blackjack_hand import HAND_STATES, PLAYING
 from controller.games.registry import GAMES, VARIANTS
 from controller.kernel.api_commands import COMMANDS
 from controller.kernel.presentation import PRESENTATIONS
-from controller.kernel.vocabulary import ANSWERS, DEALER_ACTIONS, NEEDS, RESOLUTIONS, SHOE_ENDS
+from controller.kernel.vocabulary import (
+    ANSWERS,
+    DEALER_ACTIONS,
+    DECISION_KINDS,
+    DECISION_TOKENS,
+    NEEDS,
+    RESOLUTIONS,
+    SHOE_ENDS,
+)
 from controller.service.pictures import VIEWS
 from controller.service.wire import ERROR_CODES, EVENT_TYPES
 from controller.table.state import HoldReason, PauseReason, Phase
@@ -52,6 +62,9 @@ def api_keys() -> set[str]:
     keys |= {f"hold_name.{hold.value}" for hold in HoldReason}
     keys |= {f"shoe_end.{code}" for code in SHOE_ENDS}
     keys |= {f"answer_message.{code}" for code in ANSWERS}
+    keys |= {f"choice.{token}" for token in DECISION_TOKENS}
+    keys |= {f"decision.{kind}" for kind in DECISION_KINDS}
+    keys |= {f"hand.{state}" for state in HAND_STATES if state != PLAYING}
     keys |= {f"need.{code}" for code in NEEDS}
     keys |= {f"refusal.{code}" for code in ERROR_CODES}
     keys |= {f"action.{action}" for action in DEALER_ACTIONS}

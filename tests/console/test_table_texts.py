@@ -6,11 +6,12 @@ catalogue's words, never the English.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tests.console import test_browser
 from tests.console.page_words import catalogue, in_language, raw_codes_shown
-from tests.console.test_browser import TIMEOUT_S, Screens, Visit, by_id, sign_in
+from tests.console.test_browser import TIMEOUT_S, Screens, Visit, by_id, next_event, sign_in
 from tests.support.console import ConsoleStudio
 
 pytestmark = test_browser.pytestmark
@@ -66,3 +67,32 @@ def test_a_shoe_ended_by_a_supervisor_and_its_audit_read_in_spanish(
     assert raw_codes_shown(page) == [], "a raw code in the Spanish audit"
     alice.check_clean()
 
+
+def test_a_blackjack_decision_reads_in_spanish_in_the_rounds_history(
+    console_studio: ConsoleStudio, browser: Any, screens: Screens
+) -> None:
+    from playwright.sync_api import expect
+
+    studio = console_studio
+    alice = sign_in(browser, studio, "alice")
+    # Rounds of t2 (blackjack) until one asks a decision (a dealer blackjack asks none).
+    studio.play("t2", 20)
+    taken = next_event(studio, "t2", "decision_taken", after=0)
+    token, round_id = taken["data"]["decision"], taken["data"]["round_id"]
+    sheet = alice.page.context.new_page()
+    sheet.goto(f"{studio.url}/history?table=t2&round={round_id}")
+    in_language(sheet, "es")
+    sheet.reload()
+    expect(sheet.locator("body")).to_have_attribute("data-loaded", "true")
+    row = sheet.locator(f'{by_id("history-row")}[data-seq="{taken["seq"]}"]')
+    # The decision by its words ("plantarse"), not its token ("S").
+    expect(row).not_to_contain_text(f"decisión: {token} ")
+    es = catalogue("es")
+    expect(row).to_contain_text(f"decisión: {es[f'choice.{token}']} ")
+    asked = sheet.locator(f"{by_id('history-row')}[data-type=decision_requested]").first
+    expect(asked).not_to_contain_text(re.compile(r"\b[HSDPRYN](/[HSDPRYN])+\b"))
+    screens.shoot(sheet, "history-decision-es")
+    assert raw_codes_shown(sheet) == [], "a raw code in the Spanish history of a blackjack round"
+    in_language(sheet, "en")  # this browser's wall stays in English
+    sheet.close()
+    alice.check_clean()

@@ -2,7 +2,7 @@
 
 import { getJson } from "./api.js";
 import { app, byTestId, cardFace, cards, clock, day, h } from "./common.js";
-import { chooseLanguage, codedWords, commandWords, loadLanguage, pauseWords, positionWords, refusalWords, t, translatePage } from "./i18n.js";
+import { choiceWords, chooseLanguage, codedWords, commandWords, loadLanguage, pauseWords, positionWords, refusalWords, t, translatePage } from "./i18n.js";
 
 // --- round history and audit -------------------------------------------------------------------
 
@@ -25,10 +25,10 @@ export function eventSummary(event, game) {
     case "decision_requested":
       return t("history.decision_requested", {
         kind: t(`decision.${d.kind}`, null, d.kind), box: d.box, hand: d.hand,
-        options: (d.options || []).map((option) => coded("choice", option)).join("/"), default: coded("choice", d.default),
+        options: (d.options || []).map(choiceWords).join("/"), default: choiceWords(d.default),
       });
     case "decision_taken": {
-      const values = { decision: coded("choice", d.decision), box: d.box, hand: d.hand };
+      const values = { decision: choiceWords(d.decision), box: d.box, hand: d.hand };
       return d.auto ? t("history.decision_taken_auto", values) : t("history.decision_taken", values);
     }
     case "table_paused": {

@@ -165,6 +165,9 @@ export function codedWords(prefix, code, values, english) {
   return t(`${prefix}.${code}`, shown, english);
 }
 
+/** A blackjack decision's token ("S") in words ("stand"); a token of a newer table as it is. */
+export const choiceWords = (token) => t(`choice.${token}`, null, String(token));
+
 /** A refusal's words: the code's, else the message as the table or the console said it. */
 export function refusalWords(code, message) {
   const known = code && has(`refusal.${code}`) ? t(`refusal.${code}`) : "";
