@@ -46,6 +46,8 @@ _VALUE_PATTERNS: Final[Mapping[str, str]] = {
     "phase": r"[A-Z_]+",
     "command": r"[a-z_]+",
     "resolution": r"[a-z_]+",
+    "taken": r"[0-9]+",
+    "revision": r"[0-9]+",
     "hold": r"[a-z_]+",
     "holds": r"[a-z_]+(?:, [a-z_]+)*",
 }
@@ -90,7 +92,10 @@ SHOE_ENDS: Final[Mapping[str, str]] = {
     "ended": "ended by {by}",
 }
 
-# The pieces of the table's answers that it joins to others.
+# The pieces of the table's answers that it joins to others (a ninth copy's words are an
+# impossible card's pause message too; published without the card's face, which may be a
+# burn card's).
+NINTH_COPY: Final = "all 8 copies of that face were already drawn"
 STILL_HELD: Final = "the table stays paused by {by} (resume to lift it)"
 RESOLVED: Final = "{resolution} done"
 ACCEPTED: Final = "accepted {count} card(s)"
@@ -145,6 +150,15 @@ ANSWERS: Final[Mapping[str, str]] = {
     "card_needed": "enter_card needs the card",
     "hole_on_felt": "the hole card is on the felt, face down: enter_card it",
     "no_round_card_due": "no round card was due: confirm with no_cards_drawn, or end the shoe",
+    "one_read_card": "accept takes exactly one card that was read",
+    "held_unread": "a card held was not read: burn the cards held instead",
+    "gap_before_held": "cards may have left the shoe unseen before those held: enter_card each "
+    "of them first, or confirm none did (no_cards_drawn)",
+    "took_fewer": "the round took {taken} of the {count} cards held: burn them instead",
+    "late_frame": f"cannot accept it: {NINTH_COPY}, so it is the late frame of the card "
+    "entered by hand: burn it",
+    "ninth_copy": f"cannot enter that card: {NINTH_COPY}",
+    "needs_revision": "{command} needs machine revision {revision}: start a new journal",
 }
 
 _SHOE_END_PATTERNS: Final = _patterns(SHOE_ENDS)

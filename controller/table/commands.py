@@ -228,7 +228,7 @@ def held_text(state: TableState) -> str:
 def _newer(ctx: Context, what: str) -> None:
     if ctx.revision < DEALERS_REVISION:
         raise TransitionError(
-            f"{what} needs machine revision {DEALERS_REVISION}: start a new journal"
+            ANSWERS["needs_revision"].format(command=what, revision=DEALERS_REVISION)
         )
 
 

@@ -24,7 +24,6 @@ from controller.kernel.vocabulary import ACCEPTED, ANSWERS, CARD_ENTERED, RESOLV
 from controller.table import dealing, pausing
 from controller.table.effects import Effect, PublishEvent, answer
 from controller.table.events import SupervisorCommanded
-from controller.table.pausing import NINTH_COPY
 from controller.table.state import (
     AFTER_ROUND,
     HOLE_UNREAD,
@@ -176,7 +175,7 @@ def accept_one(
     """The one card held, read, is dealt where the round expects a card (revisions 1 to 3)."""
     held = pause.held
     if len(held) != 1 or held[0] is None:
-        raise TransitionError("accept takes exactly one card that was read")
+        raise TransitionError(ANSWERS["one_read_card"])
     if pause.unread is not None:
         raise TransitionError(ANSWERS["unread_first"])
     if pause.resume_to is not P.DEALING:
@@ -391,14 +390,11 @@ def accept_held(
     if not held:
         raise TransitionError(ANSWERS["nothing_to_accept"])
     if any(card is None for card in held):
-        raise TransitionError("a card held was not read: burn the cards held instead")
+        raise TransitionError(ANSWERS["held_unread"])
     if pause.unread is not None:
         raise TransitionError(ANSWERS["unread_first"])
     if pause.offline_gap and pause.gap_before_held:
-        raise TransitionError(
-            "cards may have left the shoe unseen before those held: enter_card each "
-            "of them first, or confirm none did (no_cards_drawn)"
-        )
+        raise TransitionError(ANSWERS["gap_before_held"])
     if pause.resume_to is not P.DEALING:
         raise TransitionError(ANSWERS["no_card_expected"])
     said = _resumed(ctx, state, event, pause, "accept", ACCEPTED.format(count=len(held)))
@@ -407,9 +403,7 @@ def accept_held(
     effects: list[Effect] = []
     for number, card in enumerate(held):
         if state.phase is not P.DEALING:
-            raise TransitionError(
-                f"the round took {number} of the {len(held)} cards held: burn them instead"
-            )
+            raise TransitionError(ANSWERS["took_fewer"].format(taken=number, count=len(held)))
         if number in pause.uncounted:  # another card of that face, not the late frame
             count_accepted(state, card)  # type: ignore[arg-type]
         effects += dealing.deal(ctx, state, card, event.at, "supervisor")  # type: ignore[arg-type]
@@ -450,17 +444,14 @@ def count_accepted(state: TableState, card: Card) -> None:
     try:
         dealing.count_out(state, card)
     except RulesError as error:
-        raise TransitionError(
-            f"cannot accept it: {NINTH_COPY}, so it is the late frame of the card "
-            "entered by hand: burn it"
-        ) from error
+        raise TransitionError(ANSWERS["late_frame"]) from error
 
 
 def count_entered(state: TableState, card: Card) -> None:
     try:
         dealing.count_out(state, card)
     except RulesError as error:
-        raise TransitionError(f"cannot enter that card: {NINTH_COPY}") from error
+        raise TransitionError(ANSWERS["ninth_copy"]) from error
 
 
 def resume_into(ctx: Context, state: TableState, phase: Phase, at: float) -> list[Effect]:

@@ -22,6 +22,8 @@ from controller.kernel.vocabulary import (
 SAMPLES: Mapping[str, str] = {
     "by": "bob: spilled drink (resume to lift it); alice: a break",
     "count": "3",
+    "taken": "1",
+    "revision": "6",
     "shoe": "12",
     "round": "407",
     "phase": "SHOE_READY",
