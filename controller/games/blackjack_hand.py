@@ -22,27 +22,31 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from controller.kernel import vocabulary
 from controller.kernel.cards import Card
 from controller.kernel.errors import RulesError
+from controller.kernel.vocabulary import (  # the API's tokens: one list for all
+    DOUBLE,
+    HIT,
+    NO,
+    SPLIT,
+    STAND,
+    SURRENDER,
+    YES,
+)
 
 BOUNDLESS: Final = "blackjack-boundless"
 CLASSIC: Final = "blackjack-classic"
 TWENTY_ONE: Final = "blackjack-21"
 
-HIT: Final = "H"
-STAND: Final = "S"
-DOUBLE: Final = "D"
-SPLIT: Final = "P"
-SURRENDER: Final = "R"
-YES: Final = "Y"
-NO: Final = "N"
 PLAY_TOKENS: Final = frozenset((HIT, STAND, DOUBLE, SPLIT, SURRENDER))
 YES_NO: Final = frozenset((YES, NO))
 
-PLAY: Final = "play"
-INSURANCE: Final = "insurance"
-EVEN_MONEY: Final = "even_money"
-MORE_CARDS: Final = "more_cards"
+# What a decision is about: the API's kinds.
+PLAY: Final = vocabulary.PLAY
+INSURANCE: Final = vocabulary.INSURANCE
+EVEN_MONEY: Final = vocabulary.EVEN_MONEY
+MORE_CARDS: Final = vocabulary.MORE_CARDS
 
 # Hand states. A hand is finished in every state but PLAYING.
 PLAYING: Final = "playing"
@@ -51,6 +55,8 @@ BUSTED: Final = "busted"
 BLACKJACK: Final = "blackjack"
 SURRENDERED: Final = "surrendered"
 TOOK_EVEN_MONEY: Final = "even_money"
+# Every state a hand is published in (``round.view``'s hands): the pages have words for each.
+HAND_STATES: Final = (PLAYING, STOOD, BUSTED, BLACKJACK, SURRENDERED, TOOK_EVEN_MONEY)
 
 # Blackjack value by rank: A = 1 (a hand counts one ace as 11 when that does not bust).
 RANK_VALUE: Final[Mapping[str, int]] = {

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Final, Generic, TypeVar
 
 from controller.kernel.errors import JournalError
+from controller.kernel.vocabulary import answer_code
 from controller.service.journal import Journal
 from controller.service.mqtt_api import AUDIT_PAGE_DEFAULT, Request
 from controller.service.outbox import Outbox
@@ -103,6 +104,9 @@ def audit_entry(
         message = str(answered.get("message", ""))
         if not ok:
             code = str((answered.get("error") or {}).get("code") or "refused")
+    # The answer's code beside its words, for a page in another language (read back from
+    # the words: an answer stored by an older livetable has them too).
+    coded = answer_code(message) if message is not None else None
     return {
         "journal_seq": journal_seq,
         "at": fields.get("at"),
@@ -114,6 +118,8 @@ def audit_entry(
         "ok": ok,
         "code": code,
         "message": message,
+        "message_code": None if coded is None else coded[0],
+        "message_values": {} if coded is None else coded[1],
     }
 
 

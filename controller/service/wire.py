@@ -29,6 +29,7 @@ from typing import Any, Final
 
 from controller.games.blackjack_hand import PLAYING as _PLAYING
 from controller.games.blackjack_hand import STOOD as _STOOD
+from controller.kernel.vocabulary import shoe_end_code
 from controller.table.effects import EventRejected, PublishEvent, TellDealer
 
 API_VERSION: Final = 1
@@ -95,6 +96,8 @@ def event_message(
         event_type, data = effect.name, dict(effect.payload)
         if event_type == "round_settled" and isinstance(data.get("result"), dict):
             data["result"] = finished_hands(data["result"])
+        if event_type == "shoe_ended":
+            data.update(shoe_end_fields(data.get("why")))
     return {
         "api": API_VERSION,
         "seq": seq,
@@ -103,6 +106,18 @@ def event_message(
         "at": at,
         "data": data,
     }
+
+
+def shoe_end_fields(why: object) -> dict[str, str]:
+    """What ``shoe_ended`` adds to its ``why`` (the table's English): ``why_code``, one of
+    :data:`~controller.kernel.vocabulary.SHOE_ENDS`, and ``by``, the supervisor who ended
+    it, for a page in another language. Read back from the words, which the journal's
+    replay gives exactly as they always were; nothing for words no code says."""
+    coded = shoe_end_code(why) if isinstance(why, str) else None
+    if coded is None:
+        return {}
+    code, values = coded
+    return {"why_code": code, **({"by": values["by"]} if "by" in values else {})}
 
 
 def finished_hands(view: dict[str, Any]) -> dict[str, Any]:

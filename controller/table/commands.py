@@ -16,6 +16,7 @@ from typing import Final
 from controller.games.shuffle_check import ShuffleCheck
 from controller.kernel.cards import ShoeCount
 from controller.kernel.errors import TableError, TransitionError
+from controller.kernel.vocabulary import ANSWERS, SHOE_ENDS
 from controller.table import dealing, games
 from controller.table.config import OperationalSettings, TableConfig
 from controller.table.effects import CommandAnswered, Effect, EventRejected, PublishEvent, answer
@@ -79,16 +80,14 @@ def refusal(state: TableState, event: object, kind: str) -> Effect:
     where = state.phase.name
     if isinstance(event, SupervisorCommanded):
         if kind == "command.resume":
-            return answer(event, False, f"the table is not paused (it is {where})")
+            return answer(event, False, ANSWERS["not_paused"].format(phase=where))
         if kind == "command.cancel":
-            return answer(event, False, f"no round to cancel ({where})")
+            return answer(event, False, ANSWERS["no_round_to_cancel"].format(phase=where))
         if kind == "command.new_shoe":
-            return answer(
-                event, False, f"a new shoe cannot be declared now ({where}): end this one first"
-            )
-        return answer(event, False, f"{event.command} is not possible now ({where})")
+            return answer(event, False, ANSWERS["no_new_shoe_now"].format(phase=where))
+        return answer(event, False, ANSWERS["not_now"].format(command=event.command, phase=where))
     if isinstance(event, RoundRequested):
-        return answer(event, False, f"a round cannot start now ({where})")
+        return answer(event, False, ANSWERS["no_round_now"].format(phase=where))
     return EventRejected(event_name(event), f"not accepted in {where} ({kind})")
 
 
@@ -121,7 +120,7 @@ def on_settings(ctx: Context, state: TableState, event: SettingsChanged) -> list
 def on_new_shoe(ctx: Context, state: TableState, event: SupervisorCommanded) -> list[Effect]:
     effects: list[Effect] = []
     if state.shoe_id is not None:
-        effects += dealing.end_shoe(ctx, state, event.at, f"a new shoe was declared by {event.by}")
+        effects += dealing.end_shoe(ctx, state, event.at, SHOE_ENDS["new_shoe"].format(by=event.by))
     state.shoes_started += 1
     state.shoe_id = state.shoes_started
     state.count = ShoeCount()
@@ -132,20 +131,20 @@ def on_new_shoe(ctx: Context, state: TableState, event: SupervisorCommanded) -> 
     state.burn_cards = ()
     state.round_number = 0
     state.final_round = None
-    effects.append(answer(event, True, f"shoe {state.shoe_id} declared"))
+    effects.append(answer(event, True, ANSWERS["shoe_declared"].format(shoe=state.shoe_id)))
     effects.append(PublishEvent("shoe_started", {"shoe_id": state.shoe_id, "by": event.by}))
     return effects + dealing.enter(ctx, state, P.BURN_REVEAL, event.at)
 
 
 def on_end_shoe(ctx: Context, state: TableState, event: SupervisorCommanded) -> list[Effect]:
     if state.pause is not None and state.pause.resume_to in ROUND_PHASES:
-        raise TransitionError("a round is in progress: cancel it before ending the shoe")
+        raise TransitionError(ANSWERS["round_in_progress"])
     if state.shoe_id is None:
-        raise TransitionError("no shoe is in play")
+        raise TransitionError(ANSWERS["no_shoe"])
     state.holds = ()  # a supervisor ended what was paused: the pauses go with it
     return [
-        answer(event, True, f"shoe {state.shoe_id} ended"),
-        *dealing.end_shoe(ctx, state, event.at, f"ended by {event.by}"),
+        answer(event, True, ANSWERS["shoe_ended"].format(shoe=state.shoe_id)),
+        *dealing.end_shoe(ctx, state, event.at, SHOE_ENDS["ended"].format(by=event.by)),
     ]
 
 
@@ -154,17 +153,17 @@ def on_pause_command(ctx: Context, state: TableState, event: SupervisorCommanded
     if not reason:
         raise TransitionError("pause needs a reason")
     if state.phase is P.PAUSED and ctx.revision < 5:
-        raise TransitionError("the table is already paused")
+        raise TransitionError(ANSWERS["already_paused"])
     effects = pause(ctx, state, PauseReason.SUPERVISOR, event.at, reason, by=event.by)
     if ctx.revision >= 5:
         # A supervisor who pauses again keeps one pause, with the reason given last.
         state.holds = with_cause(state.holds, state.pause.causes[-1])  # type: ignore[union-attr]
-    return [answer(event, True, "paused"), *effects]
+    return [answer(event, True, ANSWERS["paused"]), *effects]
 
 
 def on_round_request(ctx: Context, state: TableState, event: RoundRequested) -> list[Effect]:
     if not state.shoe_online:
-        raise TransitionError("the shoe is offline: no round can start")
+        raise TransitionError(ANSWERS["shoe_offline_no_round"])
     if ctx.revision >= DEALERS_REVISION and state.round_holds:
         raise TransitionError(held_text(state))
     state.boxes = event.boxes or games.default_boxes(ctx.config.game)
@@ -185,7 +184,7 @@ def on_round_request(ctx: Context, state: TableState, event: RoundRequested) -> 
         },
     )
     return [
-        answer(event, True, f"round {state.round_id} opened"),
+        answer(event, True, ANSWERS["round_opened"].format(round=state.round_id)),
         opened,
         *dealing.enter(ctx, state, P.BETTING, event.at),
     ]
@@ -193,7 +192,7 @@ def on_round_request(ctx: Context, state: TableState, event: RoundRequested) -> 
 
 def on_cancel(ctx: Context, state: TableState, event: SupervisorCommanded) -> list[Effect]:
     if phase_at_stake(state) not in ROUND_PHASES:
-        raise TransitionError("no round in progress to cancel")
+        raise TransitionError(ANSWERS["no_round_in_progress"])
     discarded = len(state.round_log)
     held = len(state.pause.held) if state.pause is not None else 0
     state.holds = ()  # a supervisor ended what was paused: the pauses go with it
@@ -210,7 +209,7 @@ def on_cancel(ctx: Context, state: TableState, event: SupervisorCommanded) -> li
         },
     )
     return [
-        answer(event, True, f"round {state.round_id} voided: every bet refunded"),
+        answer(event, True, ANSWERS["round_voided"].format(round=state.round_id)),
         voided,
         *dealing.close_round(ctx, state, event.at),
     ]
@@ -229,7 +228,7 @@ def held_text(state: TableState) -> str:
 def _newer(ctx: Context, what: str) -> None:
     if ctx.revision < DEALERS_REVISION:
         raise TransitionError(
-            f"{what} needs machine revision {DEALERS_REVISION}: start a new journal"
+            ANSWERS["needs_revision"].format(command=what, revision=DEALERS_REVISION)
         )
 
 
@@ -271,7 +270,7 @@ def on_dealer_sign_in(ctx: Context, state: TableState, event: DealerSignedIn) ->
     if before is not None:
         payload["replaces"] = before.staff_id
     return [
-        answer(event, True, f"dealer {staff_id} signed in"),
+        answer(event, True, ANSWERS["dealer_signed_in"].format(staff_id=staff_id)),
         PublishEvent("dealer_signed_in", payload),
         *_hold_effects(ctx, state, event.at),
     ]
@@ -282,11 +281,11 @@ def on_dealer_sign_out(ctx: Context, state: TableState, event: DealerSignedOut) 
     if event.role not in (DEALER_ROLE, SUPERVISOR_ROLE):
         raise TransitionError(f"only a dealer or a supervisor may sign out ({event.role})")
     if state.dealer is None:
-        raise TransitionError("no dealer is signed in")
+        raise TransitionError(ANSWERS["no_dealer"])
     staff_id = state.dealer.staff_id
     state.dealer = None
     return [
-        answer(event, True, f"dealer {staff_id} signed out"),
+        answer(event, True, ANSWERS["dealer_signed_out"].format(staff_id=staff_id)),
         PublishEvent("dealer_signed_out", {"staff_id": staff_id, "by": event.by}),
         published(ctx, state),
     ]
@@ -297,9 +296,9 @@ def _set_hold(
 ) -> list[Effect]:
     _newer(ctx, event.command)
     state.round_holds = _with_hold(state, Hold(reason, event.by, event.at))
-    when = "after this round" if phase_at_stake(state) in ROUND_PHASES else "now"
+    when = "held_after_round" if phase_at_stake(state) in ROUND_PHASES else "held_now"
     return [
-        answer(event, True, f"{reason.value}: no new round {when}"),
+        answer(event, True, ANSWERS[when].format(hold=reason.value)),
         PublishEvent("rounds_held", {"reason": reason.value, "by": event.by}),
         *_hold_effects(ctx, state, event.at),
     ]
@@ -317,11 +316,11 @@ def on_resume_rounds(ctx: Context, state: TableState, event: SupervisorCommanded
     """A supervisor lifts every hold between rounds (a drain, a dealer change not made)."""
     _newer(ctx, event.command)
     if not state.round_holds:
-        raise TransitionError("no hold between rounds is in effect")
+        raise TransitionError(ANSWERS["no_hold"])
     lifted = [hold.reason.value for hold in state.round_holds]
     state.round_holds = ()
     return [
-        answer(event, True, f"rounds resume ({', '.join(lifted)} lifted)"),
+        answer(event, True, ANSWERS["rounds_resume"].format(holds=", ".join(lifted))),
         PublishEvent("rounds_resumed", {"lifted": lifted, "by": event.by}),
         *_hold_effects(ctx, state, event.at),
     ]
@@ -336,4 +335,3 @@ def on_stopping(ctx: Context, state: TableState, event: ControllerStopping) -> l
         PublishEvent("rounds_held", {"reason": HoldReason.CLOSING.value, "by": None}),
         *_hold_effects(ctx, state, event.at),
     ]
-

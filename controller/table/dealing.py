@@ -19,6 +19,7 @@ from controller.games.base import CardNeeded, DecisionNeeded, LiveRound
 from controller.games.shoe import burn_count
 from controller.kernel.cards import RANKS, Card
 from controller.kernel.errors import RulesError, TransitionError
+from controller.kernel.vocabulary import SHOE_ENDS
 from controller.table import games, pausing
 from controller.table.effects import (
     AskCamera,
@@ -325,9 +326,9 @@ def _forget_round(state: TableState) -> None:
 def close_round(ctx: Context, state: TableState, at: float) -> list[Effect]:
     _forget_round(state)
     if state.final_round is not None and state.round_number >= state.final_round:
-        return end_shoe(ctx, state, at, "the final round after the cut card was played")
+        return end_shoe(ctx, state, at, SHOE_ENDS["final_round"])
     if ctx.revision >= 5 and state.count is not None and state.count.cards_left == 0:
-        return end_shoe(ctx, state, at, "every card of the shoe is out")
+        return end_shoe(ctx, state, at, SHOE_ENDS["shoe_out"])
     return enter(ctx, state, P.SHOE_READY, at)
 
 

@@ -12,10 +12,9 @@ a supervisor resumes is in ``resuming.py``.
 
 from __future__ import annotations
 
-from typing import Final
-
 from controller.kernel.cards import Card
 from controller.kernel.errors import RulesError
+from controller.kernel.vocabulary import NINTH_COPY
 from controller.table.effects import Effect, LockShoe, PublishEvent, TellDealer, UnlockShoe
 from controller.table.events import (
     CardDrawn,
@@ -44,9 +43,6 @@ from controller.table.state import (
 from controller.table.views import published
 
 P = Phase
-
-# Published with an impossible card: without its face, which may be a burn card's.
-NINTH_COPY: Final = "all 8 copies of that face were already drawn"
 
 
 def pause(

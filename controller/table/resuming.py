@@ -20,10 +20,10 @@ from typing import Final
 from controller.games.base import CardNeeded
 from controller.kernel.cards import Card
 from controller.kernel.errors import RulesError, TransitionError
+from controller.kernel.vocabulary import ACCEPTED, ANSWERS, CARD_ENTERED, RESOLVED, STILL_HELD
 from controller.table import dealing, pausing
 from controller.table.effects import Effect, PublishEvent, answer
 from controller.table.events import SupervisorCommanded
-from controller.table.pausing import NINTH_COPY
 from controller.table.state import (
     AFTER_ROUND,
     HOLE_UNREAD,
@@ -51,7 +51,7 @@ def on_resume(ctx: Context, state: TableState, event: SupervisorCommanded) -> li
             f"unknown resolution {resolution!r}: expected {', '.join(r for r in RESOLUTIONS if r)}"
         )
     if not state.shoe_online:
-        raise TransitionError("the shoe is offline: bring it back before resuming")
+        raise TransitionError(ANSWERS["shoe_offline_resume"])
     resume = RESUMES[ctx.revision][pause_kind(pause), resolution]
     if resume.handler is None:
         raise TransitionError(resume.refusal)
@@ -73,7 +73,7 @@ def on_resume(ctx: Context, state: TableState, event: SupervisorCommanded) -> li
 
 def still_held(state: TableState) -> str:
     """What the answer to a resolution given within supervisors' pauses adds."""
-    return f"the table stays paused by {pausing.held_by(state.holds)} (resume to lift it)"
+    return STILL_HELD.format(by=pausing.held_by(state.holds))
 
 
 def _resumed(
@@ -87,9 +87,11 @@ def _resumed(
     """The answer to a resolution that leaves nothing of the pause it resolved, and the
     ``table_resumed`` event, unless a supervisor's pause still holds the table."""
     if state.holds:
-        what = done or f"{resolution} done"
+        what = done or RESOLVED.format(resolution=resolution)
         return [answer(event, True, f"{what}; {still_held(state)}")]
-    said = done or f"resumed ({resolution or 'nothing to resolve'})"
+    said = done or (
+        ANSWERS["resumed"].format(resolution=resolution) if resolution else ANSWERS["resumed_plain"]
+    )
     return [answer(event, True, said), resumed_event(state, event, pause, resolution)]
 
 
@@ -118,7 +120,7 @@ def burn_held(
 ) -> list[Effect]:
     """The cards held (counted when they came) are set aside."""
     if not pause.held:
-        raise TransitionError("no card was drawn out of turn: nothing to burn")
+        raise TransitionError(ANSWERS["nothing_to_burn"])
     burned = PublishEvent("cards_burned", {"count": len(pause.held)})
     return _applied(ctx, state, event, pause, resume, "burn", [burned], held=())
 
@@ -153,9 +155,9 @@ def dismiss_unread(
     if pause.offline_gap:
         return confirm_no_cards(ctx, state, event, pause, resume)
     if pause.unread is None:
-        raise TransitionError("no card is waiting to be entered by hand")
+        raise TransitionError(ANSWERS["no_card_to_enter"])
     if pause.unread == HOLE_UNREAD:
-        raise TransitionError("the hole card is on the felt, face down: enter_card it")
+        raise TransitionError(ANSWERS["hole_on_felt"])
     dismissed = replace(pause, unread=None)
     if pause.resume_to is P.READING:
         state.reading = None
@@ -173,11 +175,11 @@ def accept_one(
     """The one card held, read, is dealt where the round expects a card (revisions 1 to 3)."""
     held = pause.held
     if len(held) != 1 or held[0] is None:
-        raise TransitionError("accept takes exactly one card that was read")
+        raise TransitionError(ANSWERS["one_read_card"])
     if pause.unread is not None:
-        raise TransitionError("enter the unread card first")
+        raise TransitionError(ANSWERS["unread_first"])
     if pause.resume_to is not P.DEALING:
-        raise TransitionError("the round expects no card now: burn it instead")
+        raise TransitionError(ANSWERS["no_card_expected"])
     card = held[0]
     if pause.uncounted:  # another card of that face, not the late frame
         count_accepted(state, card)
@@ -195,7 +197,7 @@ def enter_unread(
     """The card that left the shoe unread, from the felt (or the hole card, read privately):
     it goes where the round expected it, or for the revealed burn card, starts the burn."""
     if event.card is None:
-        raise TransitionError("enter_card needs the card")
+        raise TransitionError(ANSWERS["card_needed"])
     _nothing_left(pause, pause.held, None, pause.offline_gap)
     return _dealt(ctx, state, event, pause, "enter_card", event.card, entered=True)
 
@@ -211,7 +213,7 @@ def enter_idle_card(
     like any card entered by hand, and remembered so that the gap it left in the shoe's
     numbering is not a new pause."""
     if event.card is None:
-        raise TransitionError("enter_card needs the card")
+        raise TransitionError(ANSWERS["card_needed"])
     state.unannounced_entered += (event.card,)
     _nothing_left(pause, pause.held, None, pause.offline_gap)
     return _dealt(ctx, state, event, pause, "enter_card", event.card, entered=True)
@@ -262,7 +264,8 @@ def _still_needed(
         uncounted = pause.uncounted if held else ()
         state.pause = replace(pause, held=held, offline_gap=offline_gap, uncounted=uncounted)
         rest = "; ".join(state.pause.needs())
-        said = answer(event, True, f"{resolution} done; still needed: {rest}")
+        done = RESOLVED.format(resolution=resolution)
+        said = answer(event, True, f"{done}; still needed: {rest}")
         return [said, *effects, published(ctx, state)]
     _nothing_left(pause, held, pause.unread, offline_gap)
     return None
@@ -318,27 +321,27 @@ def enter_offline_card(
     the round expected it, and the table stays paused until the supervisor confirms no
     other card left (or enters the next)."""
     if event.card is None:
-        raise TransitionError("enter_card needs the card")
+        raise TransitionError(ANSWERS["card_needed"])
     # Cards held that came before the gap are dealt (or burnt) first; those that came
     # after it (revision 4) wait for the gap's cards, entered here.
     held_after = ctx.revision >= 4 and pause.gap_before_held
     if pause.held and not held_after:
-        raise TransitionError("accept or burn the cards drawn out of turn first")
+        raise TransitionError(ANSWERS["held_first"])
     if pause.resume_to is not P.DEALING:
-        raise TransitionError("no round card was due: confirm with no_cards_drawn, or end the shoe")
+        raise TransitionError(ANSWERS["no_round_card_due"])
     count_entered(state, event.card)
     if ctx.revision >= 3:
         state.unannounced_entered += (event.card,)
     state.pause = None
     state.phase = P.DEALING
     effects = dealing.deal(ctx, state, event.card, event.at, "supervisor")
-    said = answer(event, True, "card entered; the table stays paused")
+    said = answer(event, True, ANSWERS["card_entered_paused"])
     if state.phase is not P.DEALING:
         # The card finished the round or asks for a decision: nothing more can be due;
         # cards held after it came out of turn.
         if not pause.held and state.phase is not P.PAUSED:
             goes_on = f"; {still_held(state)}" if state.holds else ""
-            said = answer(event, True, f"card entered; the round goes on{goes_on}")
+            said = answer(event, True, f"{CARD_ENTERED}{goes_on}")
         if pause.held:
             effects += pausing.pause(
                 ctx,
@@ -385,27 +388,22 @@ def accept_held(
     may have left the shoe unseen before them are still to be entered."""
     held = pause.held
     if not held:
-        raise TransitionError("no card was drawn out of turn: nothing to accept")
+        raise TransitionError(ANSWERS["nothing_to_accept"])
     if any(card is None for card in held):
-        raise TransitionError("a card held was not read: burn the cards held instead")
+        raise TransitionError(ANSWERS["held_unread"])
     if pause.unread is not None:
-        raise TransitionError("enter the unread card first")
+        raise TransitionError(ANSWERS["unread_first"])
     if pause.offline_gap and pause.gap_before_held:
-        raise TransitionError(
-            "cards may have left the shoe unseen before those held: enter_card each "
-            "of them first, or confirm none did (no_cards_drawn)"
-        )
+        raise TransitionError(ANSWERS["gap_before_held"])
     if pause.resume_to is not P.DEALING:
-        raise TransitionError("the round expects no card now: burn it instead")
-    said = _resumed(ctx, state, event, pause, "accept", f"accepted {len(held)} card(s)")
+        raise TransitionError(ANSWERS["no_card_expected"])
+    said = _resumed(ctx, state, event, pause, "accept", ACCEPTED.format(count=len(held)))
     state.pause = None
     state.phase = P.DEALING
     effects: list[Effect] = []
     for number, card in enumerate(held):
         if state.phase is not P.DEALING:
-            raise TransitionError(
-                f"the round took {number} of the {len(held)} cards held: burn them instead"
-            )
+            raise TransitionError(ANSWERS["took_fewer"].format(taken=number, count=len(held)))
         if number in pause.uncounted:  # another card of that face, not the late frame
             count_accepted(state, card)  # type: ignore[arg-type]
         effects += dealing.deal(ctx, state, card, event.at, "supervisor")  # type: ignore[arg-type]
@@ -446,17 +444,14 @@ def count_accepted(state: TableState, card: Card) -> None:
     try:
         dealing.count_out(state, card)
     except RulesError as error:
-        raise TransitionError(
-            f"cannot accept it: {NINTH_COPY}, so it is the late frame of the card "
-            "entered by hand: burn it"
-        ) from error
+        raise TransitionError(ANSWERS["late_frame"]) from error
 
 
 def count_entered(state: TableState, card: Card) -> None:
     try:
         dealing.count_out(state, card)
     except RulesError as error:
-        raise TransitionError(f"cannot enter that card: {NINTH_COPY}") from error
+        raise TransitionError(ANSWERS["ninth_copy"]) from error
 
 
 def resume_into(ctx: Context, state: TableState, phase: Phase, at: float) -> list[Effect]:
@@ -566,10 +561,10 @@ _ENTER_IDLE: Final = _r(enter_idle_card, *ONWARDS, P.PAUSED)
 # The table stays paused for the next card that may have left unseen, unless the card
 # ended the round's need for cards.
 _ENTER_OFFLINE: Final = _r(enter_offline_card, P.PAUSED, P.DECIDING, P.READING, *AFTER_ROUND)
-_NOT_OFFLINE: Final = _refused("the shoe was not offline while cards were due")
+_NOT_OFFLINE: Final = _refused(ANSWERS["not_offline"])
 # The round cannot be completed from this shoe: a supervisor cancels it. (No pause of an
 # older revision is of this kind: its rows are the same in every revision.)
-_SHOE_EMPTY: Final = _refused("no card is left in the shoe for this round: cancel it")
+_SHOE_EMPTY: Final = _refused(ANSWERS["shoe_empty"])
 
 _RESUMES_1: Final[dict[tuple[str, str], Resume]] = {
     **{("shoe_empty", resolution): _SHOE_EMPTY for resolution in RESOLUTIONS},
@@ -591,7 +586,7 @@ _RESUMES_1: Final[dict[tuple[str, str], Resume]] = {
     ("other", ""): _NOTHING,
     ("other", "accept"): _ACCEPT_ONE,
     ("other", "burn"): _BURN,
-    ("other", "enter_card"): _refused("no card is waiting to be entered by hand"),
+    ("other", "enter_card"): _refused(ANSWERS["no_card_to_enter"]),
     ("other", "no_cards_drawn"): _NOT_OFFLINE,
 }
 # Revision 3: a burn or a confirmation that leaves the pause needing more is applied alone.

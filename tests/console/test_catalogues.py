@@ -3,11 +3,12 @@ code the tables' API can publish has words in every language, and every key a pa
 is in them.
 
 The codes come from their one list each: the pause reasons and holds
-(``controller.table.state``), a pause's needs and the dealer line's actions
-(``controller.kernel.vocabulary``), the responses' error codes and the event types
-(``controller.service.wire``), the resolutions of a pause (``controller.kernel.vocabulary``),
-the commands of the API (``controller.kernel.api_commands``; what those the console offers
-do: ``controller.console.api``), the games and their variants
+(``controller.table.state``), a pause's needs, the dealer line's actions, the resolutions of
+a pause, why a shoe ended, the table's answers to commands and a blackjack decision's
+tokens and kinds (``controller.kernel.vocabulary``; a hand's states,
+``controller.games.blackjack_hand``), the responses' error codes and the event types
+(``controller.service.wire``), the commands of the API (``controller.kernel.api_commands``;
+what those the console offers do: ``controller.console.api``), the games and their variants
 (``controller.games.registry``), the camera's views of a round
 (``controller.service.pictures``), the wall's statuses (``controller.console.fleet``) and
 every game's hands (``controller.kernel.presentation``). The keys the pages ask for are read
@@ -27,10 +28,19 @@ from controller.console.api import OFFERED
 from controller.console.common import STATIC_DIR
 from controller.console.config import LANGUAGES
 from controller.console.fleet import STATUS_ORDER
+from controller.games.blackjack_hand import HAND_STATES, PLAYING
 from controller.games.registry import GAMES, VARIANTS
 from controller.kernel.api_commands import COMMANDS
 from controller.kernel.presentation import PRESENTATIONS
-from controller.kernel.vocabulary import DEALER_ACTIONS, NEEDS, RESOLUTIONS
+from controller.kernel.vocabulary import (
+    ANSWERS,
+    DEALER_ACTIONS,
+    DECISION_KINDS,
+    DECISION_TOKENS,
+    NEEDS,
+    RESOLUTIONS,
+    SHOE_ENDS,
+)
 from controller.service.pictures import VIEWS
 from controller.service.wire import ERROR_CODES, EVENT_TYPES
 from controller.table.state import HoldReason, PauseReason, Phase
@@ -49,6 +59,12 @@ def api_keys() -> set[str]:
     keys |= {f"dealer.stop.{reason.value}" for reason in PauseReason}
     keys |= {f"hold.{hold.value}" for hold in HoldReason}
     keys |= {f"dealer.hold.{hold.value}" for hold in HoldReason}
+    keys |= {f"hold_name.{hold.value}" for hold in HoldReason}
+    keys |= {f"shoe_end.{code}" for code in SHOE_ENDS}
+    keys |= {f"answer_message.{code}" for code in ANSWERS}
+    keys |= {f"choice.{token}" for token in DECISION_TOKENS}
+    keys |= {f"decision.{kind}" for kind in DECISION_KINDS}
+    keys |= {f"hand.{state}" for state in HAND_STATES if state != PLAYING}
     keys |= {f"need.{code}" for code in NEEDS}
     keys |= {f"refusal.{code}" for code in ERROR_CODES}
     keys |= {f"action.{action}" for action in DEALER_ACTIONS}
@@ -126,6 +142,14 @@ def test_a_missing_code_fails_the_check() -> None:
     words = catalogue("es")
     del words["reason.card_out_of_turn"]
     assert "reason.card_out_of_turn" in api_keys() - set(words)
+
+
+def test_a_table_text_without_words_fails_the_check() -> None:
+    """Why a shoe ended and the table's answers are in the check: a catalogue without the
+    words of one misses it."""
+    words = catalogue("es")
+    del words["shoe_end.ended"], words["answer_message.shoe_ended"]
+    assert {"shoe_end.ended", "answer_message.shoe_ended"} <= api_keys() - set(words)
 
 
 def test_a_command_the_console_offers_without_words_fails_the_check() -> None:

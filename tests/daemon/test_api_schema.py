@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from controller.games.registry import GAME_IDS
+from controller.kernel.vocabulary import ANSWERS, SHOE_ENDS
 from controller.service.audit import audit_answer, audit_entry
 from controller.service.mqtt_api import COMMANDS, Request, RequestError, parse_request
 from controller.service.outbox import Outbox
@@ -708,6 +709,9 @@ def test_the_document_is_asyncapi_3_with_valid_schemas_that_agree_with_the_code(
     # The lists of the code and of the document are the same lists.
     assert set(schemas["Event"]["properties"]["type"]["enum"]) == set(EVENT_TYPES)
     assert set(schemas["ErrorCode"]["enum"]) == set(ERROR_CODES)
+    assert set(schemas["ShoeEnded"]["properties"]["why_code"]["enum"]) == set(SHOE_ENDS)
+    message_code = re.compile(schemas["AuditEntry"]["properties"]["message_code"]["pattern"])
+    assert all(message_code.fullmatch(code) for code in ANSWERS), sorted(ANSWERS)
     assert schemas["ApiVersion"]["const"] == API_VERSION
     requests = {
         channel["address"].rsplit("/", 1)[-1]: channel

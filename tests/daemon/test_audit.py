@@ -127,6 +127,11 @@ def test_the_audit_lists_each_command_with_its_outcome_and_hides_the_card(
         opened = entries[4]
         assert (opened["account"], opened["role"], opened["ok"]) == ("platform", None, True)
         assert opened["message"] == f"round {round_id} opened"
+        # Its code beside the words, for a page in another language.
+        assert (opened["message_code"], opened["message_values"]) == (
+            "round_opened",
+            {"round": str(round_id)},
+        )
 
         # Alice's, each with what she sent and the answer she got.
         hers = [entry for entry in entries if entry["account"] == "alice"]
@@ -142,6 +147,7 @@ def test_the_audit_lists_each_command_with_its_outcome_and_hides_the_card(
         assert refused["args"] == {"resolution": "burn"}
         assert (refused["ok"], refused["code"]) == (False, "refused")
         assert refused["message"] == "no card was drawn out of turn: nothing to burn"
+        assert (refused["message_code"], refused["message_values"]) == ("nothing_to_burn", {})
         assert hers[3]["args"] == {}
 
         # The card entered by hand is in the journal, and nowhere in the audit.

@@ -2,7 +2,7 @@
 
 import { getJson } from "./api.js";
 import { app, byTestId, cardFace, cards, clock, day, h } from "./common.js";
-import { chooseLanguage, commandWords, loadLanguage, pauseWords, positionWords, refusalWords, t, translatePage } from "./i18n.js";
+import { choiceWords, chooseLanguage, codedWords, commandWords, loadLanguage, pauseWords, positionWords, refusalWords, t, translatePage } from "./i18n.js";
 
 // --- round history and audit -------------------------------------------------------------------
 
@@ -25,10 +25,10 @@ export function eventSummary(event, game) {
     case "decision_requested":
       return t("history.decision_requested", {
         kind: t(`decision.${d.kind}`, null, d.kind), box: d.box, hand: d.hand,
-        options: (d.options || []).map((option) => coded("choice", option)).join("/"), default: coded("choice", d.default),
+        options: (d.options || []).map(choiceWords).join("/"), default: choiceWords(d.default),
       });
     case "decision_taken": {
-      const values = { decision: coded("choice", d.decision), box: d.box, hand: d.hand };
+      const values = { decision: choiceWords(d.decision), box: d.box, hand: d.hand };
       return d.auto ? t("history.decision_taken_auto", values) : t("history.decision_taken", values);
     }
     case "table_paused": {
@@ -45,8 +45,10 @@ export function eventSummary(event, game) {
         ? t("history.round_voided_why", { round: d.round_id, by: d.by, why: d.reason, count: d.cards_discarded })
         : t("history.round_voided", { round: d.round_id, by: d.by, count: d.cards_discarded });
     case "shoe_started": return t("history.shoe_started", { shoe: d.shoe_id, by: d.by });
-    // Why a shoe ended or went offline is the table's own English: it publishes no code.
-    case "shoe_ended": return t("history.shoe_ended", { shoe: d.shoe_id, why: d.why });
+    // Why a shoe ended: its code's words (the table's English without one). Why it went
+    // offline is the driver's own English: it publishes no code.
+    case "shoe_ended":
+      return t("history.shoe_ended", { shoe: d.shoe_id, why: codedWords("shoe_end", d.why_code, { by: d.by }, d.why) });
     case "cut_card_drawn": return t("history.cut_card_drawn", { round: d.final_round });
     case "shoe_offline": return t("history.shoe_offline", { why: d.reason });
     case "shoe_online": return t("history.shoe_online");
@@ -245,12 +247,20 @@ export async function openAudit(table) {
     const entries = (answer.entries || []).slice().reverse();
     // The CSV's columns, in its order (the time as this browser's), then any others.
     const columns = ["journal_seq", "at", "account", "role", "command", "args", "ok", "code", "message", "transaction"];
-    for (const entry of entries) for (const key of Object.keys(entry)) if (!columns.includes(key)) columns.push(key);
+    // The message's code and values are not columns: the message is shown in their words.
+    const inMessage = ["message_code", "message_values"];
+    for (const entry of entries) {
+      for (const key of Object.keys(entry)) if (!columns.includes(key) && !inMessage.includes(key)) columns.push(key);
+    }
     const shown = columns.filter((column) => entries.some((entry) => column in entry));
     // The known columns by their words; a newer table's by its name.
     const heading = (column) => t(`audit.column_${column}`, null, column);
-    const cell = (column, value) => {
+    const cell = (column, value, entry) => {
       if (column === "at" && typeof value === "number") return `${day(value)} ${clock(value)}`;
+      // The table's answer in its code's words (its English for a code no catalogue has).
+      if (column === "message" && typeof value === "string") {
+        return codedWords("answer_message", entry.message_code, entry.message_values, value);
+      }
       if (column === "command" && typeof value === "string") return commandWords(value);
       if (column === "role" && typeof value === "string") return t(`role.${value}`, null, value);
       if (column === "ok" && typeof value === "boolean") return value ? t("audit.ok_yes") : t("audit.ok_no");
@@ -265,7 +275,7 @@ export async function openAudit(table) {
         h("thead", null, h("tr", null, shown.map((column) => h("th", null, heading(column))))),
         h("tbody", null, entries.map((entry) => h("tr", {
           testid: "audit-row", class: entry.ok === false ? "refused" : null,
-        }, shown.map((column) => h("td", { "data-column": column }, cell(column, entry[column])))))))
+        }, shown.map((column) => h("td", { "data-column": column }, cell(column, entry[column], entry)))))))
       : h("p", { class: "hint" }, t("audit.empty")));
   } catch (error) {
     content.replaceChildren(h("p", { class: "error" }, t("audit.load_failed", { why: error.message })));

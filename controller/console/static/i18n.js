@@ -140,6 +140,34 @@ export function gameWords(game, variant) {
   return variant ? t("game.with_variant", { game: name, variant: t(`variant.${variant}`, null, variant) }) : name;
 }
 
+/** A value of the table's words in words: a phase, a hold, a resolution, a command by
+ * their codes' words; a number, a person's name or words as they are. */
+function valueWords(name, value) {
+  const text = String(value);
+  switch (name) {
+    case "phase": return t(`phase.${text}`, null, text);
+    case "hold": return t(`hold_name.${text}`, null, text);
+    case "holds": return text.split(", ").map((hold) => t(`hold_name.${hold}`, null, hold)).join(", ");
+    case "resolution": return t(`resolution.${text}`, null, text.replace(/_/g, " "));
+    case "command": return commandWords(text);
+    default: return text;
+  }
+}
+
+/** Words the table publishes in English beside their code (a shoe_ended's `why` and
+ * `why_code`, an audit entry's `message` and `message_code`): the code's words under
+ * `prefix`, with its values in words; the table's English for a code this catalogue does
+ * not know, or none (a table of an older livetable). */
+export function codedWords(prefix, code, values, english) {
+  if (!code) return english === undefined || english === null ? "" : String(english);
+  const shown = {};
+  for (const [name, value] of Object.entries(values || {})) if (value !== undefined && value !== null) shown[name] = valueWords(name, value);
+  return t(`${prefix}.${code}`, shown, english);
+}
+
+/** A blackjack decision's token ("S") in words ("stand"); a token of a newer table as it is. */
+export const choiceWords = (token) => t(`choice.${token}`, null, String(token));
+
 /** A refusal's words: the code's, else the message as the table or the console said it. */
 export function refusalWords(code, message) {
   const known = code && has(`refusal.${code}`) ? t(`refusal.${code}`) : "";

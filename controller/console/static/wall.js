@@ -4,7 +4,7 @@ import { act, actionButton, answerLine } from "./api.js";
 import { NO_SHOE_WORD, STATUS_WORD, app, cards, clock, h, isSupervisor } from "./common.js";
 import { askCancel, askEndShoe, askNewShoe, askPause } from "./dialogs.js";
 import { eventSummary, openAudit, openHistory } from "./history.js";
-import { dealerLineWords, gameWords, pauseWords, positionWords, t } from "./i18n.js";
+import { choiceWords, dealerLineWords, gameWords, pauseWords, positionWords, t } from "./i18n.js";
 
 // --- a tile ----------------------------------------------------------------------------------
 
@@ -80,10 +80,10 @@ export function awaitingText(awaiting) {
       return t(key, { position: positionWords(awaiting.position) });
     }
     case "decision": {
-      const options = (awaiting.options || []).join("/");
+      const options = (awaiting.options || []).map(choiceWords).join("/");
       return t("tile.awaiting_decision", {
         kind: t(`decision.${awaiting.kind}`, null, awaiting.kind), box: awaiting.box, hand: awaiting.hand,
-        options, default: awaiting.default,
+        options, default: choiceWords(awaiting.default),
       });
     }
     case "camera": return t("tile.awaiting_camera", { position: positionWords(awaiting.position) });
