@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from typing import Any, ClassVar
 
 from aiohttp import web
@@ -26,8 +27,9 @@ class CountingStudioClient(StudioClient):
     """The real client, keeping :data:`KEEP` events and noting each ``events`` request."""
 
     asked: ClassVar[list[dict[str, Any]]] = []
-    # The accounts whose own catch-up asked for events, and each close's start and end.
-    catching_up: ClassVar[list[str]] = []
+    # The (account, table) pairs whose catch-up waits for its answer now, with when each
+    # asked (time.monotonic()); and each close's start and end.
+    catching_up: ClassVar[dict[tuple[str, str], float]] = {}
     closing: ClassVar[list[tuple[str, str]]] = []
     # How each account's catch-up request ended when it did not get its answer.
     catch_up_ended: ClassVar[list[tuple[str, str]]] = []
@@ -43,12 +45,15 @@ class CountingStudioClient(StudioClient):
             if thread.startswith("console"):
                 CountingStudioClient.asked.append({"table": table_id, **fields})
             elif thread.startswith("catch-up"):
-                CountingStudioClient.catching_up.append(self.account.name)
+                waiting = (self.account.name, table_id)
+                CountingStudioClient.catching_up[waiting] = time.monotonic()
                 try:
                     return super().request(table_id, command, *args, **fields)
                 except TimeoutError as error:
                     CountingStudioClient.catch_up_ended.append((self.account.name, str(error)))
                     raise
+                finally:
+                    CountingStudioClient.catching_up.pop(waiting, None)
         return super().request(table_id, command, *args, **fields)
 
     def close(self) -> None:
